@@ -1,0 +1,33 @@
+# Two entry points for a fresh machine: `make demo` (main job) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+OUT ?= results/demo
+
+.PHONY: demo test test-slow lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(VENV)/.bench: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) -m prioritylab.demo --out $(OUT)
+
+test: $(VENV)/.installed
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q
+
+test-slow: $(VENV)/.installed
+	$(PY) -m pytest -q -m slow
+
+bench: $(VENV)/.bench
+	$(PY) -m prioritylab bench sumtree
+
+clean:
+	rm -rf $(VENV) results

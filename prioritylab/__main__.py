@@ -1,0 +1,5 @@
+import sys
+
+from prioritylab.cli import main
+
+sys.exit(main())

@@ -1,0 +1,64 @@
+"""Input checks shared by the library: clear ``ValueError`` naming the bad value."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def check_positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def check_range(name: str, value, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> float:
+    """Check ``lo <(=) value <(=) hi``; infinite bounds are allowed."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    ok = not math.isnan(v)
+    ok = ok and (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
+    if not ok:
+        left = "(" if lo_open else "["
+        right = ")" if hi_open else "]"
+        raise ValueError(f"{name} must be in {left}{lo}, {hi}{right}, got {value!r}")
+    return v
+
+
+def check_finite_array(name: str, values, nonnegative: bool = False) -> np.ndarray:
+    """Return ``values`` as a 1-D float64 array; reject NaN/inf (and negatives)."""
+    arr = np.ascontiguousarray(np.asarray(values, dtype=np.float64)).reshape(-1)
+    bad = ~np.isfinite(arr)
+    if nonnegative:
+        bad |= arr < 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        what = "finite and non-negative" if nonnegative else "finite"
+        raise ValueError(f"{name}[{i}] = {arr[i]} must be {what}")
+    return arr
+
+
+def check_indices(name: str, indices, capacity: int) -> np.ndarray:
+    arr = np.asarray(indices)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{name} must be integers, got dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    bad = (arr < 0) | (arr >= capacity)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name}[{i}] = {arr[i]} is out of range [0, {capacity})")
+    return arr
+
+
+def as_rng(seed) -> np.random.Generator:
+    """A Generator from a seed, a SeedSequence or a Generator (used as is)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)

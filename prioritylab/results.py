@@ -1,0 +1,119 @@
+"""Plain-file results: atomic writes and the ``manifest.json`` of every run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+_PACKAGES = ("numpy", "numba", "scipy", "matplotlib", "torch", "gymnasium", "ale-py", "prioritylab")
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write through a temporary file in the same folder, then rename: never half-written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path, obj) -> None:
+    _atomic_write(Path(path), lambda fh: json.dump(obj, fh, indent=2, sort_keys=True, default=_jsonable))
+
+
+def write_csv(path, rows: Iterable[Mapping], fieldnames: list[str] | None = None) -> None:
+    rows = list(rows)
+    if fieldnames is None:
+        fieldnames = list(rows[0].keys()) if rows else []
+
+    def _write(fh):
+        w = csv.DictWriter(fh, fieldnames=fieldnames)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+    _atomic_write(Path(path), _write)
+
+
+def save_figure(fig, path) -> None:
+    """Save a matplotlib figure atomically (PNG)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    os.replace(tmp, path)
+
+
+def _jsonable(x):
+    try:
+        import numpy as np
+
+        if isinstance(x, np.generic):
+            return x.item()
+        if isinstance(x, np.ndarray):
+            return x.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(x, Path):
+        return str(x)
+    return repr(x)
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).parent
+        )
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def machine_info() -> dict:
+    return {
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def write_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> dict:
+    """Write ``manifest.json``: config, git commit, package versions, machine, time."""
+    manifest = {
+        "config": dict(config),
+        "git_commit": git_commit(),
+        "packages": package_versions(),
+        "machine": machine_info(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": " ".join(sys.argv),
+    }
+    if extra:
+        manifest.update(extra)
+    write_json(Path(out_dir) / "manifest.json", manifest)
+    return manifest

@@ -1,0 +1,41 @@
+"""Replay samplers behind one protocol, built by name with :func:`make_sampler`."""
+
+from __future__ import annotations
+
+from .base import PrioritySampler, SampleBatch, Sampler, is_weights
+from .greedy import GreedyTDSampler
+from .lap import LAPSampler
+from .per import PERSampler
+from .pser import PSERSampler
+from .rank import RankSampler
+from .uniform import UniformSampler
+
+SAMPLERS: dict[str, type[Sampler]] = {
+    cls.name: cls
+    for cls in (UniformSampler, PERSampler, RankSampler, LAPSampler, PSERSampler, GreedyTDSampler)
+}
+
+
+def make_sampler(name: str, capacity: int, **params) -> Sampler:
+    """Build a sampler from the registry: ``make_sampler("per", 2**20, alpha=0.6, seed=0)``."""
+    try:
+        cls = SAMPLERS[name]
+    except KeyError:
+        raise ValueError(f"unknown sampler {name!r}; known: {sorted(SAMPLERS)}") from None
+    return cls(capacity, **params)
+
+
+__all__ = [
+    "SAMPLERS",
+    "GreedyTDSampler",
+    "LAPSampler",
+    "PERSampler",
+    "PSERSampler",
+    "PrioritySampler",
+    "RankSampler",
+    "SampleBatch",
+    "Sampler",
+    "UniformSampler",
+    "is_weights",
+    "make_sampler",
+]

@@ -1,0 +1,298 @@
+"""The sampler protocol and the machinery shared by the prioritised samplers.
+
+A sampler is a small object over replay *slots*; it holds no transition data.
+The writer tells it which slots were (re)written with :meth:`Sampler.add`; the
+learner asks for a minibatch with :meth:`Sampler.sample` and reports fresh TD
+errors with :meth:`Sampler.update`.  Every sampler owns a
+``numpy.random.Generator`` and saves/loads its complete state.
+
+Priority domains: callers pass TD errors; a sampler turns them into a *raw*
+priority (``|delta| + eps`` for PER, ``max(|delta|, kappa)`` for LAP, ...) and
+the tree stores the sampling *mass* ``raw ** alpha``.  ``alpha`` is applied in
+exactly one place, :meth:`PrioritySampler._mass`, and the maximum priority used
+for new items is tracked in the raw domain.
+
+Generation stamps: every write of a slot gets the next value of a global write
+counter.  :meth:`Sampler.sample` returns the stamps of the drawn slots and
+:meth:`Sampler.update` ignores items whose slot was overwritten since (a stale
+update), when the stamps are passed back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._checks import as_rng, check_finite_array, check_indices, check_positive_int, check_range
+from ..sumtree import SumTree, tree_sample
+
+
+@dataclass
+class SampleBatch:
+    """What :meth:`Sampler.sample` returns."""
+
+    indices: np.ndarray
+    """Slots drawn (int64)."""
+    probs: np.ndarray
+    """Probability with which each slot is drawn by one draw, ``P(i)``."""
+    weights: np.ndarray
+    """Importance-sampling weights (all ones for methods that use none)."""
+    generations: np.ndarray
+    """Write stamps of the drawn slots; pass them back to :meth:`Sampler.update`."""
+
+
+class Sampler:
+    """Base protocol: ``add``, ``sample``, ``update``, ``state_dict``/``load_state_dict``."""
+
+    name = "base"
+    uses_is_weights = False
+
+    def __init__(self, capacity: int, seed=None):
+        self.capacity = check_positive_int("capacity", capacity)
+        self.rng = as_rng(seed)
+        self._generation = np.full(self.capacity, -1, dtype=np.int64)
+        self._writes = 0  # global write counter: the next generation stamp
+        self._episode_start = np.zeros(self.capacity, dtype=bool)
+        self._filled = np.empty(self.capacity, dtype=np.int64)  # written slots, first-write order
+        self._size = 0
+
+    # -- protocol ------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """Number of slots written at least once."""
+        return self._size
+
+    def add(self, slots, episode_start=None, td_errors=None) -> None:
+        """Register that ``slots`` were (re)written, in this order.
+
+        ``episode_start`` (bool per slot) marks the first transition of an
+        episode (PSER never decays across it).  ``td_errors`` are used only by
+        samplers configured to seed new items from their current TD error.
+        """
+        idx = check_indices("slots", slots, self.capacity)
+        starts = self._check_starts(episode_start, idx.shape[0])
+        td = None if td_errors is None else self._check_td(td_errors, idx.shape[0])
+        self._before_add(idx, td)
+        self._write_stamps(idx, starts)
+        self._on_add(idx, td)
+
+    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
+        raise NotImplementedError
+
+    def update(self, indices, td_errors, generations=None) -> None:
+        """Set priorities of ``indices`` from ``td_errors`` (stale items skipped)."""
+        idx = check_indices("indices", indices, self.capacity)
+        td = self._check_td(td_errors, idx.shape[0])
+        self._check_filled(idx)
+        if generations is not None:
+            gen = np.asarray(generations, dtype=np.int64).reshape(-1)
+            if gen.shape != idx.shape:
+                raise ValueError(f"generations must have shape {idx.shape}, got {gen.shape}")
+            fresh = self._generation[idx] == gen
+            if not fresh.all():
+                idx, td = idx[fresh], td[fresh]
+        if idx.shape[0]:
+            self._on_update(idx, td)
+
+    # -- state ---------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "capacity": self.capacity,
+            "rng": self.rng.bit_generator.state,
+            "generation": self._generation.copy(),
+            "writes": self._writes,
+            "episode_start": self._episode_start.copy(),
+            "filled": self._filled[: self._size].copy(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("name") != self.name or int(state["capacity"]) != self.capacity:
+            raise ValueError(
+                f"state is for sampler {state.get('name')!r} with capacity {state.get('capacity')}, "
+                f"not {self.name!r} with capacity {self.capacity}"
+            )
+        self.rng.bit_generator.state = state["rng"]
+        self._generation = np.array(state["generation"], dtype=np.int64)
+        self._writes = int(state["writes"])
+        self._episode_start = np.array(state["episode_start"], dtype=bool)
+        filled = np.asarray(state["filled"], dtype=np.int64)
+        self._filled = np.empty(self.capacity, dtype=np.int64)
+        self._filled[: filled.shape[0]] = filled
+        self._size = int(filled.shape[0])
+
+    # -- hooks for subclasses --------------------------------------------------
+    def _before_add(self, idx: np.ndarray, td: np.ndarray | None) -> None:
+        """Validate anything sampler-specific before state changes."""
+
+    def _on_add(self, idx: np.ndarray, td: np.ndarray | None) -> None:
+        pass
+
+    def _on_update(self, idx: np.ndarray, td: np.ndarray) -> None:
+        pass
+
+    # -- helpers ---------------------------------------------------------------
+    def _write_stamps(self, idx: np.ndarray, starts: np.ndarray) -> None:
+        n = idx.shape[0]
+        new = self._generation[idx] < 0
+        if new.any():
+            fresh, first = np.unique(idx[new], return_index=True)
+            fresh = fresh[np.argsort(first)]
+            self._filled[self._size : self._size + fresh.shape[0]] = fresh
+            self._size += fresh.shape[0]
+        self._generation[idx] = self._writes + np.arange(n, dtype=np.int64)
+        self._writes += n
+        self._episode_start[idx] = starts
+
+    def _check_starts(self, episode_start, n: int) -> np.ndarray:
+        if episode_start is None:
+            return np.zeros(n, dtype=bool)
+        starts = np.asarray(episode_start, dtype=bool).reshape(-1)
+        if starts.shape == (1,) and n != 1:
+            starts = np.repeat(starts, n)
+        if starts.shape != (n,):
+            raise ValueError(f"episode_start must have shape ({n},), got {starts.shape}")
+        return starts
+
+    def _check_td(self, td_errors, n: int) -> np.ndarray:
+        td = check_finite_array("td_errors", td_errors)
+        if td.shape != (n,):
+            raise ValueError(f"td_errors must have shape ({n},), got {td.shape}")
+        return td
+
+    def _check_filled(self, idx: np.ndarray) -> None:
+        empty = self._generation[idx] < 0
+        if empty.any():
+            i = int(np.flatnonzero(empty)[0])
+            raise ValueError(f"indices[{i}] = {idx[i]} points at an empty slot")
+
+    def _check_batch(self, batch_size) -> int:
+        k = check_positive_int("batch_size", batch_size)
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty sampler (no slot added yet)")
+        return k
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(capacity={self.capacity}, size={self.size})"
+
+
+class PrioritySampler(Sampler):
+    """A sampler whose draws are proportional to a mass ``raw ** alpha`` in a sum tree.
+
+    Subclasses define :meth:`raw_priority` (TD error -> raw priority).  New items
+    enter with the largest raw priority seen so far (``initial_priority`` before
+    any), unless ``init="td"`` and TD errors are given to :meth:`add`.
+    """
+
+    _uses_tree = True
+
+    def __init__(
+        self,
+        capacity: int,
+        alpha: float,
+        seed=None,
+        *,
+        initial_priority: float = 1.0,
+        init: str = "max",
+        stratified: bool = True,
+        track_extrema: bool = True,
+    ):
+        super().__init__(capacity, seed)
+        self.alpha = check_range("alpha", alpha, 0.0, np.inf)
+        check_range("initial_priority", initial_priority, 0.0, np.inf, lo_open=True)
+        if init not in ("max", "td"):
+            raise ValueError(f"init must be 'max' or 'td', got {init!r}")
+        self.init = init
+        self.stratified = bool(stratified)
+        self.tree = SumTree(capacity, track_extrema=track_extrema) if self._uses_tree else None
+        self._raw = np.zeros(self.capacity)
+        self._max_raw = float(initial_priority)
+
+    # -- the one place alpha is applied ----------------------------------------
+    def _mass(self, raw: np.ndarray) -> np.ndarray:
+        return np.power(raw, self.alpha)
+
+    def raw_priority(self, td: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def max_priority(self) -> float:
+        """Largest raw priority seen (what a new item gets)."""
+        return self._max_raw
+
+    def priorities(self, indices) -> np.ndarray:
+        """Raw priorities of ``indices``."""
+        return self._raw[check_indices("indices", indices, self.capacity)].copy()
+
+    def probabilities(self) -> np.ndarray:
+        """Exact per-slot probability of one draw (``mass / total``)."""
+        leaves = np.asarray(self.tree.leaves)
+        return leaves / self.tree.total
+
+    # -- hooks ---------------------------------------------------------------
+    def _before_add(self, idx, td) -> None:
+        if self.init == "td" and td is None:
+            raise ValueError("init='td' needs td_errors in add()")
+
+    def _on_add(self, idx, td) -> None:
+        if self.init == "td" and td is not None:
+            raw = self.raw_priority(td)
+        else:
+            raw = np.full(idx.shape[0], self._max_raw)
+        self._set_raw(idx, raw)
+
+    def _on_update(self, idx, td) -> None:
+        self._set_raw(idx, self.raw_priority(td))
+
+    def _set_raw(self, idx: np.ndarray, raw: np.ndarray) -> None:
+        self.tree.update(idx, self._mass(raw))  # validates before any change
+        self._raw[idx] = raw
+        if raw.shape[0]:
+            self._max_raw = max(self._max_raw, float(raw.max()))
+
+    # -- sampling ------------------------------------------------------------
+    def _draw(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if not self.tree.total > 0.0:
+            raise ValueError(f"cannot sample: total priority mass is {self.tree.total}")
+        out = np.empty(k, dtype=np.int64)
+        mass = np.empty(k)
+        a = self.tree.arrays
+        tree_sample(a.tree, a.leaf0, a.depth, self.rng.random(k), self.stratified, out, mass)
+        return out, mass
+
+    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
+        k = self._check_batch(batch_size)
+        idx, mass = self._draw(k)
+        probs = mass / self.tree.total
+        return SampleBatch(idx, probs, np.ones(k), self._generation[idx])
+
+    # -- state ---------------------------------------------------------------
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state.update(raw=self._raw.copy(), max_raw=self._max_raw)
+        if self.tree is not None:
+            state["tree"] = self.tree.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        tree = None
+        if self.tree is not None:
+            tree = SumTree(self.capacity, track_extrema=self.tree.track_extrema)
+            tree.load_state_dict(state["tree"])
+        super().load_state_dict(state)
+        self.tree = tree
+        self._raw = np.array(state["raw"], dtype=np.float64)
+        self._max_raw = float(state["max_raw"])
+
+
+def is_weights(probs: np.ndarray, n: int, beta: float, min_prob: float | None) -> np.ndarray:
+    """PER importance-sampling weights ``(N P(i))^-beta`` normalised to max 1.
+
+    ``min_prob`` given: divide by the largest weight over all stored items,
+    ``(N min_j P(j))^-beta`` ("global"); ``None``: by the batch's largest.
+    """
+    w = np.power(n * probs, -beta)
+    if min_prob is None:
+        return w / w.max()
+    return w / (n * min_prob) ** -beta

@@ -1,0 +1,29 @@
+"""Loss-Adjusted Prioritised replay (Fujimoto, Meger & Precup, 2020).
+
+Priority ``max(|delta|^alpha, kappa^alpha)`` (eq. 9 for kappa = 1, eq. 30 in
+general), no IS weights; pair it with the Huber(kappa) loss (eq. 29).  The raw
+priority is ``max(|delta|, kappa)`` and the tree stores ``raw^alpha``, which
+equals eq. 30 for alpha >= 0.  Defaults: alpha = 0.4, kappa = 1 (Table 6/7,
+TD3 and DDQN settings).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import check_range
+from .base import PrioritySampler
+
+
+class LAPSampler(PrioritySampler):
+    name = "lap"
+
+    def __init__(self, capacity: int, alpha: float = 0.4, kappa: float = 1.0, seed=None, **kwargs):
+        self.kappa = check_range("kappa", kappa, 0.0, np.inf, lo_open=True, hi_open=True)
+        kwargs.setdefault("track_extrema", False)
+        kwargs.setdefault("initial_priority", 1.0)
+        super().__init__(capacity, alpha, seed, **kwargs)
+
+    def raw_priority(self, td: np.ndarray) -> np.ndarray:
+        """``max(|delta|, kappa)``; its alpha power is eq. 30's priority."""
+        return np.maximum(np.abs(td), self.kappa)

@@ -1,0 +1,63 @@
+"""Proportional prioritised replay (Schaul et al., 2016, Section 3.3 and eq. 1).
+
+``p_i = |delta_i| + eps``, ``P(i) = p_i^alpha / sum_k p_k^alpha``, IS weights
+``w_i = (N P(i))^-beta`` normalised so the largest is 1 (Section 3.4).
+Defaults are PER's Atari proportional setting (App. B.2.1, Table 3):
+alpha = 0.6, beta0 = 0.4; eps = 1e-6 (a small constant, PER Section 3.3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import check_range
+from .base import PrioritySampler, SampleBatch, is_weights
+
+NORMALISATIONS = ("global", "batch")
+
+
+class PERSampler(PrioritySampler):
+    """Proportional PER.
+
+    ``normalise="global"`` (default) divides the weights by the largest weight
+    over every stored item, ``(N min_j P(j))^-beta`` -- the reading of PER's
+    Algorithm 1 used by the reference DQN implementations and by the LAP/PAL
+    paper's Theorem 3 (eq. 20).  ``"batch"`` divides by the minibatch's largest
+    weight.  ``beta`` is given per call (anneal it with
+    :class:`prioritylab.schedules.LinearSchedule`); ``beta`` at construction is
+    the value used when a call gives none.
+    """
+
+    name = "per"
+    uses_is_weights = True
+
+    def __init__(
+        self,
+        capacity: int,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        eps: float = 1e-6,
+        normalise: str = "global",
+        seed=None,
+        **kwargs,
+    ):
+        if normalise not in NORMALISATIONS:
+            raise ValueError(f"normalise must be one of {NORMALISATIONS}, got {normalise!r}")
+        self.beta = check_range("beta", beta, 0.0, 1.0)
+        self.eps = check_range("eps", eps, 0.0, np.inf)
+        self.normalise = normalise
+        kwargs.setdefault("track_extrema", normalise == "global")
+        super().__init__(capacity, alpha, seed, **kwargs)
+
+    def raw_priority(self, td: np.ndarray) -> np.ndarray:
+        """PER proportional priority ``|delta| + eps``."""
+        return np.abs(td) + self.eps
+
+    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
+        b = self.beta if beta is None else check_range("beta", beta, 0.0, 1.0)
+        k = self._check_batch(batch_size)
+        idx, mass = self._draw(k)
+        total = self.tree.total
+        probs = mass / total
+        min_prob = self.tree.min / total if self.normalise == "global" else None
+        return SampleBatch(idx, probs, is_weights(probs, self._size, b, min_prob), self._generation[idx])

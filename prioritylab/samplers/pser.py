@@ -1,0 +1,138 @@
+"""Prioritised Sequence Experience Replay (Brittain et al., 2019, Section 3.2).
+
+When transition ``t`` receives priority ``p_t`` it is decayed backwards along
+its episode, for ``k = 1..W``:
+
+* MAX (eq. 6): ``p_(t-k) <- max(p_t rho^k, p_(t-k))``
+* ADD (eq. 7): ``p_(t-k) <- min(p_(t-k) + p_t rho^k, p_max)``
+
+with the window ``W = floor(ln 0.01 / ln rho)`` (eq. 8-9: stop once
+``rho^W <= 0.01``), and on the update of a sampled transition the
+anti-collapse rule (eq. 10) ``p_t <- max(|delta_t| + eps, eta p_t_old)``.
+Priorities here are raw; the tree stores ``p^alpha`` (eq. 5).
+
+The decay never crosses the start of ``t``'s episode and never reaches a slot
+that was not written immediately before ``t`` (generation stamps must be
+consecutive), so it cannot wrap past the ring buffer's write position or into
+overwritten data.  Defaults follow PSER's Atari table (App.): rho = 0.4
+(W = 5), eta = 0.7, MAX, alpha = 0.5, beta = 0.5.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .._checks import check_positive_int, check_range
+from ..sumtree import tree_set
+from .base import is_weights
+from .per import PERSampler
+
+MODES = ("max", "add")
+
+
+def window_from_rho(rho: float, threshold: float = 0.01) -> int:
+    """PSER eq. 8-9: the smallest ``W`` with ``rho^W <= threshold``... as floor.
+
+    The paper writes ``W = floor(ln 0.01 / ln rho)``; rho = 0.4 gives 5.
+    """
+    return max(1, int(math.floor(math.log(threshold) / math.log(rho))))
+
+
+@njit(cache=True)
+def pser_decay(raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, t, rho, window, add_mode, p_max):
+    """Decay ``raw[t]`` backwards over at most ``window`` predecessors (eq. 6/7).
+
+    Stops at an episode start (slot ``t-k+1`` starting an episode ends the walk)
+    and at the first slot whose generation stamp is not ``generation[t] - k``.
+    Changed priorities are written to the tree as ``raw ** alpha``.
+    """
+    cap = raw.shape[0]
+    g = generation[t]
+    decayed = raw[t]
+    for k in range(1, window + 1):
+        if episode_start[(t - k + 1) % cap]:
+            return
+        s = (t - k) % cap
+        if generation[s] != g - k:
+            return
+        decayed *= rho
+        old = raw[s]
+        new = min(old + decayed, p_max) if add_mode else max(decayed, old)
+        if new != old:
+            raw[s] = new
+            tree_set(tree, tmin, tmax, leaf0, s, new**alpha)
+
+
+@njit(cache=True)
+def pser_set_and_decay(
+    raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, indices, priorities, rho, window, add_mode, p_max
+):
+    """Set each raw priority in order, then decay it backwards (``p_max`` raw)."""
+    for i in range(indices.shape[0]):
+        t = indices[i]
+        raw[t] = priorities[i]
+        tree_set(tree, tmin, tmax, leaf0, t, priorities[i] ** alpha)
+        pser_decay(raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, t, rho, window, add_mode, p_max)
+
+
+class PSERSampler(PERSampler):
+    """PSER on top of proportional PER (same IS weights and normalisation options).
+
+    ``init="max"`` is the paper's MaxPrio variant; ``init="td"`` its CurrentTD
+    variant, where :meth:`add` takes the new items' TD errors and, as any
+    priority set from a TD error, decays them backwards.
+    """
+
+    name = "pser"
+
+    def __init__(
+        self,
+        capacity: int,
+        alpha: float = 0.5,
+        beta: float = 0.5,
+        rho: float = 0.4,
+        eta: float = 0.7,
+        window: int | None = None,
+        mode: str = "max",
+        eps: float = 1e-6,
+        seed=None,
+        **kwargs,
+    ):
+        self.rho = check_range("rho", rho, 0.0, 1.0, lo_open=True, hi_open=True)
+        self.eta = check_range("eta", eta, 0.0, 1.0)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self.mode = mode
+        self.window = window_from_rho(self.rho) if window is None else check_positive_int("window", window)
+        kwargs.setdefault("track_extrema", True)
+        super().__init__(capacity, alpha=alpha, beta=beta, eps=eps, seed=seed, **kwargs)
+
+    def _set_with_decay(self, idx: np.ndarray, raw: np.ndarray) -> None:
+        mass = self._mass(raw)
+        if not np.all(np.isfinite(mass)):
+            i = int(np.flatnonzero(~np.isfinite(mass))[0])
+            raise ValueError(f"priority {raw[i]} at position {i} overflows when raised to alpha={self.alpha}")
+        p_max = max(self._max_raw, float(raw.max()))
+        self._max_raw = p_max
+        a = self.tree.arrays
+        pser_set_and_decay(
+            self._raw, a.tree, a.tmin, a.tmax, a.leaf0, self.alpha, self._generation, self._episode_start,
+            idx, raw, self.rho, self.window, self.mode == "add", p_max,
+        )  # fmt: skip
+
+    def _on_add(self, idx, td) -> None:
+        if self.init == "td" and td is not None:
+            self._set_with_decay(idx, self.raw_priority(td))
+        else:
+            self._set_raw(idx, np.full(idx.shape[0], self._max_raw))
+
+    def _on_update(self, idx, td) -> None:
+        # eq. 10: p_t <- max(|delta| + eps, eta * p_old), applied item by item in batch order
+        new = np.maximum(self.raw_priority(td), self.eta * self._raw[idx])
+        self._set_with_decay(idx, new)
+
+
+__all__ = ["PSERSampler", "is_weights", "pser_decay", "pser_set_and_decay", "window_from_rho"]

@@ -1,0 +1,198 @@
+"""Rank-based prioritised replay (Schaul et al., 2016, Section 3.3, App. B.2.1).
+
+``p_i = 1 / rank(i)`` with ranks by ``|delta|`` in descending order, so
+``P(i) = rank(i)^-alpha / sum_r r^-alpha``: a power law over ranks.
+
+The order is kept the way PER kept it: an array-based binary max-heap over the
+written slots, which is an *approximately* sorted array (rank = heap position
++ 1).  Inserts and priority changes sift in O(log N); the heap array is fully
+re-sorted every ``sort_every`` priority updates (PER: every 10^6 steps) or on
+:meth:`RankSampler.refresh`, and is exact right after.  A descending sorted
+array is itself a valid max-heap, so sorting never breaks the heap.
+
+Sampling is stratified into ``k`` segments of equal probability mass (one draw
+per segment).  ``within_segment="exact"`` (default) inverts the power-law CDF
+inside the segment, so a draw is exactly ``rank^-alpha / H_N``; the CDF table
+over ranks depends only on the capacity and is built once, and each draw is a
+binary search, O(log N).  ``"uniform"`` is PER's O(1) shortcut: a rank drawn
+uniformly between the segment's boundaries, whose probabilities (returned in
+``probs``) only approximate the power law.  Defaults: alpha = 0.7, beta0 = 0.5
+(PER Table 3, rank-based).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .._checks import check_positive_int, check_range
+from .base import PrioritySampler, SampleBatch, is_weights
+
+WITHIN = ("exact", "uniform")
+
+
+@njit(cache=True)
+def _swap(heap, pos, i, j):
+    a = heap[i]
+    b = heap[j]
+    heap[i] = b
+    heap[j] = a
+    pos[b] = i
+    pos[a] = j
+
+
+@njit(cache=True)
+def _sift_up(heap, pos, key, i):
+    while i > 0:
+        parent = (i - 1) // 2
+        if key[heap[parent]] >= key[heap[i]]:
+            return i
+        _swap(heap, pos, parent, i)
+        i = parent
+    return i
+
+
+@njit(cache=True)
+def _sift_down(heap, pos, key, i, n):
+    while True:
+        left = 2 * i + 1
+        if left >= n:
+            return
+        big = left
+        right = left + 1
+        if right < n and key[heap[right]] > key[heap[left]]:
+            big = right
+        if key[heap[i]] >= key[heap[big]]:
+            return
+        _swap(heap, pos, i, big)
+        i = big
+
+
+@njit(cache=True)
+def heap_push_or_fix(heap, pos, key, slots, n):
+    """Insert new slots (``pos < 0``) or restore the heap after key changes."""
+    for q in range(slots.shape[0]):
+        s = slots[q]
+        if pos[s] < 0:
+            heap[n] = s
+            pos[s] = n
+            n += 1
+            _sift_up(heap, pos, key, n - 1)
+        else:
+            i = _sift_up(heap, pos, key, pos[s])
+            _sift_down(heap, pos, key, i, n)
+    return n
+
+
+class RankSampler(PrioritySampler):
+    """Rank-based PER with a heap-ordered rank array (see the module docstring)."""
+
+    name = "per-rank"
+    uses_is_weights = True
+    _uses_tree = False
+
+    def __init__(
+        self,
+        capacity: int,
+        alpha: float = 0.7,
+        beta: float = 0.5,
+        sort_every: int = 1_000_000,
+        within_segment: str = "exact",
+        normalise: str = "global",
+        seed=None,
+        **kwargs,
+    ):
+        self.beta = check_range("beta", beta, 0.0, 1.0)
+        self.sort_every = check_positive_int("sort_every", sort_every)
+        if within_segment not in WITHIN:
+            raise ValueError(f"within_segment must be one of {WITHIN}, got {within_segment!r}")
+        if normalise not in ("global", "batch"):
+            raise ValueError(f"normalise must be 'global' or 'batch', got {normalise!r}")
+        self.within_segment = within_segment
+        self.normalise = normalise
+        kwargs.setdefault("track_extrema", False)
+        super().__init__(capacity, alpha, seed, **kwargs)
+        self._heap = np.zeros(self.capacity, dtype=np.int64)
+        self._pos = np.full(self.capacity, -1, dtype=np.int64)
+        self._heap_n = 0
+        self._since_sort = 0
+        ranks = np.arange(1, self.capacity + 1, dtype=np.float64)
+        self._rank_mass = ranks**-self.alpha
+        self._cdf = np.cumsum(self._rank_mass)  # H_r = sum_{j<=r} j^-alpha
+
+    def raw_priority(self, td: np.ndarray) -> np.ndarray:
+        """Ranking key ``|delta|``."""
+        return np.abs(td)
+
+    # The tree is not used for drawing; keep raw priorities and the heap only.
+    def _set_raw(self, idx: np.ndarray, raw: np.ndarray) -> None:
+        self._raw[idx] = raw
+        if raw.shape[0]:
+            self._max_raw = max(self._max_raw, float(raw.max()))
+        self._heap_n = heap_push_or_fix(self._heap, self._pos, self._raw, idx, self._heap_n)
+
+    def _on_update(self, idx, td) -> None:
+        super()._on_update(idx, td)
+        self._since_sort += idx.shape[0]
+        if self._since_sort >= self.sort_every:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Re-sort the heap array by priority (descending; ties by slot)."""
+        n = self._size
+        filled = self._heap[:n]
+        order = np.lexsort((filled, -self._raw[filled]))
+        self._heap[:n] = filled[order]
+        self._pos[self._heap[:n]] = np.arange(n)
+        self._since_sort = 0
+
+    def ranks(self, indices) -> np.ndarray:
+        """Current 1-based rank (heap position + 1) of each slot."""
+        idx = np.asarray(indices, dtype=np.int64)
+        self._check_filled(idx)
+        return self._pos[idx] + 1
+
+    def probabilities(self) -> np.ndarray:
+        """Exact per-slot probability of one draw under ``within_segment="exact"``."""
+        n = self._size
+        p = np.zeros(self.capacity)
+        p[self._heap[:n]] = self._rank_mass[:n] / self._cdf[n - 1]
+        return p
+
+    def _draw_ranks(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        n = self._size
+        total = self._cdf[n - 1]
+        u = self.rng.random(k)
+        bounds = (np.arange(k + 1) / k) * total
+        if self.within_segment == "exact":
+            target = (np.arange(k) + u) * (total / k)
+            r = np.searchsorted(self._cdf[:n], target, side="right")
+            r = np.minimum(r, n - 1)
+            return r, self._rank_mass[r] / total
+        edges = np.searchsorted(self._cdf[:n], bounds, side="left")
+        edges[-1] = n
+        lo = np.minimum(edges[:-1], n - 1)
+        hi = np.maximum(edges[1:], lo + 1)
+        r = lo + np.floor(u * (hi - lo)).astype(np.int64)
+        return r, 1.0 / (k * (hi - lo))
+
+    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
+        b = self.beta if beta is None else check_range("beta", beta, 0.0, 1.0)
+        k = self._check_batch(batch_size)
+        r, probs = self._draw_ranks(k)
+        idx = self._heap[r]
+        n = self._size
+        min_prob = self._rank_mass[n - 1] / self._cdf[n - 1] if self.normalise == "global" else None
+        return SampleBatch(idx, probs, is_weights(probs, n, b, min_prob), self._generation[idx])
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state.update(heap=self._heap.copy(), pos=self._pos.copy(), since_sort=self._since_sort, heap_n=self._heap_n)
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self._heap = np.array(state["heap"], dtype=np.int64)
+        self._pos = np.array(state["pos"], dtype=np.int64)
+        self._since_sort = int(state["since_sort"])
+        self._heap_n = int(state["heap_n"])
