@@ -211,7 +211,8 @@ class PrioritySampler(Sampler):
 
     # -- the one place alpha is applied ----------------------------------------
     def _mass(self, raw: np.ndarray) -> np.ndarray:
-        return np.power(raw, self.alpha)
+        with np.errstate(over="ignore"):  # an overflow to inf is rejected by the tree, state unchanged
+            return np.power(raw, self.alpha)
 
     def raw_priority(self, td: np.ndarray) -> np.ndarray:
         raise NotImplementedError

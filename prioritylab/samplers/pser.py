@@ -56,7 +56,7 @@ def pser_decay(raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, t
         if episode_start[(t - k + 1) % cap]:
             return
         s = (t - k) % cap
-        if generation[s] != g - k:
+        if generation[s] != g - k or generation[s] < 0:  # not written just before t, or empty
             return
         decayed *= rho
         old = raw[s]

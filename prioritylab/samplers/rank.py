@@ -69,10 +69,11 @@ def _sift_down(heap, pos, key, i, n):
 
 
 @njit(cache=True)
-def heap_push_or_fix(heap, pos, key, slots, n):
-    """Insert new slots (``pos < 0``) or restore the heap after key changes."""
+def heap_push_or_fix(heap, pos, key, slots, values, n):
+    """Set ``key[slots[q]] = values[q]`` one at a time, inserting or re-sifting each."""
     for q in range(slots.shape[0]):
         s = slots[q]
+        key[s] = values[q]
         if pos[s] < 0:
             heap[n] = s
             pos[s] = n
@@ -126,10 +127,9 @@ class RankSampler(PrioritySampler):
 
     # The tree is not used for drawing; keep raw priorities and the heap only.
     def _set_raw(self, idx: np.ndarray, raw: np.ndarray) -> None:
-        self._raw[idx] = raw
         if raw.shape[0]:
             self._max_raw = max(self._max_raw, float(raw.max()))
-        self._heap_n = heap_push_or_fix(self._heap, self._pos, self._raw, idx, self._heap_n)
+        self._heap_n = heap_push_or_fix(self._heap, self._pos, self._raw, idx, raw, self._heap_n)
 
     def _on_update(self, idx, td) -> None:
         super()._on_update(idx, td)

@@ -1,0 +1,94 @@
+"""Seeded chi-square goodness of fit of the samplers' draw frequencies.
+
+Each test states its false-failure probability (the p-value threshold).
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from prioritylab import make_sampler
+
+TD = np.array([0.0, 0.3, -1.2, 2.5, 0.05, -0.7, 4.0, 0.9, -0.01, 1.6, 0.0, -3.3])
+
+
+def chi_square_pvalue(counts, probs):
+    support = probs > 0
+    assert counts[~support].sum() == 0, "drew a slot of probability zero"
+    return stats.chisquare(counts[support], probs[support] / probs[support].sum() * counts.sum()).pvalue
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "raw"),
+    [
+        ("per", {"alpha": 0.6, "eps": 0.01}, np.abs(TD) + 0.01),
+        ("per", {"alpha": 1.0, "eps": 0.01}, np.abs(TD) + 0.01),
+        ("lap", {"alpha": 0.4, "kappa": 1.0}, np.maximum(np.abs(TD), 1.0)),
+        ("lap", {"alpha": 0.4, "kappa": 0.1}, np.maximum(np.abs(TD), 0.1)),
+    ],
+)
+def test_proportional_frequencies_match_p_alpha(name, params, raw):
+    s = make_sampler(name, 16, seed=2024, stratified=False, **params)
+    s.add(np.arange(TD.size))
+    s.update(np.arange(TD.size), TD)
+    counts = np.zeros(16)
+    for _ in range(200):
+        np.add.at(counts, s.sample(500).indices, 1)
+    p = np.zeros(16)
+    p[: TD.size] = raw ** params["alpha"]
+    assert np.allclose(s.probabilities(), p / p.sum(), rtol=1e-12)
+    assert chi_square_pvalue(counts, p) > 1e-3  # false-failure probability 1e-3
+
+
+@pytest.mark.parametrize("name", ["per", "lap"])
+def test_stratified_marginal_matches_p_alpha(name):
+    """Pooled over batch positions the frequencies are p^alpha/sum; stratification only lowers the
+    variance, so the multinomial chi-square is conservative (false-failure probability <= 1e-3)."""
+    s = make_sampler(name, 16, seed=99)
+    s.add(np.arange(TD.size))
+    s.update(np.arange(TD.size), TD)
+    counts = np.zeros(16)
+    for _ in range(2000):
+        np.add.at(counts, s.sample(32).indices, 1)
+    assert chi_square_pvalue(counts, s.probabilities()) > 1e-3
+
+
+def test_rank_based_frequencies_match_power_law_per_segment():
+    """Exact within-segment draws: position q of the batch follows the power law restricted to
+    segment q of equal mass; chi-square per position, Bonferroni to a total of 1e-3."""
+    alpha, n, k, batches = 0.7, 40, 4, 20_000
+    s = make_sampler("per-rank", 64, alpha=alpha, seed=7)
+    s.add(np.arange(n))
+    s.update(np.arange(n), np.random.default_rng(0).normal(size=n))
+    s.refresh()
+    ranks = np.arange(1, n + 1)
+    mass = ranks**-alpha / np.sum(ranks**-alpha)
+    cum = np.concatenate([[0.0], np.cumsum(mass)])
+    counts = np.zeros((k, n))
+    for _ in range(batches):
+        b = s.sample(k)
+        counts[np.arange(k), s.ranks(b.indices) - 1] += 1
+    pvalues = []
+    for q in range(k):
+        lo, hi = q / k, (q + 1) / k
+        p = np.clip(np.minimum(cum[1:], hi) - np.maximum(cum[:-1], lo), 0, None)
+        pvalues.append(chi_square_pvalue(counts[q], p))
+    assert min(pvalues) > 1e-3 / k
+    pooled = counts.sum(axis=0)  # and the pooled frequencies against rank^-alpha / H_n
+    assert chi_square_pvalue(pooled, mass) > 1e-3
+
+
+def test_rank_uniform_within_segment_reports_its_own_probabilities():
+    s = make_sampler("per-rank", 64, alpha=0.7, within_segment="uniform", seed=3)
+    s.add(np.arange(40))
+    s.update(np.arange(40), np.linspace(0, 1, 40))
+    s.refresh()
+    counts = np.zeros(40)
+    probs = {}
+    for _ in range(5000):
+        b = s.sample(4)
+        r = s.ranks(b.indices) - 1
+        np.add.at(counts, r, 1)
+        probs.update(zip(r.tolist(), b.probs.tolist(), strict=True))
+    p = np.array([probs.get(r, 0.0) for r in range(40)])
+    assert chi_square_pvalue(counts, p) > 1e-3

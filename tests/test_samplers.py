@@ -1,0 +1,344 @@
+"""Samplers: protocol, priority domains, stale updates, PSER decay, state, bad input."""
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from prioritylab import SAMPLERS, make_sampler
+from prioritylab.samplers.pser import window_from_rho
+
+NAMES = sorted(SAMPLERS)
+
+
+def _canonical(x):
+    """A byte-exact, order-independent encoding of a state (arrays by dtype, shape and bytes)."""
+    if isinstance(x, dict):
+        return tuple((k, _canonical(x[k])) for k in sorted(x))
+    if isinstance(x, np.ndarray):
+        return (x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, (list, tuple)):
+        return tuple(_canonical(v) for v in x)
+    return repr(x)
+
+
+def state_bytes(sampler):
+    return _canonical(sampler.state_dict())
+
+
+def filled(name, capacity=64, n=40, seed=0, **kw):
+    s = make_sampler(name, capacity, seed=seed, **kw)
+    s.add(np.arange(n), episode_start=(np.arange(n) % 8 == 0))
+    rng = np.random.default_rng(seed + 100)
+    s.update(np.arange(n), rng.normal(size=n) * 3)
+    return s
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_protocol_shapes_and_filled_slots(name):
+    s = filled(name)
+    b = s.sample(16)
+    assert b.indices.dtype == np.int64 and b.indices.shape == (16,)
+    assert b.probs.shape == b.weights.shape == b.generations.shape == (16,)
+    assert np.all(b.indices < 40)
+    assert np.all(b.probs > 0) and np.all(b.weights > 0) and np.all(b.weights <= 1.0 + 1e-12)
+    assert s.size == 40
+
+
+@pytest.mark.parametrize("name", ["per", "lap", "pser", "per-rank"])
+def test_probabilities_sum_to_one_and_match_drawn_probs(name):
+    s = filled(name)
+    p = s.probabilities()
+    assert abs(p.sum() - 1.0) < 1e-12
+    b = s.sample(32)
+    assert np.allclose(b.probs, p[b.indices], rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["per", "lap", "pser", "per-rank", "greedy-td"])
+def test_new_item_is_exactly_as_likely_as_current_max_item(name):
+    """Regression: alpha applied once; a new item enters at the max raw priority."""
+    s = filled(name, capacity=64, n=40)
+    s.update([5], [50.0])  # the clear maximum
+    s.add([45])
+    assert s.priorities([45])[0] == s.priorities([5])[0] == s.max_priority
+    if name == "per-rank":
+        s.refresh()
+        assert sorted(s.ranks([5, 45]).tolist()) == [1, 2]
+    elif name != "greedy-td":
+        p = s.probabilities()
+        assert p[45] == p[5] == p.max()
+
+
+def test_per_priorities_are_raw_and_mass_is_alpha_power():
+    s = make_sampler("per", 8, alpha=0.5, eps=0.01, seed=0)
+    s.add(np.arange(4))
+    s.update([0, 1, 2, 3], [-2.0, 0.0, 1.0, 3.0])
+    raw = np.array([2.01, 0.01, 1.01, 3.01])
+    assert np.array_equal(s.priorities(np.arange(4)), raw)
+    expect = raw**0.5 / np.sum(raw**0.5)
+    assert np.allclose(s.probabilities()[:4], expect, rtol=1e-14)
+    assert s.max_priority == 3.01
+
+
+def test_lap_priority_is_clipped_at_kappa():
+    s = make_sampler("lap", 8, alpha=0.4, kappa=0.5, seed=0)
+    s.add(np.arange(3))
+    s.update([0, 1, 2], [0.1, -0.5, 2.0])
+    assert s.priorities([0, 1, 2]).tolist() == [0.5, 0.5, 2.0]
+    m = np.maximum(np.abs([0.1, -0.5, 2.0]) ** 0.4, 0.5**0.4)
+    assert np.allclose(s.probabilities()[:3], m / m.sum(), rtol=1e-14)
+    assert np.all(s.sample(8).weights == 1.0)
+
+
+def test_per_is_weights_global_and_batch_normalisation():
+    g = filled("per", normalise="global")
+    b = filled("per", normalise="batch")
+    bg, bb = g.sample(8, beta=0.7), b.sample(8, beta=0.7)
+    assert np.array_equal(bg.indices, bb.indices)  # same seed, same tree
+    n, p = g.size, g.probabilities()
+    w = (n * bg.probs) ** -0.7
+    assert np.allclose(bg.weights, w / (n * p[p > 0].min()) ** -0.7, rtol=1e-12)
+    assert np.allclose(bb.weights, w / w.max(), rtol=1e-12)
+    assert bb.weights.max() == 1.0 and bg.weights.max() <= 1.0
+    assert np.all(g.sample(8, beta=0.0).weights == 1.0)
+
+
+def test_stale_update_is_ignored():
+    s = make_sampler("per", 4, seed=0)
+    s.add([0, 1, 2, 3])
+    b = s.sample(4)
+    s.add([b.indices[0]])  # the slot is overwritten after being sampled
+    before = s.priorities(b.indices)
+    s.update(b.indices, np.full(4, 9.0), b.generations)
+    after = s.priorities(b.indices)
+    stale = b.indices == b.indices[0]
+    assert np.array_equal(after[stale], before[stale])
+    assert np.all(after[~stale] == 9.0 + s.eps)
+
+
+def test_uniform_sampler_is_uniform_over_written_slots():
+    s = make_sampler("uniform", 100, seed=0)
+    s.add([7, 3, 99, 3])
+    b = s.sample(4000)
+    assert set(np.unique(b.indices).tolist()) == {3, 7, 99}
+    assert np.all(b.probs == 1 / 3)
+
+
+def test_greedy_td_takes_largest():
+    s = make_sampler("greedy-td", 10, seed=0)
+    s.add(np.arange(5))
+    s.update(np.arange(5), [0.1, -3.0, 2.0, 0.0, 3.0])
+    assert s.sample(2).indices.tolist() == [1, 4]  # tie 3.0 -> lowest slot first
+    assert s.sample(1).indices.tolist() == [1]
+
+
+# --------------------------------------------------------------------------- PSER
+
+
+def test_pser_window_from_rho():
+    assert window_from_rho(0.4) == 5  # PSER Section 3.2, Atari setting
+    assert window_from_rho(0.8) == 20
+    with pytest.raises(ValueError, match="rho"):
+        make_sampler("pser", 8, rho=1.0)
+    with pytest.raises(ValueError, match="rho"):
+        make_sampler("pser", 8, rho=0.0)
+
+
+@pytest.mark.parametrize("mode", ["max", "add"])
+def test_pser_decay_along_episode_stops_at_episode_start(mode):
+    s = make_sampler("pser", 16, rho=0.5, window=3, eta=0.0, eps=0.0, mode=mode, seed=0)
+    starts = np.zeros(10, dtype=bool)
+    starts[[0, 4]] = True
+    s.add(np.arange(10), episode_start=starts)
+    s.update(np.arange(10), np.full(10, 0.1))  # later items decay onto earlier ones
+    base = s.priorities(np.arange(10)).copy()
+    s.update([6], [8.0])
+    got = s.priorities(np.arange(10))
+    expect = base.copy()
+    expect[6] = 8.0
+    for k, slot in ((1, 5), (2, 4)):  # slot 4 starts the episode: no decay onto 3
+        if mode == "max":
+            expect[slot] = max(8.0 * 0.5**k, base[slot])
+        else:
+            expect[slot] = min(base[slot] + 8.0 * 0.5**k, 8.0)
+    assert np.allclose(got, expect, rtol=1e-15)
+
+
+def test_pser_decay_never_wraps_past_the_write_position():
+    s = make_sampler("pser", 6, rho=0.5, window=5, eta=0.0, eps=0.0, seed=0)
+    s.add(np.arange(6))
+    s.update(np.arange(6), np.zeros(6))
+    s.add([0, 1])  # ring buffer wrapped: slots 0, 1 hold the newest data, slot 2 the oldest
+    s.update([0, 1], [0.0, 0.0])
+    s.update([2], [4.0])  # its ring predecessor (slot 1) is newer data: no decay
+    assert np.array_equal(s.priorities(np.arange(6)), [0, 0, 4, 0, 0, 0])
+    s.update([1], [8.0])  # decays back through the write order 0, 5, 4, 3, 2 (window 5)
+    assert np.array_equal(s.priorities(np.arange(6)), [4.0, 8.0, 4.0, 0.5, 1.0, 2.0])
+
+
+def test_pser_anti_collapse_eq10():
+    s = make_sampler("pser", 8, rho=0.4, eta=0.7, eps=0.0, seed=0)
+    s.add(np.arange(4), episode_start=[True, True, True, True])
+    s.update([2], [10.0])
+    s.update([2], [1.0])
+    assert s.priorities([2])[0] == pytest.approx(7.0)  # max(|delta|, eta * p_old)
+
+
+def test_pser_current_td_initialisation_decays_at_fill():
+    s = make_sampler("pser", 8, rho=0.5, window=5, init="td", eps=0.0, seed=0)
+    s.add(np.arange(4), episode_start=[True, False, False, False], td_errors=[0.0, 0.0, 0.0, 1.0])
+    assert np.allclose(s.priorities(np.arange(4)), [0.125, 0.25, 0.5, 1.0])
+    with pytest.raises(ValueError, match="td_errors"):
+        s.add([4])
+
+
+# --------------------------------------------------------------------------- rank
+
+
+def test_rank_heap_is_exact_after_refresh_and_a_heap_always():
+    s = make_sampler("per-rank", 50, sort_every=10**9, seed=0)
+    rng = np.random.default_rng(1)
+    s.add(np.arange(50))
+    for _ in range(20):
+        idx = rng.integers(0, 50, 7)
+        s.update(idx, rng.normal(size=7))
+        heap, key = s._heap[: s.size], s.priorities(s._heap[: s.size])
+        for i in range(1, s.size):
+            assert key[(i - 1) // 2] >= key[i]
+    s.refresh()
+    keys = s.priorities(s._heap[: s.size])
+    assert np.all(np.diff(keys) <= 0)
+    assert np.array_equal(np.sort(heap), np.arange(50))
+
+
+def test_rank_probabilities_are_power_law():
+    s = filled("per-rank", alpha=0.7)
+    s.refresh()
+    p = s.probabilities()
+    ranks = s.ranks(np.arange(40))
+    expect = ranks**-0.7 / np.sum(np.arange(1, 41) ** -0.7)
+    assert np.allclose(p[:40], expect, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- state
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(
+    ops=st.lists(
+        st.tuples(st.sampled_from(["add", "sample", "update"]), st.integers(1, 9), st.integers(0, 10**6)),
+        min_size=1,
+        max_size=25,
+    ),
+    cut=st.integers(0, 25),
+)
+def test_save_load_continue_equals_never_stopping(name, ops, cut):
+    def run(sampler, ops_slice, log):
+        for op, k, seed in ops_slice:
+            r = np.random.default_rng(seed)
+            if op == "add":
+                sampler.add(r.integers(0, 32, k), episode_start=r.random(k) < 0.3)
+            elif sampler.size:
+                b = sampler.sample(k)
+                log.append((b.indices.copy(), b.probs.copy(), b.weights.copy()))
+                if op == "update":
+                    sampler.update(b.indices, r.normal(size=k) * 2, b.generations)
+
+    a = make_sampler(name, 32, seed=5)
+    log_a = []
+    run(a, ops, log_a)
+    b = make_sampler(name, 32, seed=5)
+    log_b = []
+    run(b, ops[:cut], log_b)
+    c = make_sampler(name, 32, seed=123)  # different seed: everything must come from the state
+    c.load_state_dict(pickle.loads(pickle.dumps(b.state_dict())))
+    run(c, ops[cut:], log_b)
+    assert len(log_a) == len(log_b)
+    for x, y in zip(log_a, log_b, strict=True):
+        for u, v in zip(x, y, strict=True):
+            assert np.array_equal(u, v)
+    assert state_bytes(a) == state_bytes(c)
+
+
+def test_same_seed_same_results():
+    a, b = filled("pser", seed=3), filled("pser", seed=3)
+    for _ in range(5):
+        x, y = a.sample(8), b.sample(8)
+        assert np.array_equal(x.indices, y.indices) and np.array_equal(x.weights, y.weights)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda s: s.update([0, 1], [0.5, np.nan]), r"td_errors\[1\] = nan"),
+        (lambda s: s.update([0, 1], [np.inf, 0.5]), r"td_errors\[0\] = inf"),
+        (lambda s: s.update([0, 99], [0.5, 0.5]), r"indices\[1\] = 99 is out of range"),
+        (lambda s: s.update([0, 50], [0.5, 0.5]), r"indices\[1\] = 50 points at an empty slot"),
+        (lambda s: s.update([0, 1], [0.5]), "shape"),
+        (lambda s: s.add([3, -1]), r"slots\[1\] = -1 is out of range"),
+        (lambda s: s.add([3, 4], episode_start=[True]), None),
+        (lambda s: s.sample(0), "batch_size"),
+        (lambda s: s.sample(-2), "batch_size"),
+        (lambda s: s.sample(2, beta=1.5), "beta"),
+    ],
+)
+def test_bad_input_raises_and_leaves_state_unchanged(name, call, match):
+    s = filled(name)
+    before = state_bytes(s)
+    if match is None:  # a length-1 flag broadcasts: valid
+        call(s)
+        return
+    if "beta" in (match or "") and name in ("uniform", "lap", "greedy-td"):
+        call(s)  # these samplers take no beta and ignore it
+        return
+    with pytest.raises(ValueError, match=match):
+        call(s)
+    assert state_bytes(s) == before
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "match"),
+    [
+        ("per", {"alpha": -0.1}, "alpha"),
+        ("per", {"beta": 1.1}, "beta"),
+        ("per", {"beta": -0.1}, "beta"),
+        ("per", {"normalise": "max"}, "normalise"),
+        ("lap", {"kappa": 0.0}, "kappa"),
+        ("lap", {"kappa": -1.0}, "kappa"),
+        ("pser", {"rho": 1.5}, "rho"),
+        ("pser", {"mode": "mul"}, "mode"),
+        ("per-rank", {"alpha": -1.0}, "alpha"),
+        ("uniform", {}, None),
+    ],
+)
+def test_bad_parameters(name, params, match):
+    if match is None:
+        for cap in (0, -1):
+            with pytest.raises(ValueError, match="capacity"):
+                make_sampler(name, cap)
+        return
+    with pytest.raises(ValueError, match=match):
+        make_sampler(name, 8, **params)
+
+
+def test_empty_sampler_and_unknown_name():
+    for name in NAMES:
+        with pytest.raises(ValueError, match="empty"):
+            make_sampler(name, 8, seed=0).sample(2)
+    with pytest.raises(ValueError, match="unknown sampler"):
+        make_sampler("prioritised", 8)
+
+
+def test_overflowing_priority_is_rejected_without_change():
+    s = make_sampler("per", 8, alpha=2.0, seed=0)
+    s.add(np.arange(4))
+    before = state_bytes(s)
+    with pytest.raises(ValueError, match="priorities"):
+        s.update([0, 1], [1.0, 1e200])
+    assert state_bytes(s) == before

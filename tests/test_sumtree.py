@@ -1,0 +1,240 @@
+"""Sum tree: kernels against a slow NumPy reference, invariants, edge cases, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats
+
+from prioritylab import SumTree
+from prioritylab.sumtree import FANOUT, tree_descend, tree_sample_one
+
+
+def reference_leaf(leaves: np.ndarray, value: float) -> int:
+    """Slow reference: first leaf whose running sum exceeds ``value``."""
+    return int(np.searchsorted(np.cumsum(leaves), value, side="right"))
+
+
+def assert_invariant(tree: SumTree) -> None:
+    """Every internal node equals the left-to-right sum of its children, exactly."""
+    a = tree.arrays
+    for parent in range(a.leaf0):
+        first = parent * FANOUT + 1
+        s = 0.0
+        for j in range(FANOUT):
+            s += a.tree[first + j]
+        assert a.tree[parent] == s
+
+
+def state_bytes(tree: SumTree) -> bytes:
+    a = tree.arrays
+    return a.tree.tobytes() + a.tmin.tobytes() + a.tmax.tobytes()
+
+
+@pytest.mark.parametrize("capacity", [1, 2, 3, 4, 5, 17, 64, 1000, 4097])
+def test_matches_reference_on_seeded_inputs(capacity):
+    rng = np.random.default_rng(capacity)
+    tree = SumTree(capacity)
+    leaves = np.zeros(capacity)
+    written = np.zeros(capacity, dtype=bool)
+    for _ in range(20):
+        k = int(rng.integers(1, 2 * capacity + 2))
+        idx = rng.integers(0, capacity, size=k)
+        val = rng.exponential(size=k) * (rng.random(k) > 0.2)
+        tree.update(idx, val)
+        for i, v in zip(idx, val, strict=True):  # last value wins, as in the tree
+            leaves[i] = v
+        written[idx] = True
+        assert np.array_equal(np.asarray(tree.leaves), leaves)
+        assert math.isclose(tree.total, math.fsum(leaves), rel_tol=1e-12, abs_tol=1e-300)
+        assert tree.max == leaves[written].max()
+        assert tree.min == leaves[written].min()
+        if tree.total > 0:
+            values = np.sort(rng.random(64)) * tree.total
+            out = np.empty(64, dtype=np.int64)
+            mass = np.empty(64)
+            tree_descend(tree.arrays.tree, tree.leaf0, tree.depth, values.copy(), out, mass)
+            expected = [reference_leaf(leaves, v) for v in values]
+            assert out.tolist() == expected
+            assert np.array_equal(mass, leaves[out])
+    assert_invariant(tree)
+
+
+def test_duplicate_indices_resolve_to_last_value():
+    tree = SumTree(10)
+    tree.update([3, 5, 3, 3], [1.0, 2.0, 7.0, 4.0])
+    assert tree.priorities([3, 5]).tolist() == [4.0, 2.0]
+    assert tree.total == 6.0
+    assert_invariant(tree)
+
+
+def test_capacity_not_power_of_fanout_pads_with_zero_mass():
+    tree = SumTree(5)
+    tree.update(np.arange(5), np.ones(5))
+    rng = np.random.default_rng(0)
+    drawn = tree.sample(10_000, rng, stratified=False)
+    assert drawn.min() >= 0 and drawn.max() <= 4
+    assert np.bincount(drawn, minlength=5).min() > 1500
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 40), min_size=1, max_size=12),
+            st.lists(
+                st.one_of(st.just(0.0), st.floats(1e-300, 1e300), st.floats(0.0, 10.0)), min_size=12, max_size=12
+            ),
+            st.integers(1, 9),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.integers(0, 2**32 - 1),
+)
+def test_random_operation_sequences_keep_invariants(ops, seed):
+    """Root equals the sum of leaves; every sampled slot has non-zero mass."""
+    tree = SumTree(41)
+    rng = np.random.default_rng(seed)
+    for idx, vals, k, stratified in ops:
+        tree.update(idx, vals[: len(idx)])
+        leaves = np.asarray(tree.leaves)
+        assert math.isclose(tree.total, math.fsum(leaves), rel_tol=1e-12, abs_tol=0.0)
+        if tree.total > 0:
+            slots, mass = tree.sample_with_mass(k, rng, stratified=stratified)
+            assert np.all(leaves[slots] > 0)
+            assert np.array_equal(mass, leaves[slots])
+            probs = leaves / tree.total
+            assert math.isclose(math.fsum(probs), 1.0, rel_tol=1e-12)
+        else:
+            with pytest.raises(ValueError, match="total mass"):
+                tree.sample(k, rng)
+    assert_invariant(tree)
+
+
+@pytest.mark.parametrize("stratified", [True, False])
+def test_rounding_edge_never_returns_zero_mass_leaf(stratified):
+    """Queries at (or rounded past) the top of the range land on the last positive leaf."""
+    cap = 70
+    tree = SumTree(cap, track_extrema=False)
+    vals = np.zeros(cap)
+    vals[[0, 13, 40]] = [1e-300, 0.1, 0.7]  # trailing zeros, tiny and ordinary masses
+    tree.update(np.arange(cap), vals)
+    a = tree.arrays
+    for top in (a.tree[0], np.nextafter(a.tree[0], np.inf), a.tree[0] * 2):
+        values = np.full(8, top)
+        out = np.empty(8, dtype=np.int64)
+        mass = np.empty(8)
+        tree_descend(a.tree, a.leaf0, a.depth, values, out, mass)
+        assert set(out.tolist()) == {40}
+    rng = np.random.default_rng(1)
+    draws = tree.sample(20_000, rng, stratified=stratified)
+    assert set(np.unique(draws).tolist()) <= {0, 13, 40}
+    assert all(vals[tree_sample_one(a.tree, a.leaf0, a.depth, rng)] > 0 for _ in range(2000))
+
+
+def test_stratified_positions_follow_exact_distribution():
+    """Position q of a stratified batch is drawn from [q/k, (q+1)/k) of the mass: chi-square per position."""
+    leaves = np.array([0.5, 3.0, 0.0, 1.2, 2.3, 0.7, 1.3, 0.0, 2.0, 0.4, 4.1, 1.0])
+    tree = SumTree(leaves.size)
+    tree.update(np.arange(leaves.size), leaves)
+    k, batches = 4, 20_000
+    rng = np.random.default_rng(12345)
+    counts = np.zeros((k, leaves.size))
+    for _ in range(batches):
+        counts[np.arange(k), tree.sample(k, rng)] += 1
+    cum = np.concatenate([[0.0], np.cumsum(leaves)]) / leaves.sum()
+    pvalues = []
+    for q in range(k):
+        lo, hi = q / k, (q + 1) / k
+        p = np.clip(np.minimum(cum[1:], hi) - np.maximum(cum[:-1], lo), 0, None) * k
+        support = p > 0
+        assert counts[q, ~support].sum() == 0
+        pvalues.append(stats.chisquare(counts[q, support], p[support] * batches).pvalue)
+    # Bonferroni over the k positions: false-failure probability 1e-3 in total.
+    assert min(pvalues) > 1e-3 / k
+
+
+def test_plain_sampling_matches_proportions_chi_square():
+    leaves = np.array([1.0, 0.0, 2.0, 5.0, 0.25, 3.0, 0.0, 0.75])
+    tree = SumTree(leaves.size)
+    tree.update(np.arange(leaves.size), leaves)
+    rng = np.random.default_rng(7)
+    draws = tree.sample(200_000, rng, stratified=False)
+    counts = np.bincount(draws, minlength=leaves.size)
+    support = leaves > 0
+    assert counts[~support].sum() == 0
+    p = leaves[support] / leaves.sum()
+    assert stats.chisquare(counts[support], p * draws.size).pvalue > 1e-3  # false-failure prob. 1e-3
+
+
+def test_state_dict_round_trip_and_continuation():
+    rng = np.random.default_rng(3)
+    a = SumTree(300)
+    a.update(rng.integers(0, 300, 500), rng.random(500))
+    b = SumTree(300)
+    b.load_state_dict(a.state_dict())
+    assert state_bytes(a) == state_bytes(b)
+    r1, r2 = np.random.default_rng(9), np.random.default_rng(9)
+    for _ in range(5):
+        idx, val = rng.integers(0, 300, 20), rng.random(20)
+        a.update(idx, val)
+        b.update(idx, val)
+        assert np.array_equal(a.sample(16, r1), b.sample(16, r2))
+    assert state_bytes(a) == state_bytes(b)
+
+
+@pytest.mark.parametrize(
+    ("indices", "values", "match"),
+    [
+        ([0, 1], [1.0, np.nan], r"priorities\[1\] = nan"),
+        ([0, 1], [np.inf, 1.0], r"priorities\[0\] = inf"),
+        ([0, 1], [1.0, -np.inf], r"priorities\[1\] = -inf"),
+        ([2, 3, 4], [1.0, 1.0, -0.5], r"priorities\[2\] = -0.5"),
+        ([0, 10], [1.0, 1.0], r"indices\[1\] = 10 is out of range"),
+        ([-1], [1.0], r"indices\[0\] = -1 is out of range"),
+        ([0.5], [1.0], "integers"),
+        ([0, 1], [1.0], "shape"),
+    ],
+)
+def test_bad_update_raises_and_leaves_tree_unchanged(indices, values, match):
+    tree = SumTree(10)
+    tree.update(np.arange(10), np.arange(10, dtype=float))
+    before = state_bytes(tree)
+    with pytest.raises(ValueError, match=match):
+        tree.update(indices, values)
+    assert state_bytes(tree) == before
+
+
+@pytest.mark.parametrize("capacity", [0, -3, 2.5, True, "8"])
+def test_bad_capacity(capacity):
+    with pytest.raises(ValueError, match="capacity"):
+        SumTree(capacity)
+
+
+def test_bad_sample_requests():
+    tree = SumTree(8)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="total mass is 0"):
+        tree.sample(4, rng)
+    tree.update([1], [1.0])
+    for k in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="batch_size"):
+            tree.sample(k, rng)
+    with pytest.raises(ValueError, match="Generator"):
+        tree.sample(2, np.random.RandomState(0))
+    with pytest.raises(ValueError, match="out of range"):
+        tree.priorities([8])
+
+
+def test_extrema_follow_overwrites():
+    tree = SumTree(6)
+    tree.update([0, 1, 2], [5.0, 1.0, 3.0])
+    assert (tree.min, tree.max) == (1.0, 5.0)
+    tree.update([1, 0], [4.0, 2.0])
+    assert (tree.min, tree.max) == (2.0, 4.0)
+    no_extrema = SumTree(6, track_extrema=False)
+    with pytest.raises(ValueError, match="track_extrema"):
+        _ = no_extrema.min
