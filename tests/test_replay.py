@@ -1,0 +1,72 @@
+"""Storage + writer + sampler composition."""
+
+import numpy as np
+import pytest
+
+from prioritylab import make_sampler
+from prioritylab.replay import ReplayBuffer
+
+
+def transition(i, done=False):
+    return {"obs": np.full(3, float(i)), "action": np.int64(i % 2), "reward": np.float64(i), "done": done}
+
+
+def test_ring_writes_marks_episodes_and_gathers():
+    buf = ReplayBuffer(make_sampler("pser", 5, seed=0, rho=0.5, window=4))
+    for i in range(7):
+        buf.add(transition(i, done=(i == 2)))
+    assert len(buf) == 5 and buf.position == 2
+    assert buf.sampler._episode_start.tolist() == [False, False, False, True, False]  # slot 3 after done at i=2
+    data, batch = buf.sample(4)
+    assert np.array_equal(data["obs"][:, 0], data["reward"])
+    assert set(data["reward"].tolist()) <= {2.0, 3.0, 4.0, 5.0, 6.0}
+    buf.update(batch, np.ones(4))
+
+
+def test_stale_update_after_overwrite_is_ignored():
+    buf = ReplayBuffer(make_sampler("per", 2, seed=0))
+    buf.add(transition(0))
+    buf.add(transition(1))
+    _, batch = buf.sample(2)
+    buf.add(transition(2))  # overwrites slot 0
+    buf.update(batch, np.full(2, 5.0))
+    assert buf.sampler.priorities([0])[0] == 1.0  # new item kept its max-priority entry
+
+
+def test_bad_transition_leaves_buffer_unchanged():
+    buf = ReplayBuffer(make_sampler("per", 4, seed=0))
+    buf.add(transition(0))
+    before = buf.state_dict()
+    bad = transition(1)
+    bad["obs"] = np.array([1.0, np.nan, 0.0])
+    with pytest.raises(ValueError, match="obs"):
+        buf.add(bad)
+    with pytest.raises(ValueError, match="shape"):
+        buf.add({**transition(1), "obs": np.zeros(4)})
+    with pytest.raises(ValueError, match="td_errors"):
+        buf.add(transition(1), td_error=np.inf)
+    after = buf.state_dict()
+    assert after["position"] == before["position"] == 1
+    assert np.array_equal(after["storage"]["data"]["obs"], before["storage"]["data"]["obs"])
+    assert np.array_equal(after["sampler"]["generation"], before["sampler"]["generation"])
+
+
+def test_resume_continues_exactly():
+    def run(buf, steps, start):
+        out = []
+        for i in range(start, start + steps):
+            buf.add(transition(i, done=i % 4 == 3))
+            data, batch = buf.sample(3, beta=0.5)
+            buf.update(batch, data["reward"] * 0.1 - 0.3)
+            out.append((batch.indices.copy(), batch.weights.copy()))
+        return out
+
+    a = ReplayBuffer(make_sampler("per", 8, seed=1))
+    full = run(a, 20, 0)
+    b = ReplayBuffer(make_sampler("per", 8, seed=1))
+    first = run(b, 9, 0)
+    c = ReplayBuffer(make_sampler("per", 8, seed=77))
+    c.load_state_dict(b.state_dict())
+    rest = run(c, 11, 9)
+    for (i1, w1), (i2, w2) in zip(full, first + rest, strict=True):
+        assert np.array_equal(i1, i2) and np.array_equal(w1, w2)
