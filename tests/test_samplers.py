@@ -342,3 +342,17 @@ def test_overflowing_priority_is_rejected_without_change():
     with pytest.raises(ValueError, match="priorities"):
         s.update([0, 1], [1.0, 1e200])
     assert state_bytes(s) == before
+
+
+def test_global_normalisation_with_zero_probability_item_is_a_clear_error():
+    s = make_sampler("per", 8, eps=0.0, seed=0)
+    s.add(np.arange(3))
+    s.update([0, 1, 2], [0.0, 1.0, 2.0])
+    before = state_bytes(s)
+    with pytest.raises(ValueError, match="probability 0"):
+        s.sample(2)
+    assert state_bytes(s) == before
+    batch = make_sampler("per", 8, eps=0.0, normalise="batch", seed=0)
+    batch.add(np.arange(3))
+    batch.update([0, 1, 2], [0.0, 1.0, 2.0])
+    assert batch.sample(4).weights.max() == 1.0

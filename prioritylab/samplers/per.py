@@ -53,11 +53,22 @@ class PERSampler(PrioritySampler):
         """PER proportional priority ``|delta| + eps``."""
         return np.abs(td) + self.eps
 
+    def _min_prob(self) -> float | None:
+        """Smallest one-draw probability over stored items, for global normalisation."""
+        if self.normalise != "global":
+            return None
+        min_prob = self.tree.min / self.tree.total
+        if not min_prob > 0.0:
+            raise ValueError(
+                "global IS-weight normalisation is undefined: a stored item has probability 0 "
+                f"(eps={self.eps} and a zero TD error); use eps > 0 or normalise='batch'"
+            )
+        return min_prob
+
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
         b = self.beta if beta is None else check_range("beta", beta, 0.0, 1.0)
         k = self._check_batch(batch_size)
+        min_prob = self._min_prob()  # checked before the RNG moves
         idx, mass = self._draw(k)
-        total = self.tree.total
-        probs = mass / total
-        min_prob = self.tree.min / total if self.normalise == "global" else None
+        probs = mass / self.tree.total
         return SampleBatch(idx, probs, is_weights(probs, self._size, b, min_prob), self._generation[idx])
