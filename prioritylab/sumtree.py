@@ -6,8 +6,9 @@ A complete ``FANOUT``-ary tree (``FANOUT = 4``) stored heap-style in one flat
 array: the root is node 0, the children of node ``i`` are ``FANOUT * i + 1 ... FANOUT * i + FANOUT``
 and the leaves (one per slot, padded with zeros up to ``FANOUT ** depth``) start
 at ``leaf0 = (FANOUT ** depth - 1) // (FANOUT - 1)``.  The four children of a node
-are contiguous (32 bytes), so one descent step reads one
-cache line and a 2^20-slot tree is 10 levels deep (a binary tree: 20).
+are contiguous (32 bytes, and :func:`tree_alloc` puts every such group inside
+one 64-byte cache line), so one descent step reads one cache line and a
+2^20-slot tree is 10 levels deep (a binary tree: 20).
 
 Invariant: every internal node equals the left-to-right floating-point sum of
 its children.  Updates recompute parents from children (never add deltas), so
@@ -20,6 +21,13 @@ wrapper that validates input and owns the arrays.
 Optional extrema trees (same layout) keep the minimum and maximum leaf over the
 slots written so far, for IS-weight normalisation (PER eq. 1-2 with the global
 maximum weight) and max-priority insertion; each is read at its root in O(1).
+
+Speed (docs/benchmarks.md, "what we tried"): the arrays are allocated so that
+every group of ``FANOUT`` children sits in one cache line; batched kernels work
+level by level so the memory loads of a level are independent; a descent
+prefetches each query's next group one level ahead and, for sorted
+(stratified) queries, replaces the top levels by one merge; indices are
+unsigned in the inner loops (no negative-index wraparound code).
 """
 
 from __future__ import annotations
@@ -27,7 +35,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 FANOUT = 4
 """Children per internal node, a compile-time constant of every kernel.
@@ -35,6 +46,13 @@ FANOUT = 4
 Measured (docs/benchmarks.md): 4 beats 2, 8 and 16 for batched stratified
 descent at 2^20 slots; a constant (rather than an argument) lets the compiler
 unroll the child scan, which alone gave 1.6x."""
+
+_FANOUT_BITS = FANOUT.bit_length() - 1
+"""``log2(FANOUT)``: the ancestor of slot ``j`` ``h`` levels up sits at position
+``j >> (h * _FANOUT_BITS)`` of its level (``FANOUT`` is a power of two)."""
+
+_LINE = 64
+"""Cache-line size in bytes used to align the tree arrays."""
 
 
 def tree_shape(capacity: int, fanout: int = FANOUT) -> tuple[int, int, int]:
@@ -47,7 +65,46 @@ def tree_shape(capacity: int, fanout: int = FANOUT) -> tuple[int, int, int]:
     return depth, leaf0, leaf0 + leaves
 
 
+def tree_alloc(size: int, fill: float = 0.0) -> np.ndarray:
+    """A float64 array of ``size`` for a tree, laid out for the kernels' loads.
+
+    Node 1 (the first child group) starts on a cache-line boundary, so each
+    group of ``FANOUT`` children (32 bytes) lies in one line instead of half of
+    them straddling two.  Any float64 array works with the kernels; this one is
+    just faster (about 2x for batched updates and descents at 2^22 slots,
+    docs/benchmarks.md).
+    """
+    pad = _LINE // 8
+    buf = np.full(size + pad, fill, dtype=np.float64)
+    shift = (-(buf.ctypes.data + 8) % _LINE) // 8
+    return buf[shift : shift + size]
+
+
 # --------------------------------------------------------------------------- kernels
+
+
+@intrinsic
+def _prefetch(typingctx, arr, index):
+    """Hint the CPU to load ``arr[index]`` into cache (LLVM ``llvm.prefetch``); no effect on results.
+
+    A descent knows every query's next node one whole level before reading it;
+    prefetching it then keeps many cache misses in flight at once.
+    """
+    sig = types.void(arr, index)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        i8p = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p.type, i32, i32, i32])
+        # the unsuffixed name is upgraded by LLVM to its pointer-type mangling, whatever the LLVM version
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch")
+        builder.call(fn, [i8p, i32(0), i32(3), i32(1)])  # read, keep in all levels, data cache
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @njit(cache=True)
@@ -71,10 +128,10 @@ def _refresh_path(tree, leaf):
     node = leaf
     while node > 0:
         parent = (node - 1) // FANOUT
-        first = parent * FANOUT + 1
+        first = np.uint64(parent * FANOUT + 1)  # unsigned, as in _child
         s = 0.0
         for j in range(FANOUT):
-            s += tree[first + j]
+            s += tree[first + np.uint64(j)]
         if tree[parent] == s:  # ancestors already agree with this subtree
             return
         tree[parent] = s
@@ -86,17 +143,37 @@ def _refresh_extrema(tmin, tmax, leaf):
     node = leaf
     while node > 0:
         parent = (node - 1) // FANOUT
-        first = parent * FANOUT + 1
+        first = np.uint64(parent * FANOUT + 1)
         lo = tmin[first]
         hi = tmax[first]
         for j in range(1, FANOUT):
-            lo = min(lo, tmin[first + j])
-            hi = max(hi, tmax[first + j])
+            child = first + np.uint64(j)
+            lo = min(lo, tmin[child])
+            hi = max(hi, tmax[child])
         if tmin[parent] == lo and tmax[parent] == hi:
             return
         tmin[parent] = lo
         tmax[parent] = hi
         node = parent
+
+
+@njit(cache=True, inline="always")
+def _recompute(tree, tmin, tmax, node, track):
+    """Set ``node`` (and its extrema when ``track``) from its ``FANOUT`` children."""
+    first = np.uint64(node * FANOUT + 1)  # unsigned, as in _child
+    s = 0.0
+    for j in range(FANOUT):
+        s += tree[first + np.uint64(j)]
+    tree[node] = s
+    if track:
+        lo = tmin[first]
+        hi = tmax[first]
+        for j in range(1, FANOUT):
+            child = first + np.uint64(j)
+            lo = min(lo, tmin[child])
+            hi = max(hi, tmax[child])
+        tmin[node] = lo
+        tmax[node] = hi
 
 
 @njit(cache=True)
@@ -106,19 +183,33 @@ def tree_update(tree, tmin, tmax, leaf0, indices, values):
     Duplicate indices resolve to the last value (all leaves are written before
     any parent is recomputed).  ``tmin``/``tmax`` may be empty arrays, which
     disables extrema tracking.
+
+    Parents are recomputed level by level, bottom-up: the ancestors of one
+    level are independent of each other, so their cache misses overlap (2x
+    faster than walking each path in turn).  A level with no more nodes than
+    the batch is recomputed whole, one sequential pass instead of many
+    scattered repeats of the same few nodes.
     """
     track = tmin.shape[0] > 0
-    for i in range(indices.shape[0]):
+    n = indices.shape[0]
+    for i in range(n):
         leaf = leaf0 + indices[i]
         tree[leaf] = values[i]
         if track:
             tmin[leaf] = values[i]
             tmax[leaf] = values[i]
-    for i in range(indices.shape[0]):
-        leaf = leaf0 + indices[i]
-        _refresh_path(tree, leaf)
-        if track:
-            _refresh_extrema(tmin, tmax, leaf)
+    first = leaf0  # first node of the level just brought up to date
+    shift = 0
+    while first > 0:
+        first = (first - 1) // FANOUT
+        shift += _FANOUT_BITS
+        width = first * (FANOUT - 1) + 1  # nodes on this level
+        if width <= n:
+            for node in range(first, first + width):
+                _recompute(tree, tmin, tmax, node, track)
+        else:
+            for i in range(n):
+                _recompute(tree, tmin, tmax, first + (indices[i] >> shift), track)
 
 
 @njit(cache=True)
@@ -144,39 +235,106 @@ def _child(tree, first, v):
     leaves ``v`` at or beyond the node's sum, the rightmost child with positive
     mass is taken, so no descent can end on a zero-mass leaf.
     """
+    base = np.uint64(first)  # unsigned: no negative-index wraparound code (10-15% faster descents)
     acc = 0.0
     prev = 0.0
     c = 0
     for j in range(FANOUT):
-        acc += tree[first + j]
+        acc += tree[base + np.uint64(j)]
         below = acc <= v
         c += below
         prev = acc if below else prev
     if c == FANOUT:
         c = FANOUT - 1
-        while tree[first + c] <= 0.0:
+        while c > 0 and tree[first + c] <= 0.0:
             c -= 1
         return first + c, tree[first + c]
     return first + c, v - prev
 
 
 @njit(cache=True)
-def tree_descend(tree, leaf0, depth, values, out, mass):
-    """Find the leaf of every query value, one tree level at a time.
+def _descend_from(tree, leaf0, levels, values, out, mass):
+    """Descend ``levels`` levels from the nodes in ``out``, then turn them into slots.
 
-    ``values`` (overwritten) are points in ``[0, total)``; ``out`` receives the
-    slots and ``mass`` their leaf masses.  Processing all queries level by level
-    keeps their memory loads independent, so they overlap in the CPU.
+    All queries advance one level at a time, so their loads are independent;
+    the group each query reads next is prefetched as soon as it is known, a
+    whole level ahead of its use.
     """
     k = values.shape[0]
     for q in range(k):
-        out[q] = 0
-    for _ in range(depth):
+        _prefetch(tree, out[q] * FANOUT + 1)
+    for _ in range(levels):
         for q in range(k):
-            out[q], values[q] = _child(tree, out[q] * FANOUT + 1, values[q])
+            node, v = _child(tree, out[q] * FANOUT + 1, values[q])
+            out[q] = node
+            values[q] = v
+            _prefetch(tree, node * FANOUT + 1)
     for q in range(k):
         mass[q] = tree[out[q]]
         out[q] -= leaf0
+
+
+@njit(cache=True)
+def tree_descend(tree, leaf0, depth, values, out, mass):
+    """Find the leaf of every query value, one tree level at a time.
+
+    ``values`` (overwritten) are points in ``[0, total)``, in any order; ``out``
+    receives the slots and ``mass`` their leaf masses.
+    """
+    for q in range(values.shape[0]):
+        out[q] = 0
+    _descend_from(tree, leaf0, depth, values, out, mass)
+
+
+@njit(cache=True)
+def _merge_level(tree, first, width, values, out):
+    """Place sorted query values on the level starting at node ``first``.
+
+    One left-to-right pass over the level's running sum replaces the descent
+    through every level above it: query ``q`` lands on the first node whose
+    running sum exceeds ``values[q]`` (a node of positive mass) and keeps the
+    remainder.  Values at or beyond the level's sum (rounding) go to its
+    rightmost node of positive mass, as in :func:`_child`.
+    """
+    last = first + width - 1
+    while last > first and tree[last] <= 0.0:
+        last -= 1
+    node = first
+    below = 0.0
+    acc = tree[first]
+    for q in range(values.shape[0]):
+        v = values[q]
+        while acc <= v and node < last:
+            node += 1
+            below = acc
+            acc += tree[node]
+        if acc <= v:
+            out[q] = last
+            values[q] = tree[last]
+        else:
+            out[q] = node
+            values[q] = v - below
+
+
+@njit(cache=True)
+def _descend_sorted(tree, leaf0, depth, values, out, mass):
+    """:func:`tree_descend` for non-decreasing ``values`` (stratified queries).
+
+    The deepest level with at most ``k`` nodes is reached with one merge of the
+    sorted queries against that level's running sum (:func:`_merge_level`); the
+    levels below are descended as usual.
+    """
+    k = values.shape[0]
+    level, first, width = 0, 0, 1
+    while level < depth and width * FANOUT <= k:
+        level += 1
+        first = first * FANOUT + 1
+        width *= FANOUT
+    if level == 0:
+        tree_descend(tree, leaf0, depth, values, out, mass)
+        return
+    _merge_level(tree, first, width, values, out)
+    _descend_from(tree, leaf0, depth - level, values, out, mass)
 
 
 @njit(cache=True)
@@ -185,7 +343,8 @@ def tree_sample(tree, leaf0, depth, u, stratified, out, mass):
 
     Stratified (PER App. B.2.1): ``[0, total)`` is cut into ``k`` equal ranges
     and query ``q`` is ``(q + u[q]) * total / k``, so the queries arrive sorted
-    and neighbouring queries share their upper path.  Plain: ``u[q] * total``.
+    and the top levels are done in one merge (:func:`_descend_sorted`).
+    Plain: ``u[q] * total``.
     """
     k = u.shape[0]
     total = tree[0]
@@ -193,10 +352,40 @@ def tree_sample(tree, leaf0, depth, u, stratified, out, mass):
         seg = total / k
         for q in range(k):
             u[q] = (q + u[q]) * seg
+        _descend_sorted(tree, leaf0, depth, u, out, mass)
     else:
         for q in range(k):
             u[q] = u[q] * total
-    tree_descend(tree, leaf0, depth, u, out, mass)
+        tree_descend(tree, leaf0, depth, u, out, mass)
+
+
+@njit(cache=True)
+def tree_sample_is(tree, leaf0, depth, u, stratified, n, beta, norm_mass, out, probs, weights):
+    """:func:`tree_sample` fused with PER's probabilities and IS weights.
+
+    ``probs[q] = mass / total`` is ``P(i)`` of PER eq. 1 (leaves hold
+    ``p^alpha``); ``weights[q] = (n P(i))^-beta`` (PER Section 3.4) divided by
+    the largest weight: ``(n norm_mass / total)^-beta`` when ``norm_mass > 0``
+    (pass the smallest stored mass, ``tmin[0]``, for PER's global
+    normalisation), else the batch's largest weight.  ``n`` is the number of
+    stored items.  A zero smallest mass thus falls back to the batch's
+    normalisation: callers that promise global normalisation must reject it
+    first.
+    """
+    tree_sample(tree, leaf0, depth, u, stratified, out, probs)
+    total = tree[0]
+    k = out.shape[0]
+    w_max = 0.0
+    for q in range(k):
+        p = probs[q] / total
+        probs[q] = p
+        w = (n * p) ** -beta
+        weights[q] = w
+        w_max = max(w_max, w)
+    if norm_mass > 0.0:
+        w_max = (n * (norm_mass / total)) ** -beta
+    for q in range(k):
+        weights[q] /= w_max
 
 
 @njit(cache=True)
@@ -212,20 +401,18 @@ def tree_sample_one(tree, leaf0, depth, rng):
 @njit(cache=True)
 def tree_rebuild(tree, tmin, tmax, leaf0):
     """Recompute every internal node from the leaves (used after loading)."""
+    track = tmin.shape[0] > 0
     for parent in range(leaf0 - 1, -1, -1):
-        first = parent * FANOUT + 1
-        s = 0.0
-        for j in range(FANOUT):
-            s += tree[first + j]
-        tree[parent] = s
-        if tmin.shape[0] > 0:
-            lo = tmin[first]
-            hi = tmax[first]
-            for j in range(1, FANOUT):
-                lo = min(lo, tmin[first + j])
-                hi = max(hi, tmax[first + j])
-            tmin[parent] = lo
-            tmax[parent] = hi
+        _recompute(tree, tmin, tmax, parent, track)
+
+
+@njit(cache=True)
+def _checked_update(tree, tmin, tmax, leaf0, capacity, indices, values):
+    """:func:`check_priorities`, then :func:`tree_update` only if all pass (one call from Python)."""
+    bad = check_priorities(indices, values, capacity)
+    if bad < 0:
+        tree_update(tree, tmin, tmax, leaf0, indices, values)
+    return bad
 
 
 # --------------------------------------------------------------------------- wrapper
@@ -247,7 +434,7 @@ def _as_indices(indices) -> np.ndarray:
         arr = arr.reshape(1)
     if arr.ndim != 1:
         raise ValueError(f"indices must be one-dimensional, got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+    if arr.dtype.kind not in "iu" and arr.size:  # the dtype test np.issubdtype costs 0.4 us a call
         raise ValueError(f"indices must be integers, got dtype {arr.dtype}")
     return np.ascontiguousarray(arr, dtype=np.int64)
 
@@ -270,7 +457,8 @@ class SumTree:
         Number of slots (any positive integer; leaves are padded internally).
     track_extrema:
         Also keep the minimum and maximum over written slots (O(1) reads via
-        :attr:`min` and :attr:`max`).  Costs a second walk per update.
+        :attr:`min` and :attr:`max`).  Costs two more arrays to update (batched
+        updates about 2.5x slower at 2^20 slots).
     """
 
     def __init__(self, capacity: int, track_extrema: bool = True):
@@ -278,10 +466,10 @@ class SumTree:
             raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
         self.capacity = int(capacity)
         self.depth, self.leaf0, size = tree_shape(self.capacity)
-        self._tree = np.zeros(size)
+        self._tree = tree_alloc(size)
         if track_extrema:
-            self._min = np.full(size, np.inf)
-            self._max = np.zeros(size)
+            self._min = tree_alloc(size, np.inf)
+            self._max = tree_alloc(size)
         else:
             self._min = np.empty(0)
             self._max = np.empty(0)
@@ -346,13 +534,12 @@ class SumTree:
         """
         idx = _as_indices(indices)
         val = _as_values(priorities, idx.shape[0], "priorities")
-        bad = check_priorities(idx, val, self.capacity)
-        if bad >= 0:
+        bad = _checked_update(self._tree, self._min, self._max, self.leaf0, self.capacity, idx, val)
+        if bad >= 0:  # nothing was written
             j, v = idx[bad], val[bad]
             if not 0 <= j < self.capacity:
                 raise ValueError(f"indices[{bad}] = {j} is out of range [0, {self.capacity})")
             raise ValueError(f"priorities[{bad}] = {v} is not a finite non-negative number")
-        tree_update(self._tree, self._min, self._max, self.leaf0, idx, val)
 
     # -- sampling ------------------------------------------------------------
     def sample(self, batch_size: int, rng: np.random.Generator, stratified: bool = True) -> np.ndarray:
@@ -389,13 +576,13 @@ class SumTree:
             raise ValueError("state['leaves'] must hold `capacity` finite non-negative values")
         if self.track_extrema and "written" not in state:
             raise ValueError("state lacks 'written', needed by a tree that tracks extrema")
-        tree = np.zeros_like(self._tree)
+        tree = tree_alloc(self._tree.shape[0])
         tree[self.leaf0 : self.leaf0 + self.capacity] = leaves
         tmin, tmax = np.empty(0), np.empty(0)
         if self.track_extrema:
             written = np.asarray(state["written"], dtype=bool)
-            tmin = np.full_like(self._min, np.inf)
-            tmax = np.zeros_like(self._max)
+            tmin = tree_alloc(self._min.shape[0], np.inf)
+            tmax = tree_alloc(self._max.shape[0])
             tmin[self.leaf0 : self.leaf0 + self.capacity] = np.where(written, leaves, np.inf)
             tmax[self.leaf0 : self.leaf0 + self.capacity] = np.where(written, leaves, 0.0)
         tree_rebuild(tree, tmin, tmax, self.leaf0)

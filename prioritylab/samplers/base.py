@@ -23,9 +23,57 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .._checks import as_rng, check_finite_array, check_indices, check_positive_int, check_range
-from ..sumtree import SumTree, tree_sample
+from ..sumtree import SumTree, tree_sample, tree_update
+
+# error codes of :func:`priority_update`
+_OK, _OUT_OF_RANGE, _NOT_FINITE, _EMPTY, _OVERFLOW = 0, 1, 2, 3, 4
+
+
+@njit(cache=True)
+def priority_update(tree, tmin, tmax, leaf0, raw, generation, indices, td, generations, eps, floor, alpha):
+    """Checked, fused priority update: ``raw = max(|td| + eps, floor)``, mass ``raw ** alpha``.
+
+    Returns ``(code, position, max_raw_applied)``.  Every item is checked
+    (index in range, finite TD error, slot written, finite mass) before
+    anything is written, so a rejected call changes nothing.  Items whose
+    generation stamp differs from ``generations`` (when that array is not
+    empty) are stale and skipped.  Duplicates resolve to the last value.
+    """
+    n = indices.shape[0]
+    capacity = raw.shape[0]
+    use_gen = generations.shape[0] > 0
+    keep = np.empty(n, dtype=np.int64)
+    new_raw = np.empty(n)
+    mass = np.empty(n)
+    m = 0
+    max_raw = 0.0
+    for i in range(n):
+        j = indices[i]
+        if j < 0 or j >= capacity:
+            return _OUT_OF_RANGE, i, 0.0
+        d = td[i]
+        if not np.isfinite(d):
+            return _NOT_FINITE, i, 0.0
+        if generation[j] < 0:
+            return _EMPTY, i, 0.0
+        r = max(abs(d) + eps, floor)
+        x = r**alpha
+        if not x < np.inf:
+            return _OVERFLOW, i, 0.0
+        if use_gen and generation[j] != generations[i]:
+            continue
+        keep[m] = j
+        new_raw[m] = r
+        mass[m] = x
+        max_raw = max(max_raw, r)
+        m += 1
+    for i in range(m):
+        raw[keep[i]] = new_raw[i]
+    tree_update(tree, tmin, tmax, leaf0, keep[:m], mass[:m])
+    return _OK, -1, max_raw
 
 
 @dataclass
@@ -216,6 +264,43 @@ class PrioritySampler(Sampler):
 
     def raw_priority(self, td: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def _raw_rule(self) -> tuple[float, float] | None:
+        """``(eps, floor)`` if ``raw_priority(td) == max(|td| + eps, floor)``: enables the fused update."""
+        return None
+
+    def update(self, indices, td_errors, generations=None) -> None:
+        rule = self._raw_rule()
+        if rule is None:
+            return super().update(indices, td_errors, generations)
+        idx = np.asarray(indices)
+        if idx.dtype != np.int64 or idx.ndim != 1:
+            idx = check_indices("indices", idx, self.capacity)
+        td = np.asarray(td_errors, dtype=np.float64).reshape(-1)
+        if td.shape != idx.shape:
+            raise ValueError(f"td_errors must have shape {idx.shape}, got {td.shape}")
+        gen = np.empty(0, dtype=np.int64)
+        if generations is not None:
+            gen = np.asarray(generations, dtype=np.int64).reshape(-1)
+            if gen.shape != idx.shape:
+                raise ValueError(f"generations must have shape {idx.shape}, got {gen.shape}")
+        a = self.tree.arrays
+        code, pos, max_raw = priority_update(
+            a.tree, a.tmin, a.tmax, a.leaf0, self._raw, self._generation, idx, td, gen, rule[0], rule[1], self.alpha
+        )
+        if code != _OK:
+            raise ValueError(self._update_error(code, pos, idx, td))
+        if max_raw > self._max_raw:
+            self._max_raw = max_raw
+
+    def _update_error(self, code: int, pos: int, idx: np.ndarray, td: np.ndarray) -> str:
+        if code == _OUT_OF_RANGE:
+            return f"indices[{pos}] = {idx[pos]} is out of range [0, {self.capacity})"
+        if code == _NOT_FINITE:
+            return f"td_errors[{pos}] = {td[pos]} must be finite"
+        if code == _EMPTY:
+            return f"indices[{pos}] = {idx[pos]} points at an empty slot"
+        return f"priorities from td_errors[{pos}] = {td[pos]} overflow when raised to alpha={self.alpha}"
 
     @property
     def max_priority(self) -> float:

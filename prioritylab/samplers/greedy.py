@@ -24,6 +24,9 @@ class GreedyTDSampler(PrioritySampler):
     def raw_priority(self, td: np.ndarray) -> np.ndarray:
         return np.abs(td)
 
+    def _raw_rule(self):
+        return (0.0, 0.0)
+
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
         k = self._check_batch(batch_size)
         filled = self._filled[: self._size]

@@ -27,3 +27,6 @@ class LAPSampler(PrioritySampler):
     def raw_priority(self, td: np.ndarray) -> np.ndarray:
         """``max(|delta|, kappa)``; its alpha power is eq. 30's priority."""
         return np.maximum(np.abs(td), self.kappa)
+
+    def _raw_rule(self):
+        return (0.0, self.kappa)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_range
-from .base import PrioritySampler, SampleBatch, is_weights
+from ..sumtree import tree_sample_is
+from .base import PrioritySampler, SampleBatch
 
 NORMALISATIONS = ("global", "batch")
 
@@ -53,6 +54,9 @@ class PERSampler(PrioritySampler):
         """PER proportional priority ``|delta| + eps``."""
         return np.abs(td) + self.eps
 
+    def _raw_rule(self):
+        return (self.eps, 0.0)
+
     def _min_prob(self) -> float | None:
         """Smallest one-draw probability over stored items, for global normalisation."""
         if self.normalise != "global":
@@ -69,6 +73,11 @@ class PERSampler(PrioritySampler):
         b = self.beta if beta is None else check_range("beta", beta, 0.0, 1.0)
         k = self._check_batch(batch_size)
         min_prob = self._min_prob()  # checked before the RNG moves
-        idx, mass = self._draw(k)
-        probs = mass / self.tree.total
-        return SampleBatch(idx, probs, is_weights(probs, self._size, b, min_prob), self._generation[idx])
+        if not self.tree.total > 0.0:
+            raise ValueError(f"cannot sample: total priority mass is {self.tree.total}")
+        a = self.tree.arrays
+        idx, probs, weights = np.empty(k, dtype=np.int64), np.empty(k), np.empty(k)
+        norm_mass = a.tmin[0] if min_prob is not None else 0.0
+        u = self.rng.random(k)
+        tree_sample_is(a.tree, a.leaf0, a.depth, u, self.stratified, self._size, b, norm_mass, idx, probs, weights)
+        return SampleBatch(idx, probs, weights, self._generation[idx])

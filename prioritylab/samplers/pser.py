@@ -27,7 +27,6 @@ from numba import njit
 
 from .._checks import check_positive_int, check_range
 from ..sumtree import tree_set
-from .base import is_weights
 from .per import PERSampler
 
 MODES = ("max", "add")
@@ -110,6 +109,9 @@ class PSERSampler(PERSampler):
         kwargs.setdefault("track_extrema", True)
         super().__init__(capacity, alpha=alpha, beta=beta, eps=eps, seed=seed, **kwargs)
 
+    def _raw_rule(self):
+        return None  # eq. 10 and the decay need the general path
+
     def _set_with_decay(self, idx: np.ndarray, raw: np.ndarray) -> None:
         mass = self._mass(raw)
         if not np.all(np.isfinite(mass)):
@@ -135,4 +137,4 @@ class PSERSampler(PERSampler):
         self._set_with_decay(idx, new)
 
 
-__all__ = ["PSERSampler", "is_weights", "pser_decay", "pser_set_and_decay", "window_from_rho"]
+__all__ = ["PSERSampler", "pser_decay", "pser_set_and_decay", "window_from_rho"]

@@ -1,0 +1,89 @@
+"""``prioritylab bench ...``: speed benchmarks (``prioritylab bench sumtree``)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from . import OPS, PEERS
+
+QUICK = {"capacities": [2**16], "batches": [1, 256], "seconds": 0.05, "repeats": 1}
+
+
+def parse_size(text: str) -> int:
+    """A positive integer written as ``1048576``, ``2^20`` or ``2**20``."""
+    m = re.fullmatch(r"\s*(\d+)\s*(?:(?:\^|\*\*)\s*(\d+))?\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 1048576, 2^20 or 2**20)")
+    value = int(m.group(1)) ** int(m.group(2)) if m.group(2) else int(m.group(1))
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def register(subparsers) -> None:
+    bench = subparsers.add_parser("bench", help="speed benchmarks against peer libraries")
+    sub = bench.add_subparsers(dest="bench", required=True)
+    p = sub.add_parser(
+        "sumtree",
+        help="sum tree updates/samples and the PER step per second, side by side with tianshou, cpprb and NumPy",
+        description="Throughput of prioritylab's sum tree and PER sampler against peer libraries "
+        "(see docs/benchmarks.md). Peers that are not installed are skipped; install them with "
+        "pip install 'prioritylab[bench]'.",
+    )
+    p.add_argument("--capacities", type=parse_size, nargs="+", default=[2**20, 2**22],
+                   help="tree capacities (slots), e.g. 2^20 2^22 (default: 2^20 2^22)")  # fmt: skip
+    p.add_argument("--batches", type=parse_size, nargs="+", default=[1, 32, 256, 1024],
+                   help="batch sizes per call (default: 1 32 256 1024)")  # fmt: skip
+    p.add_argument("--seconds", type=_positive_float, default=0.5,
+                   help="timed seconds per contender and cell in each repeat (default: 0.5)")  # fmt: skip
+    p.add_argument("--repeats", type=parse_size, default=3,
+                   help="repeats; contenders are interleaved and the median is reported (default: 3)")  # fmt: skip
+    p.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS), help="operations to measure (default: all)")
+    p.add_argument("--peers", nargs="*", choices=PEERS, default=list(PEERS),
+                   help="peer libraries to compare against (default: all that are installed)")  # fmt: skip
+    p.add_argument("--quick", action="store_true",
+                   help="a smoke run: capacity 2^16, batches 1 and 256, 0.05 s per cell, 1 repeat")  # fmt: skip
+    p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
+    p.add_argument("--drift", type=parse_size, metavar="UPDATES", default=None,
+                   help="instead of timing, check |root - fsum(leaves)| / root after UPDATES random updates "
+                        "at capacity 2^20 (e.g. 10^8)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="seed of the random slots, values and TD errors (default: 0)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=run_sumtree)
+
+
+def run_sumtree(args: argparse.Namespace) -> int:
+    from ..results import write_json
+    from . import sumtree as bench
+
+    if args.drift is not None:
+        worst = bench.drift_check(args.drift, seed=args.seed, progress=not args.no_progress)
+        verdict = "ok" if worst <= 1e-12 else "FAILS the 1e-12 bound"
+        print(f"drift after {args.drift:,} updates: max |root - fsum(leaves)| / root = {worst:.3g} ({verdict})")
+        return 0
+    config = {
+        "capacities": args.capacities, "batches": args.batches, "seconds": args.seconds,
+        "repeats": args.repeats, "ops": args.ops, "seed": args.seed,
+    }  # fmt: skip
+    if args.quick:
+        config.update(QUICK)
+    peers, skipped = bench.available_peers(args.peers)
+    for name, why in skipped.items():
+        print(f"skipping {name}: {why}")
+    results = bench.run(
+        config["capacities"], config["batches"], config["seconds"], config["repeats"],
+        peers=peers, ops=args.ops, seed=args.seed, progress=not args.no_progress,
+    )  # fmt: skip
+    print(bench.format_table(results))
+    if args.json:
+        write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped))
+        print(f"wrote {args.json}")
+    return 0

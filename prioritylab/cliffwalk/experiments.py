@@ -1,0 +1,197 @@
+"""Grids of Blind Cliffwalk runs and their summaries, shared by the theory scripts and the CLI.
+
+A grid is a set of labelled :class:`~prioritylab.cliffwalk.runner.RunConfig`
+templates run for every ``n`` and seed.  Seeds are shared across labels, so
+all schemes of one ``(n, seed)`` see the same memory order and initial
+parameters (common random numbers).
+
+Censoring: a run that has not converged within its ``cap`` counts as ``cap``
+updates in the medians, which are then lower bounds; every summary row says
+how many runs were censored and marks such medians.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from .env import memory_size
+from .runner import RunConfig, run
+
+
+def _one(task):
+    label, cfg, seed = task
+    res = run(cfg, seed)
+    curve = res.curve[np.isfinite(res.curve)] if res.curve.size else res.curve
+    return {
+        "label": label,
+        "n": cfg.n,
+        "memory_size": memory_size(cfg.n),
+        "seed": seed,
+        "updates": res.updates,
+        "censored": res.censored,
+        "steps": res.steps,
+        "cap": cfg.cap,
+    }, curve
+
+
+def run_grid(
+    templates: Mapping[str, RunConfig],
+    ns: Iterable[int],
+    seeds: Iterable[int],
+    cap_for=None,
+    jobs: int = 1,
+    progress: bool = True,
+    desc: str = "cliffwalk",
+):
+    """Run every template for every ``n`` and seed.
+
+    ``cap_for(label, n)`` (optional) gives the update cap per cell.  Returns
+    ``(rows, curves)``: one dict per run (label, n, memory_size, seed,
+    updates, censored, steps, cap) and the recorded MSE curves keyed by
+    ``(label, n, seed)`` (empty arrays when nothing is recorded).
+    """
+    tasks = []
+    for n in ns:
+        for label, tpl in templates.items():
+            cfg = tpl.replace(n=n) if cap_for is None else tpl.replace(n=n, cap=int(cap_for(label, n)))
+            tasks.extend((label, cfg, int(seed)) for seed in seeds)
+    # largest memories first, so parallel workers finish together
+    tasks.sort(key=lambda t: -t[1].n)
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(tasks), desc=desc, disable=not progress, leave=False)
+    rows, curves = [], {}
+    try:
+        if jobs > 1:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                for row, curve in pool.map(_one, tasks, chunksize=1):
+                    rows.append(row)
+                    curves[(row["label"], row["n"], row["seed"])] = curve
+                    bar.update(1)
+        else:
+            for task in tasks:
+                row, curve = _one(task)
+                rows.append(row)
+                curves[(row["label"], row["n"], row["seed"])] = curve
+                bar.update(1)
+    finally:
+        bar.close()
+    rows.sort(key=lambda r: (r["label"], r["n"], r["seed"]))
+    return rows, curves
+
+
+def default_jobs() -> int:
+    """Worker processes: ``PRIORITYLAB_JOBS`` if set, else 1 (the machine is shared)."""
+    return max(1, int(os.environ.get("PRIORITYLAB_JOBS", "1")))
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    """Median, min and max updates per ``(label, n)``; censored runs count as their cap."""
+    cells: dict[tuple, list[dict]] = {}
+    for r in rows:
+        cells.setdefault((r["label"], r["n"]), []).append(r)
+    out = []
+    for (label, n), rs in sorted(cells.items()):
+        vals = np.array([r["cap"] if r["censored"] else r["updates"] for r in rs], dtype=float)
+        cens = int(sum(r["censored"] for r in rs))
+        med = float(np.median(vals))
+        out.append({
+            "label": label, "n": n, "memory_size": rs[0]["memory_size"], "seeds": len(rs),
+            "median": med, "min": float(vals.min()), "max": float(vals.max()), "censored": cens,
+            "median_is_lower_bound": bool(cens and med >= min(r["cap"] for r in rs if r["censored"])),
+        })  # fmt: skip
+    return out
+
+
+def lookup(summary: list[dict], label: str, n: int) -> dict:
+    for row in summary:
+        if row["label"] == label and row["n"] == n:
+            return row
+    raise KeyError(f"no summary row for label={label!r}, n={n}")
+
+
+def fit_log_linear(x, y) -> tuple[float, float, float]:
+    """Least-squares fit ``ln y = a + b x``; return ``(a, b, r2)``."""
+    x = np.asarray(x, dtype=float)
+    ly = np.log(np.asarray(y, dtype=float))
+    if x.size < 2:
+        raise ValueError(f"need at least two points to fit, got {x.size}")
+    b, a = np.polyfit(x, ly, 1)
+    resid = ly - (a + b * x)
+    ss = float(np.sum((ly - ly.mean()) ** 2))
+    r2 = 1.0 - float(np.sum(resid**2)) / ss if ss > 0 else 0.0
+    return float(a), float(b), r2
+
+
+def format_table(rows: list[dict], columns: list[str]) -> str:
+    """Plain-text table with right-aligned columns."""
+
+    def fmt(v):
+        if isinstance(v, float):
+            if math.isnan(v):
+                return "nan"
+            if v != 0 and (abs(v) >= 1e6 or abs(v) < 1e-2):
+                return f"{v:.3g}"
+            return f"{v:,.2f}" if abs(v) < 100 else f"{v:,.0f}"
+        return str(v)
+
+    cells = [[fmt(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in cells)
+    return "\n".join(lines)
+
+
+def median_curve(curves: list[np.ndarray]) -> np.ndarray:
+    """Median over runs of MSE curves that stop at convergence.
+
+    A run that stopped early is extended with its last recorded value (below
+    the threshold), so the median says correctly whether half the runs have
+    converged; values after a run's stop are not its true (lower) MSE.
+    """
+    if not curves:
+        return np.empty(0)
+    length = max(c.shape[0] for c in curves)
+    stack = np.empty((len(curves), length))
+    for k, c in enumerate(curves):
+        stack[k, : c.shape[0]] = c
+        stack[k, c.shape[0] :] = c[-1] if c.shape[0] else np.nan
+    return np.median(stack, axis=0)
+
+
+def script_parser(description: str):
+    """The command line every Cliffwalk theory script shares."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--out", default=None, help="output folder for CSV, PNG, manifest.json (default: results/<script>)")
+    p.add_argument("--quick", action="store_true", help="small n and few seeds: a few seconds (used by the tests)")
+    p.add_argument("--seeds", type=int, default=None, help="number of seeds per cell (default: 10, quick: 3)")
+    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: $PRIORITYLAB_JOBS or 1)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return p
+
+
+def verdict_table(checks: list[dict]) -> str:
+    """Format verdict rows (claim, measured, criterion, reproduced) as a table."""
+    rows = [{**c, "reproduced": "yes" if c["reproduced"] else "NO"} for c in checks]
+    return format_table(rows, ["claim", "measured", "criterion", "reproduced"])
+
+
+def write_outputs(out_dir, name: str, rows: list[dict], summary: list[dict], fig, config: dict, checks: list[dict]):
+    """``<name>_runs.csv``, ``<name>_summary.csv``, ``<name>.png`` and ``manifest.json`` in ``out_dir``."""
+    from pathlib import Path
+
+    from ..results import save_figure, write_csv, write_manifest
+
+    out = Path(out_dir)
+    write_csv(out / f"{name}_runs.csv", rows)
+    write_csv(out / f"{name}_summary.csv", summary)
+    save_figure(fig, out / f"{name}.png")
+    write_manifest(out, config, extra={"verdict": checks})

@@ -1,0 +1,261 @@
+"""Run Blind Cliffwalk learners: one settings dataclass, seeded runs, the learning-rate-1 runs.
+
+Seeding and random-call order (shared with :mod:`prioritylab.cliffwalk.reference`):
+``rng = np.random.default_rng(seed)``; the memory is built with it
+(:func:`~prioritylab.cliffwalk.env.build_memory`, one permutation); then, for
+``q0="normal"``, the parameters are drawn ``rng.normal(0, init_std, (2, F))``;
+then the same ``rng`` drives the jitted replay.  Runs with equal seeds but
+different schemes therefore share the memory order and the initial
+parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._checks import check_positive_int, check_range
+from ..samplers.pser import window_from_rho
+from ..sumtree import tree_shape
+from . import learners as L
+from .env import build_memory, discount, q_star
+from .structures import argmax_tree_size, rank_cdf, treap_nodes
+
+SCHEMES = {
+    "uniform": L.UNIFORM,
+    "oracle": L.ORACLE,
+    "greedy-td": L.GREEDY,
+    "per": L.PER,
+    "per-rank": L.RANK,
+    "pser": L.PSER,
+    "lap": L.LAP,
+}
+"""Scheme names (the library's sampler names plus ``oracle``) and their kernel codes."""
+
+INITS = {"max": L.INIT_MAX, "small": L.INIT_SMALL, "td": L.INIT_TD}
+LEARNERS = ("tabular", "linear")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Settings of one Blind Cliffwalk experiment (defaults: PER App. B.1 unless said)."""
+
+    n: int = 16
+    """Number of states (PER varies it from 2 to 16)."""
+    learner: str = "tabular"
+    """``tabular`` or ``linear`` (1-hot state + bias feature, one weight vector per action; PER App. B.1)."""
+    scheme: str = "uniform"
+    """Replay scheme, one of :data:`SCHEMES`."""
+    alpha: float = 0.7
+    """Prioritisation exponent (PER eq. 1); the default is PER's rank-based Atari value."""
+    beta: float = 0.0
+    """IS exponent (PER Section 3.4), constant; 0 = no correction, the reading used for PER Fig. 2."""
+    eps: float = 1e-6
+    """Small constant of the proportional priority ``|delta| + eps`` (PER Section 3.3)."""
+    init: str = "max"
+    """Initial priority of the pre-filled memory: ``max`` (1), ``small`` (zero TD error's priority), ``td``."""
+    rho: float = 0.4
+    """PSER decay coefficient (PSER App. table: 0.4)."""
+    window: int | None = None
+    """PSER window; ``None``: ``floor(ln 0.01 / ln rho)`` (PSER eq. 8-9; 5 for rho = 0.4)."""
+    eta: float = 0.7
+    """PSER anti-collapse coefficient (eq. 10; PSER App. table: 0.7)."""
+    mode: str = "max"
+    """PSER decay variant: ``max`` (eq. 6) or ``add`` (eq. 7)."""
+    kappa: float = 1.0
+    """LAP's priority floor (LAP eq. 9: 1)."""
+    lr: float = 0.25
+    """Step size (PER App. B.1: 1/4; PSER Theorem 1: 1)."""
+    q0: str = "normal"
+    """Initial parameters: ``normal`` (each ~ N(0, init_std), PER App. B.1) or ``zeros`` (PSER Theorem 1)."""
+    init_std: float = 0.1
+    """Standard deviation of the initial parameters (PER App. B.1 writes N(0, 0.1); read as the std)."""
+    threshold: float = 1e-3
+    """Convergence: MSE over all 2n state-action pairs below this (PER App. B.1: 10^-3)."""
+    criterion: str = "mse"
+    """``mse`` (PER) or ``exact``: every ``|Q - Q*| <= 1e-12`` (tabular; PSER Theorem 1's Q-intervals)."""
+    post_priority: bool = False
+    """Set a replayed transition's priority from the TD error after its update (Theorem 1's model)."""
+    cap: int = 20_000_000
+    """Largest number of updates; a run still above the threshold is reported as censored."""
+    record_every: int = 0
+    """Record the MSE every this many updates (PSER: 100); 0 records nothing."""
+    stop_at_convergence: bool = True
+    """Stop at convergence (else run ``cap`` updates, e.g. for MSE curves)."""
+
+    def replace(self, **changes) -> RunConfig:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class RunResult:
+    """Outcome of one seeded run."""
+
+    updates: int
+    """Updates until convergence, or ``-1`` if censored."""
+    steps: int
+    """Updates performed."""
+    curve: np.ndarray
+    """MSE after ``0, record_every, 2 record_every, ...`` updates (empty without recording)."""
+    theta: np.ndarray
+    """Final parameters."""
+
+    @property
+    def censored(self) -> bool:
+        return self.updates < 0
+
+
+def validate(cfg: RunConfig) -> None:
+    """Raise ``ValueError`` naming the first bad setting."""
+    from .env import MAX_STATES
+
+    if isinstance(cfg.n, bool) or not isinstance(cfg.n, (int, np.integer)) or not 1 <= cfg.n <= MAX_STATES:
+        raise ValueError(f"n must be an integer in [1, {MAX_STATES}], got {cfg.n!r}")
+    if cfg.learner not in LEARNERS:
+        raise ValueError(f"learner must be one of {LEARNERS}, got {cfg.learner!r}")
+    if cfg.scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {sorted(SCHEMES)}, got {cfg.scheme!r}")
+    if cfg.init not in INITS:
+        raise ValueError(f"init must be one of {sorted(INITS)}, got {cfg.init!r}")
+    if cfg.mode not in ("max", "add"):
+        raise ValueError(f"mode must be 'max' or 'add', got {cfg.mode!r}")
+    if cfg.q0 not in ("normal", "zeros"):
+        raise ValueError(f"q0 must be 'normal' or 'zeros', got {cfg.q0!r}")
+    if cfg.criterion not in ("mse", "exact"):
+        raise ValueError(f"criterion must be 'mse' or 'exact', got {cfg.criterion!r}")
+    if cfg.criterion == "exact" and cfg.learner != "tabular":
+        raise ValueError("criterion='exact' needs learner='tabular'")
+    check_range("alpha", cfg.alpha, 0.0, np.inf)
+    check_range("beta", cfg.beta, 0.0, 1.0)
+    check_range("eps", cfg.eps, 0.0, np.inf)
+    check_range("rho", cfg.rho, 0.0, 1.0, lo_open=True, hi_open=True)
+    check_range("eta", cfg.eta, 0.0, 1.0)
+    check_range("kappa", cfg.kappa, 0.0, np.inf, lo_open=True, hi_open=True)
+    check_range("lr", cfg.lr, 0.0, np.inf, lo_open=True, hi_open=True)
+    check_range("init_std", cfg.init_std, 0.0, np.inf)
+    check_range("threshold", cfg.threshold, 0.0, np.inf, lo_open=True)
+    check_positive_int("cap", cfg.cap)
+    if cfg.window is not None:
+        check_positive_int("window", cfg.window)
+    if isinstance(cfg.record_every, bool) or not isinstance(cfg.record_every, (int, np.integer)):
+        raise ValueError(f"record_every must be a non-negative integer, got {cfg.record_every!r}")
+    if cfg.record_every < 0:
+        raise ValueError(f"record_every must be a non-negative integer, got {cfg.record_every!r}")
+    if cfg.scheme in ("per", "pser") and cfg.eps == 0.0 and cfg.init != "max":
+        raise ValueError("eps = 0 with init 'small' or 'td' can leave no priority mass to sample from")
+
+
+def settings(cfg: RunConfig) -> L.Settings:
+    """The jitted kernel's view of ``cfg`` (types fixed so one compilation serves all runs)."""
+    window = window_from_rho(cfg.rho) if cfg.window is None else int(cfg.window)
+    return L.Settings(
+        linear=cfg.learner == "linear", lr=float(cfg.lr), gamma=float(discount(cfg.n)), scheme=SCHEMES[cfg.scheme],
+        alpha=float(cfg.alpha), beta=float(cfg.beta), eps=float(cfg.eps), init=INITS[cfg.init],
+        rho=float(cfg.rho), window=window, eta=float(cfg.eta), add_mode=cfg.mode == "add",
+        kappa=float(cfg.kappa), post_priority=bool(cfg.post_priority), threshold=float(cfg.threshold),
+        exact=cfg.criterion == "exact", cap=int(cfg.cap), record_every=int(cfg.record_every),
+        stop=bool(cfg.stop_at_convergence),
+    )  # fmt: skip
+
+
+def initial_theta(cfg: RunConfig, rng: np.random.Generator) -> np.ndarray:
+    """Initial parameters, shape ``(2, n)`` tabular or ``(2, n + 1)`` linear (draws only for ``normal``)."""
+    width = cfg.n + (cfg.learner == "linear")
+    if cfg.q0 == "zeros":
+        return np.zeros((2, width))
+    return rng.normal(0.0, cfg.init_std, size=(2, width))
+
+
+def allocate(cfg: RunConfig, memory) -> L.ReplayArrays:
+    """Empty replay state for ``cfg.scheme`` (arrays a scheme does not use have length 0)."""
+    N = memory.s_tm1.shape[0]
+    code = SCHEMES[cfg.scheme]
+    tree_based = code in (L.PER, L.PSER, L.LAP)
+    depth, leaf0, size = tree_shape(N) if tree_based else (0, 0, 0)
+    track = tree_based and cfg.beta > 0.0 and code != L.LAP
+    leaves = argmax_tree_size(N) if code == L.GREEDY else 0
+    nr = N if code == L.RANK else 0
+    return L.ReplayArrays(
+        raw=np.zeros(N), tree=np.zeros(size),
+        tmin=np.full(size, np.inf) if track else np.empty(0), tmax=np.zeros(size) if track else np.empty(0),
+        leaf0=int(leaf0), depth=int(depth),
+        generation=np.arange(N, dtype=np.int64), episode_start=memory.episode_start.astype(np.bool_),
+        best=np.zeros(2 * leaves, dtype=np.int64), leaves=int(leaves),
+        nodes=treap_nodes(nr), root=np.full(1, -1, dtype=np.int64),
+        cdf=rank_cdf(N, cfg.alpha) if nr else np.empty(0), pmax=np.ones(1),
+    )  # fmt: skip
+
+
+def run(cfg: RunConfig, seed) -> RunResult:
+    """One seeded run of ``cfg`` (see the module docstring for the random-call order)."""
+    validate(cfg)
+    rng = np.random.default_rng(seed)
+    memory = build_memory(cfg.n, rng)
+    theta = initial_theta(cfg, rng)
+    rep = allocate(cfg, memory)
+    curve = np.empty(-(-cfg.cap // cfg.record_every) + 1 if cfg.record_every else 0)
+    table = L.transition_table(memory, cfg.n)
+    conv, steps = L.run_kernel(table, q_star(cfg.n), theta, settings(cfg), rep, rng, curve)
+    return RunResult(int(conv), int(steps), curve, theta)
+
+
+def run_seeds(cfg: RunConfig, seeds, progress=None) -> list[RunResult]:
+    """:func:`run` for every seed; ``progress`` (e.g. a tqdm bar) gets ``update(1)`` per run."""
+    out = []
+    for seed in seeds:
+        out.append(run(cfg, seed))
+        if progress is not None:
+            progress.update(1)
+    return out
+
+
+def run_lr1(
+    n: int,
+    scheme: str,
+    *,
+    rho: float = 0.4,
+    window: int | None = None,
+    eta: float = 0.0,
+    init: str = "td",
+    seed,
+    cap: int = 100_000_000,
+    alpha: float = 1.0,
+    eps: float = 1e-6,
+    mode: str = "max",
+    idealised: bool = False,
+) -> int:
+    """Updates until convergence of PSER Theorem 1's learner; ``-1`` if not within ``cap``.
+
+    Tabular Q-learning with learning rate 1 from ``Q = 0`` on the pre-filled
+    memory, replaying with proportional PER (``scheme="per"``) or PSER
+    (``"pser"``); priorities ``(|delta| + eps)^alpha`` (``alpha = 1``: "sampled
+    according to their priorities").  ``init="td"`` is the theorem's fill: every
+    transition gets the priority of its TD error at ``Q = 0`` (so only the
+    rewarded transition has a large one; PSER then decays it backwards, eq. 6/7,
+    over ``window`` steps, default eq. 8-9).  ``eta`` is PSER eq. 10 (0: off,
+    the theorem's model).
+
+    "Converged" means every ``|Q(s, a) - Q*(s, a)| <= 1e-12`` over all ``2n``
+    pairs.  With learning rate 1 from ``Q = 0`` the wrong actions never move
+    and ``Q(s_i, right)`` becomes exact exactly when it is replayed after
+    ``Q(s_(i+1), right)`` is, so the count equals the end of the ``n``-th
+    Q-interval of the theorem's proof.
+
+    ``idealised=False`` runs the algorithms as published: a replayed
+    transition's priority comes from the TD error of its update (so the
+    rewarded transition keeps priority 1 after its first replay, and PSER
+    re-decays it).  ``idealised=True`` uses the TD error after the update
+    (0 here), the theorem's "priority drops to 0".
+    """
+    if scheme not in ("per", "pser"):
+        raise ValueError(f"scheme must be 'per' or 'pser', got {scheme!r}")
+    cfg = RunConfig(
+        n=n, learner="tabular", scheme=scheme, alpha=alpha, eps=eps, init=init, rho=rho, window=window, eta=eta,
+        mode=mode, lr=1.0, q0="zeros", criterion="exact", post_priority=idealised, cap=cap,
+    )  # fmt: skip
+    return run(cfg, seed).updates
+
+
+__all__ = ["INITS", "LEARNERS", "SCHEMES", "RunConfig", "RunResult", "run", "run_lr1", "run_seeds", "settings"]

@@ -1,0 +1,1 @@
+"""Models behind the theory scripts: closed forms, exact expectations and Monte Carlo checks."""

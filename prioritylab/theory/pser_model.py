@@ -1,0 +1,643 @@
+"""PSER Theorem 1 (Brittain et al., 2019, Section 3.1 and App. 1): the idealised model.
+
+The model of the theorem's proof (App. 1, eq. 15-31): tabular Q-learning with
+learning rate 1 and ``Q = 0`` at the start on the Blind Cliffwalk (PER App. B.1),
+replaying one transition per step from a memory pre-filled with all ``2^n``
+action sequences (``N = 2^(n+1) - 2`` transitions, exactly one rewarded).
+Priorities are the TD error at ``Q = 0``, so only the rewarded transition has a
+non-zero priority; a replayed transition's priority drops to its *post-update*
+TD error, which is 0 with learning rate 1 in this deterministic chain (no
+``eps``, no anti-collapse ``eta``).  Sampling is ``P(i) = p_i^alpha / sum_k
+p_k^alpha`` (PSER eq. 5) over the transitions with a non-zero priority; when
+every priority is 0 it is uniform over the whole memory (the ``eps -> 0`` limit
+of PER's ``p = |delta| + eps``).  PSER additionally decays the rewarded
+transition's priority backwards along its episode when the memory is filled
+(MAX eq. 6 or ADD eq. 7, window ``W``).  Convergence: ``Q = Q*`` exactly, which
+happens after ``n`` "Q-intervals"; interval ``k`` ends at the first replay of
+``(s_(n-k+1), right)`` after interval ``k - 1`` ended.
+
+The derivation is in docs/theory/pser-theorem.md.  This module gives
+
+* closed forms: :func:`e_per_closed`, :func:`e_pser_closed` (exact) and the
+  theorem's bound :func:`e_pser_bound` (the proof's per-interval argument);
+* exact expectations from the absorbing Markov chain over the reduced state
+  (interval, set of transitions that still carry priority), built from an actual
+  filled memory: :func:`e_per_exact`, :func:`e_pser_exact`;
+* a brute-force solve of the unreduced chain (every slot's priority and the whole
+  Q table) for tiny ``n``: :func:`e_bruteforce`;
+* a jitted Monte Carlo of the model on the actual memory, driving the core sum
+  tree and the PSER ``pser_decay`` kernel: :func:`e_per_mc`, :func:`e_pser_mc`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .._checks import as_rng, check_positive_int, check_range
+from ..cliffwalk.env import Memory, build_memory, discount, right_action
+from ..samplers.pser import MODES, pser_decay, pser_set_and_decay
+from ..sumtree import SumTree, tree_sample_one, tree_set
+
+MAX_EXACT_STATES = 20
+"""Largest ``n`` for the memory-based computations (exact chain, Monte Carlo): 2 M transitions."""
+
+TOL = 1e-12
+"""Absolute tolerance of ``|Q - Q*|`` for convergence (the lr-1 updates reproduce Q* bit for bit)."""
+
+
+class MCResult(NamedTuple):
+    """A Monte Carlo estimate of an expected number of replay steps."""
+
+    mean: float
+    """Sample mean over the runs that converged."""
+    ci: float
+    """Half-width of the normal 95% confidence interval, ``1.96 s / sqrt(runs)``."""
+    runs: int
+    """Runs that converged within the step cap."""
+    capped: int
+    """Runs stopped at the step cap (excluded from the mean; 0 in every setting of the script)."""
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_n(n, hi: int | None = None) -> int:
+    n = check_positive_int("n", n)
+    if hi is not None and n > hi:
+        raise ValueError(f"n must be at most {hi} here, got {n}")
+    return n
+
+
+def _check_window(window) -> int | None:
+    if window is None:
+        return None
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 0:
+        raise ValueError(f"window must be None (unlimited) or a non-negative integer, got {window!r}")
+    return int(window)
+
+
+def _check_common(rho, alpha, eps=0.0):
+    rho = check_range("rho", rho, 0.0, 1.0, lo_open=True, hi_open=True)
+    alpha = check_range("alpha", alpha, 0.0, np.inf, lo_open=True)
+    eps = check_range("eps", eps, 0.0, np.inf)
+    return rho, alpha, eps
+
+
+# --------------------------------------------------------------------------- closed forms
+
+
+def memory_transitions(n: int) -> int:
+    """``N = 2^(n+1) - 2`` transitions in the pre-filled memory (PER App. B.1; PSER App. 1)."""
+    n = _check_n(n)
+    return (1 << (n + 1)) - 2
+
+
+def target_copies(n: int, k: int) -> int:
+    """Copies of interval ``k``'s target ``(s_(n-k+1), right)`` in the memory: ``2^(k-1)`` (PER App. B.1)."""
+    n = _check_n(n)
+    if not 1 <= k <= n:
+        raise ValueError(f"interval k must be in [1, {n}], got {k!r}")
+    return 1 << (k - 1)
+
+
+def chain_length(n: int, window: int | None) -> int:
+    """``m = min(W, n - 1)``: predecessors of the rewarded transition reached by the fill-time decay.
+
+    The decay (PSER eq. 6-7) covers at most ``W`` predecessors and never crosses the
+    episode start; the rewarded episode has ``n`` transitions.  ``window=None``: unlimited.
+    """
+    n = _check_n(n)
+    window = _check_window(window)
+    return n - 1 if window is None else min(window, n - 1)
+
+
+def e_per_closed(n: int, eps: float = 0.0, alpha: float = 1.0) -> float:
+    """PSER Theorem 1, eq. 15/28: ``E_PER(n) = 1 + sum_(k=1)^(n-1) (2^(n+1) - 2) / 2^k``.
+
+    Equals ``2^(n+1) - 5 + 2^(2-n)``.  With PER's ``p = |delta| + eps`` (PER Section
+    3.3) instead of the idealised ``eps -> 0`` limit, the first interval is geometric
+    with success probability ``(1+eps)^alpha / ((1+eps)^alpha + (N-1) eps^alpha)``,
+    adding ``(N - 1) (eps / (1 + eps))^alpha``; later intervals are unchanged since all
+    priorities are then equal to ``eps``.
+    """
+    n = _check_n(n)
+    eps = check_range("eps", eps, 0.0, np.inf)
+    alpha = check_range("alpha", alpha, 0.0, np.inf, lo_open=True)
+    big_n = memory_transitions(n)
+    total = 1.0 + sum(big_n / 2.0**k for k in range(1, n))
+    if eps > 0.0:
+        total += (big_n - 1) * (eps / (1.0 + eps)) ** alpha
+    return total
+
+
+def in_order_probability(k: int, r: float) -> float:
+    """``q_k = prod_(s=1)^k (1 - r) / (1 - r^s)``.
+
+    The probability that ``k`` items with sampling masses ``1, r, ..., r^(k-1)``,
+    drawn proportionally without replacement (a Plackett-Luce order; PSER eq. 5 with
+    mass ratio ``r = rho^alpha``), come out in the order of decreasing mass.
+    Luce's choice axiom makes this the same whether or not other items are mixed in.
+    """
+    if k < 0:
+        raise ValueError(f"k must be non-negative, got {k!r}")
+    r = check_range("r", r, 0.0, 1.0, hi_open=True)
+    q = 1.0
+    for s in range(1, k + 1):
+        q *= (1.0 - r) / (1.0 - r**s)
+    return q
+
+
+def e_pser_closed(n: int, rho: float, window: int | None = None, alpha: float = 1.0) -> float:
+    """Exact expected steps of PSER in the theorem's model (derived in docs/theory/pser-theorem.md).
+
+    ``E = (m + 1) + sum_(k=2)^n N / 2^(k-1) * (1 - q_k [k <= m + 1])`` with
+    ``m = min(W, n - 1)``, ``r = rho^alpha`` and ``q_k`` from
+    :func:`in_order_probability`.  The chain ``c_0..c_m`` of priorities
+    ``1, rho, ..., rho^m`` (PSER App. 1, fill-time decay) is used up in ``m + 1``
+    draws; the first ``L`` intervals finish inside them, ``P(L >= k) = q_k``; every
+    later interval waits ``N / 2^(k-1)`` uniform draws.  ``window=0`` gives PER.
+    """
+    n = _check_n(n)
+    rho, alpha, _ = _check_common(rho, alpha)
+    m = chain_length(n, window)
+    r = rho**alpha
+    big_n = memory_transitions(n)
+    total = float(m + 1)
+    q = 1.0
+    for k in range(2, n + 1):
+        q = q * (1.0 - r) / (1.0 - r**k) if k <= m + 1 else 0.0
+        total += big_n / 2.0 ** (k - 1) * (1.0 - q)
+    return total
+
+
+def e_pser_bound(n: int, rho: float, window: int | None = None, alpha: float = 1.0) -> float:
+    """The theorem's PSER bound (PSER App. 1, eq. 29-31), extended to a finite window.
+
+    The proof bounds interval ``k``'s wait by ``1 / p_k``, with ``p_k`` the target's
+    share of the chain's remaining mass, ``p_k = (1 - r) / (1 - r^(m - k + 2))``:
+    ``B = sum_(k=1)^(m+1) (1 - r^(m-k+2)) / (1 - r) + sum_(k=m+2)^n N / 2^(k-1)``,
+    where intervals beyond the chain (``k > m + 1``, possible only with a finite window)
+    have no priority left and wait as in PER.  Unlimited window: ``B = sum_(j=1)^n
+    (1 - r^j) / (1 - r) <= n / (1 - r)``, linear in ``n``.  Holds for interval 1 only
+    (docs/theory/pser-theorem.md): a chain transition replayed before its interval
+    drops to priority 0 and its interval then waits for uniform draws.
+    """
+    n = _check_n(n)
+    rho, alpha, _ = _check_common(rho, alpha)
+    m = chain_length(n, window)
+    r = rho**alpha
+    big_n = memory_transitions(n)
+    total = sum((1.0 - r ** (m - k + 2)) / (1.0 - r) for k in range(1, m + 2))
+    total += sum(big_n / 2.0 ** (k - 1) for k in range(m + 2, n + 1))
+    return total
+
+
+def e_pser_bound_loose(n: int, rho: float, alpha: float = 1.0) -> float:
+    """``n / (1 - rho^alpha)``: the linear envelope of :func:`e_pser_bound` (unlimited window)."""
+    n = _check_n(n)
+    rho, alpha, _ = _check_common(rho, alpha)
+    return n / (1.0 - rho**alpha)
+
+
+# --------------------------------------------------------------------------- the filled memory
+
+
+class Model(NamedTuple):
+    """A filled memory with its initial priorities and the per-pair tables the kernels use.
+
+    Pair ``p = 2 s + a`` is the state-action ``(s, a)`` (0-based ``s``); the environment is
+    deterministic, so a pair determines reward, next state and termination.
+    """
+
+    memory: Memory
+    raw0: np.ndarray
+    """Raw priorities after the fill (TD error at Q = 0, then the fill-time decay)."""
+    mass0: np.ndarray
+    """Sampling masses ``raw0 ** alpha`` (PSER eq. 5)."""
+    pair_r: np.ndarray
+    pair_next: np.ndarray
+    pair_done: np.ndarray
+    pair_count: np.ndarray
+    pair_offset: np.ndarray
+    """Slots of pair ``p`` are ``slots_by_pair[pair_offset[p]:pair_offset[p + 1]]``."""
+    slots_by_pair: np.ndarray
+    q_star: np.ndarray
+    """Q* computed with the learner's own floating-point operations."""
+    gamma: float
+    p_max: float
+
+
+def _pair_tables(memory: Memory, n: int):
+    pair = 2 * memory.s_tm1 + memory.a_tm1
+    n_pairs = 2 * n
+    pair_r = np.zeros(n_pairs)
+    pair_next = np.zeros(n_pairs, dtype=np.int64)
+    pair_done = np.zeros(n_pairs, dtype=np.bool_)
+    pair_r[pair] = memory.r_t
+    pair_next[pair] = memory.s_t
+    pair_done[pair] = memory.done_t
+    count = np.bincount(pair, minlength=n_pairs).astype(np.int64)
+    offset = np.concatenate(([0], np.cumsum(count))).astype(np.int64)
+    return pair_r, pair_next, pair_done, count, offset, np.argsort(pair, kind="stable").astype(np.int64)
+
+
+def _q_star_lr1(n: int, gamma: float) -> np.ndarray:
+    """Q* with the exact operations of a learning-rate-1 update (``r + gamma * max Q(s')``)."""
+    q = np.zeros((n, 2))
+    right = right_action(n)
+    q[n - 1, right[n - 1]] = 1.0
+    for s in range(n - 2, -1, -1):
+        q[s, right[s]] = 0.0 + gamma * max(q[s + 1, 0], q[s + 1, 1])
+    return q
+
+
+def build_model(
+    n: int,
+    rho: float = 0.4,
+    window: int | None = None,
+    alpha: float = 1.0,
+    eps: float = 0.0,
+    mode: str = "max",
+    decay: bool = True,
+    memory: Memory | None = None,
+    seed=0,
+) -> Model:
+    """Fill the memory (PER App. B.1) and set its priorities as PSER App. 1 does.
+
+    Every transition gets ``|delta| + eps`` at ``Q = 0`` (``|r|``), in storage order;
+    with ``decay`` each is decayed backwards at once through the library's
+    ``pser_set_and_decay`` kernel (MAX eq. 6 / ADD eq. 7, ``window`` predecessors, never
+    across an episode start).  ``decay=False`` is PER.  ``memory`` defaults to
+    ``build_memory(n, rng(seed))``.
+    """
+    n = _check_n(n, MAX_EXACT_STATES)
+    rho, alpha, eps = _check_common(rho, alpha, eps)
+    window = _check_window(window)
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if memory is None:
+        memory = build_memory(n, as_rng(seed))
+    big_n = memory.s_tm1.shape[0]
+    raw = np.zeros(big_n)
+    td0 = np.abs(memory.r_t) + eps
+    p_max = float(td0.max())
+    tree = SumTree(big_n, track_extrema=False)
+    a = tree.arrays
+    if decay:
+        w = n if window is None else window
+        generation = np.arange(big_n, dtype=np.int64)
+        pser_set_and_decay(
+            raw, a.tree, a.tmin, a.tmax, a.leaf0, alpha, generation, memory.episode_start,
+            np.arange(big_n, dtype=np.int64), td0, rho, w, mode == "add", p_max,
+        )  # fmt: skip
+    else:
+        raw[:] = td0
+    gamma = discount(n)
+    return Model(memory, raw, raw**alpha, *_pair_tables(memory, n), _q_star_lr1(n, gamma), gamma, p_max)
+
+
+# --------------------------------------------------------------------------- exact expectation
+
+
+def _interval_of_pair(n: int) -> np.ndarray:
+    """Interval served by each pair: ``k`` for ``(s_(n-k+1), right)`` (0-based state ``n - k``), 0 otherwise."""
+    iv = np.zeros(2 * n, dtype=np.int64)
+    right = right_action(n)
+    for s in range(n):
+        iv[2 * s + right[s]] = n - s
+    return iv
+
+
+@njit(cache=True)
+def _chain_dp(w, iv, counts, big_n, n):
+    """Expected steps of the absorbing chain on states (interval k, set S of slots with mass > 0).
+
+    ``w[j]``: mass of the j-th slot carrying priority after the fill, ``iv[j]``: the
+    interval whose target it holds (0: none), ``counts[k]``: slots holding interval k's
+    target.  With S empty, interval k waits ``N / counts[k]`` uniform draws; otherwise one
+    draw removes slot j (its priority drops to 0) with probability ``w[j] / sum_S w``.
+    """
+    n_items = w.shape[0]
+    n_sets = 1 << n_items
+    e = np.zeros((n + 2, n_sets))
+    tail = 0.0
+    for k in range(n, 0, -1):
+        tail += big_n / counts[k]
+        e[k, 0] = tail
+    for s_set in range(1, n_sets):
+        tot = 0.0
+        for j in range(n_items):
+            if s_set >> j & 1:
+                tot += w[j]
+        for k in range(1, n + 1):
+            acc = 1.0
+            for j in range(n_items):
+                if s_set >> j & 1:
+                    nk = k + 1 if iv[j] == k else k
+                    acc += w[j] / tot * e[nk, s_set ^ (1 << j)]
+            e[k, s_set] = acc
+    return e[1, n_sets - 1]
+
+
+def _exact_from_model(model: Model, n: int) -> float:
+    items = np.flatnonzero(model.mass0 > 0.0)
+    if items.shape[0] > MAX_EXACT_STATES:
+        raise ValueError(f"{items.shape[0]} slots carry priority; the exact chain handles at most {MAX_EXACT_STATES}")
+    mem = model.memory
+    iv_pair = _interval_of_pair(n)
+    iv = iv_pair[2 * mem.s_tm1[items] + mem.a_tm1[items]]
+    counts = np.zeros(n + 1)
+    for k in range(1, n + 1):
+        counts[k] = model.pair_count[np.flatnonzero(iv_pair == k)[0]]
+    return float(_chain_dp(model.mass0[items], iv, counts, float(mem.s_tm1.shape[0]), n))
+
+
+def e_per_exact(n: int, seed=0) -> float:
+    """Exact E_PER(n) by the absorbing chain over (interval, slots with priority) on a filled memory."""
+    n = _check_n(n, MAX_EXACT_STATES)
+    return _exact_from_model(build_model(n, decay=False, seed=seed), n)
+
+
+def e_pser_exact(n: int, rho: float, window: int | None = None, alpha: float = 1.0, mode: str = "max", seed=0) -> float:
+    """Exact E_PSER(n) by the absorbing chain over (interval, slots with priority) on a filled memory.
+
+    The fill-time decay is the library's kernel on an actual memory, so this does not
+    assume the chain's shape; copies of a pair without priority are exchangeable and
+    enter only through their count (the reduction is argued in docs/theory/pser-theorem.md).
+    """
+    n = _check_n(n, MAX_EXACT_STATES)
+    return _exact_from_model(build_model(n, rho, window, alpha, 0.0, mode, True, seed=seed), n)
+
+
+def _replay_python(model: Model, q, raw, i, rho, window, alpha, eps, add_mode, decay):
+    """One learning-rate-1 replay of slot ``i`` on plain Python lists (the brute force's own step)."""
+    mem = model.memory
+    s, a = int(mem.s_tm1[i]), int(mem.a_tm1[i])
+    boot = 0.0 if mem.done_t[i] else model.gamma * max(q[2 * mem.s_t[i]], q[2 * mem.s_t[i] + 1])
+    q[2 * s + a] = float(mem.r_t[i]) + boot
+    boot = 0.0 if mem.done_t[i] else model.gamma * max(q[2 * mem.s_t[i]], q[2 * mem.s_t[i] + 1])
+    raw[i] = abs(float(mem.r_t[i]) + boot - q[2 * s + a]) + eps
+    for k in range(1, (window if decay else 0) + 1):
+        if i - k < 0 or mem.episode_start[i - k + 1]:
+            break
+        dec = raw[i] * rho**k
+        raw[i - k] = min(raw[i - k] + dec, model.p_max) if add_mode else max(dec, raw[i - k])
+
+
+def e_bruteforce(
+    n: int,
+    rho: float = 0.4,
+    window: int | None = None,
+    alpha: float = 1.0,
+    mode: str = "max",
+    decay: bool = True,
+    seed=0,
+    max_states: int = 20_000,
+) -> float:
+    """Expected steps by solving the *unreduced* absorbing chain (tiny ``n`` only).
+
+    A state is the whole Q table plus every slot's raw priority; each slot is a possible
+    next replay, with probability ``mass / total`` or ``1 / N`` when the total is 0.  The
+    replay and decay are re-implemented here in plain Python, independently of the
+    kernels, and the linear system ``(I - P) t = 1`` is solved densely.
+    """
+    n = _check_n(n, 5)
+    model = build_model(n, rho, window, alpha, 0.0, mode, decay, seed=seed)
+    w = n if window is None else window
+    big_n = model.memory.s_tm1.shape[0]
+    qs = model.q_star.ravel()
+    start = (tuple([0.0] * (2 * n)), tuple(float(x) for x in model.raw0))
+    index, rows, frontier = {start: 0}, [], [start]
+    while frontier:
+        q_t, raw_t = frontier.pop()
+        row = {}
+        if max(abs(x - y) for x, y in zip(q_t, qs, strict=True)) > TOL:
+            mass = [x**alpha if x > 0 else 0.0 for x in raw_t]
+            total = sum(mass)
+            for i in range(big_n):
+                p = mass[i] / total if total > 0 else 1.0 / big_n
+                if p == 0.0:
+                    continue
+                q, raw = list(q_t), list(raw_t)
+                _replay_python(model, q, raw, i, rho, w, alpha, 0.0, mode == "add", decay)
+                nxt = (tuple(q), tuple(raw))
+                if nxt not in index:
+                    if len(index) >= max_states:
+                        raise ValueError(f"more than max_states={max_states} states; use a smaller n")
+                    index[nxt] = len(index)
+                    frontier.append(nxt)
+                row[index[nxt]] = row.get(index[nxt], 0.0) + p
+        rows.append((index[(q_t, raw_t)], row))
+    size = len(index)
+    a_mat = np.eye(size)
+    b = np.zeros(size)
+    for src, row in rows:
+        if row:
+            b[src] = 1.0
+            for dst, p in row.items():
+                a_mat[src, dst] -= p
+    return float(np.linalg.solve(a_mat, b)[0])
+
+
+# --------------------------------------------------------------------------- Monte Carlo
+
+
+@njit(cache=True)
+def _pair_target(q, p, pair_r, pair_next, pair_done, gamma):
+    """Learning-rate-1 target ``r + gamma * max_b Q(s', b)`` of pair ``p`` (no bootstrap at a terminal)."""
+    if pair_done[p]:
+        return pair_r[p] + 0.0
+    s_next = pair_next[p]
+    return pair_r[p] + gamma * max(q[s_next, 0], q[s_next, 1])
+
+
+@njit(cache=True)
+def _mark(dirty, stack, n_dirty, i):
+    if not dirty[i]:
+        dirty[i] = True
+        stack[n_dirty] = i
+        n_dirty += 1
+    return n_dirty
+
+
+@njit(cache=True)
+def _skip_to_useful(q, pair_r, pair_next, pair_done, pair_count, pair_offset, slots_by_pair, gamma, big_n, rng):
+    """All masses are 0, so draws are uniform over the N slots: jump to the first one that changes Q.
+
+    A draw of a pair whose TD error is 0 leaves Q unchanged and its priority at 0, so the
+    number of draws up to the first draw of a pair with a non-zero TD error is geometric
+    with success probability ``c / N`` (``c`` slots hold such pairs) and that slot is
+    uniform among the ``c``.  Returns ``(slot, draws)``, or ``(-1, 0)`` if ``c = 0``.
+    """
+    c = 0
+    for p in range(pair_count.shape[0]):
+        if pair_count[p] > 0 and _pair_target(q, p, pair_r, pair_next, pair_done, gamma) != q[p // 2, p % 2]:
+            c += pair_count[p]
+    if c == 0:
+        return -1, 0
+    draws = rng.geometric(c / big_n)
+    u = rng.integers(0, c)
+    for p in range(pair_count.shape[0]):
+        if pair_count[p] > 0 and _pair_target(q, p, pair_r, pair_next, pair_done, gamma) != q[p // 2, p % 2]:
+            if u < pair_count[p]:
+                return slots_by_pair[pair_offset[p] + u], draws
+            u -= pair_count[p]
+    return -1, 0  # pragma: no cover - unreachable
+
+
+@njit(cache=True)
+def _run_once(s_tm1, a_tm1, episode_start, generation, tables, q_star, tree, leaf0, depth, raw, params, cap, q, rng,
+              dirty, stack):  # fmt: skip
+    """One run of the idealised model from the filled memory; returns (steps or -1 at the cap, dirty slots)."""
+    pair_r, pair_next, pair_done, pair_count, pair_offset, slots_by_pair = tables
+    gamma, alpha, eps, rho, p_max, window, add_mode, fast_forward = params
+    big_n = s_tm1.shape[0]
+    q[:, :] = 0.0
+    wrong = 0
+    for s in range(q.shape[0]):
+        for b in range(2):
+            wrong += abs(q[s, b] - q_star[s, b]) > TOL
+    steps, n_dirty = 0, 0
+    none = np.empty(0)  # no extrema trees
+    while wrong > 0:
+        if steps >= cap:
+            return -1, n_dirty
+        if tree[0] > 0.0:
+            i = tree_sample_one(tree, leaf0, depth, rng)
+            steps += 1
+        elif fast_forward:
+            i, draws = _skip_to_useful(q, pair_r, pair_next, pair_done, pair_count, pair_offset, slots_by_pair, gamma,
+                                       big_n, rng)  # fmt: skip
+            if i < 0:
+                return -1, n_dirty
+            steps += draws
+        else:
+            i = rng.integers(0, big_n)
+            steps += 1
+        s, b = s_tm1[i], a_tm1[i]
+        p = 2 * s + b
+        before = 1 if abs(q[s, b] - q_star[s, b]) > TOL else 0
+        q[s, b] = _pair_target(q, p, pair_r, pair_next, pair_done, gamma)
+        wrong += (1 if abs(q[s, b] - q_star[s, b]) > TOL else 0) - before
+        raw[i] = abs(_pair_target(q, p, pair_r, pair_next, pair_done, gamma) - q[s, b]) + eps  # post-update |delta|
+        n_dirty = _mark(dirty, stack, n_dirty, i)
+        tree_set(tree, none, none, leaf0, i, raw[i] ** alpha)
+        if window > 0:
+            for k in range(1, window + 1):
+                n_dirty = _mark(dirty, stack, n_dirty, (i - k) % big_n)
+            pser_decay(raw, tree, none, none, leaf0, alpha, generation, episode_start, i, rho, window,
+                       add_mode, p_max)  # fmt: skip
+    return steps, n_dirty
+
+
+@njit(cache=True)
+def _mc_runs(s_tm1, a_tm1, episode_start, tables, q_star, tree, leaf0, depth, raw, raw0, mass0, params, cap, runs,
+             rng):  # fmt: skip
+    """``runs`` independent runs from the same filled memory; restores the touched slots after each."""
+    big_n = s_tm1.shape[0]
+    generation = np.arange(big_n)
+    q = np.zeros(q_star.shape)
+    dirty = np.zeros(big_n, dtype=np.bool_)
+    stack = np.empty(big_n, dtype=np.int64)
+    out = np.empty(runs, dtype=np.int64)
+    none = np.empty(0)
+    for run in range(runs):
+        out[run], n_dirty = _run_once(s_tm1, a_tm1, episode_start, generation, tables, q_star, tree, leaf0, depth,
+                                      raw, params, cap, q, rng, dirty, stack)  # fmt: skip
+        for j in range(n_dirty):
+            i = stack[j]
+            dirty[i] = False
+            raw[i] = raw0[i]
+            tree_set(tree, none, none, leaf0, i, mass0[i])
+    return out
+
+
+def simulate(
+    n: int,
+    runs: int,
+    rng,
+    rho: float = 0.4,
+    window: int | None = None,
+    alpha: float = 1.0,
+    eps: float = 0.0,
+    mode: str = "max",
+    decay: bool = True,
+    fast_forward: bool = True,
+    cap: int = 10**9,
+    memory: Memory | None = None,
+) -> np.ndarray:
+    """Steps to convergence of ``runs`` independent runs of the idealised model (-1: stopped at ``cap``).
+
+    Faithful to the model on an actual filled memory: each step draws a slot from the
+    core sum tree (``tree_sample_one``), applies the learning-rate-1 update, sets the
+    slot's raw priority to its post-update ``|delta| + eps`` and, for PSER, decays it
+    backwards with the library's ``pser_decay`` kernel.  When every mass is 0 and
+    ``fast_forward`` is set, the uniform draws that cannot change Q are skipped in one
+    geometric jump (exact in distribution, see :func:`_skip_to_useful`).  The runs share
+    one memory (a fixed storage order): the law of the steps does not depend on the
+    order, since permuting slots permutes nothing but their labels.
+    """
+    n = _check_n(n, MAX_EXACT_STATES)
+    runs = check_positive_int("runs", runs)
+    cap = check_positive_int("cap", cap)
+    rng = as_rng(rng)
+    if memory is None:
+        memory = build_memory(n, rng)
+    model = build_model(n, rho, window, alpha, eps, mode, decay, memory=memory)
+    tree = SumTree(memory.s_tm1.shape[0], track_extrema=False)
+    tree.update(np.arange(memory.s_tm1.shape[0]), model.mass0)
+    a = tree.arrays
+    w = 0 if not decay else (n if window is None else window)
+    params = (model.gamma, float(alpha), float(eps), float(rho), model.p_max, w, mode == "add", bool(fast_forward))
+    tables = (model.pair_r, model.pair_next, model.pair_done, model.pair_count, model.pair_offset, model.slots_by_pair)
+    raw = model.raw0.copy()
+    return _mc_runs(memory.s_tm1, memory.a_tm1, memory.episode_start, tables, model.q_star, a.tree, a.leaf0, a.depth,
+                    raw, model.raw0, model.mass0, params, cap, runs, rng)  # fmt: skip
+
+
+def summarise(steps: np.ndarray) -> MCResult:
+    """Mean and 95% CI half-width (normal approximation) of the converged runs."""
+    ok = steps[steps >= 0].astype(np.float64)
+    if ok.shape[0] < 2:
+        raise ValueError(f"need at least 2 converged runs, got {ok.shape[0]}")
+    half = 1.96 * ok.std(ddof=1) / math.sqrt(ok.shape[0])
+    return MCResult(float(ok.mean()), float(half), int(ok.shape[0]), int((steps < 0).sum()))
+
+
+def e_per_mc(n: int, runs: int = 10_000, rng=None, eps: float = 0.0, alpha: float = 1.0, **kwargs) -> MCResult:
+    """Monte Carlo E_PER(n): the idealised model without decay (see :func:`simulate`)."""
+    return summarise(simulate(n, runs, rng, alpha=alpha, eps=eps, decay=False, **kwargs))
+
+
+def e_pser_mc(
+    n: int, rho: float, window: int | None = None, runs: int = 10_000, rng=None, alpha: float = 1.0, **kwargs
+) -> MCResult:
+    """Monte Carlo E_PSER(n): the idealised model with the fill-time decay (see :func:`simulate`)."""
+    return summarise(simulate(n, runs, rng, rho=rho, window=window, alpha=alpha, decay=True, **kwargs))
+
+
+__all__ = [
+    "MAX_EXACT_STATES",
+    "MCResult",
+    "Model",
+    "build_model",
+    "chain_length",
+    "e_bruteforce",
+    "e_per_closed",
+    "e_per_exact",
+    "e_per_mc",
+    "e_pser_bound",
+    "e_pser_bound_loose",
+    "e_pser_closed",
+    "e_pser_exact",
+    "e_pser_mc",
+    "in_order_probability",
+    "memory_transitions",
+    "simulate",
+    "summarise",
+    "target_copies",
+]

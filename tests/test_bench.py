@@ -1,0 +1,210 @@
+"""Benchmark harness smoke tests, the NumPy peer tree, and the speed-motivated kernel paths.
+
+The kernels' fast paths (level-by-level updates, the merged top levels of a
+stratified descent, the fused IS weights, the aligned allocation) are checked
+here against plain formulations; the drift check runs 10^6 updates by default
+and 10^8 behind ``-m slow``.
+"""
+
+import json
+import math
+import sys
+
+import numpy as np
+import pytest
+
+from prioritylab import SumTree
+from prioritylab.bench import sumtree as bench
+from prioritylab.bench.numpy_tree import NumpySumTree
+from prioritylab.cli import main
+from prioritylab.samplers import is_weights
+from prioritylab.sumtree import FANOUT, tree_alloc, tree_descend, tree_rebuild, tree_sample, tree_sample_is
+
+# ------------------------------------------------------------------------------------------ harness
+
+
+def test_run_smoke_with_available_peers():
+    peers, skipped = bench.available_peers()
+    results = bench.run([64], [1, 8], seconds=0.005, repeats=1, peers=peers, progress=False)
+    names = {r.contender for r in results}
+    assert {"prioritylab", "prioritylab+minmax", "prioritylab (jitted)"} <= names
+    assert names - {"prioritylab", "prioritylab+minmax", "prioritylab (jitted)"} == set(peers)
+    cells = {(r.batch, r.op) for r in results}
+    assert cells == {(k, op) for k in (1, 8) for op in ("update", "sample", "per-step")}
+    assert all(r.calls_per_s > 0 and r.items_per_s == r.calls_per_s * r.batch for r in results)
+    assert not any(r.contender == "prioritylab (jitted)" and r.batch != 1 for r in results)
+    for r in results:
+        if r.contender.endswith("(jitted)"):
+            assert r.ratio is None
+        elif peers and (r.op != "per-step" or set(peers) - {"numpy"}):
+            assert r.ratio is not None and r.ratio > 0
+    table = bench.format_table(results)
+    assert "prioritylab" in table and "2^6" in table
+    doc = bench.to_json(results, {"capacities": [64]}, skipped)
+    assert json.loads(json.dumps(doc, default=str))["results"][0]["capacity"] == 64
+
+
+def test_best_peer_has_ratio_one():
+    peers, _ = bench.available_peers(["numpy"])
+    results = bench.run([32], [4], seconds=0.005, repeats=2, peers=peers, ops=["sample"], progress=False)
+    numpy_row = next(r for r in results if r.contender == "numpy")
+    assert numpy_row.ratio == 1.0 and len(numpy_row.rates) == 2
+
+
+def test_missing_peer_is_skipped(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cpprb", None)  # makes `import cpprb` raise ImportError
+    peers, skipped = bench.available_peers(["cpprb", "numpy"])
+    assert peers == ["numpy"] and "cpprb" in skipped
+
+
+def test_cli_writes_json(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    argv = ["bench", "sumtree", "--capacities", "2^6", "--batches", "1", "4", "--seconds", "0.005", "--repeats", "1",
+            "--peers", "numpy", "--ops", "update", "sample", "--no-progress", "--json", str(path)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "numpy" in out and "vs best peer" in out
+    doc = json.loads(path.read_text())
+    assert doc["config"]["capacities"] == [64] and doc["config"]["peers"] == ["numpy"]
+    assert {r["op"] for r in doc["results"]} == {"update", "sample"}
+
+
+def test_cli_rejects_bad_sizes():
+    with pytest.raises(SystemExit):
+        main(["bench", "sumtree", "--capacities", "0"])
+    with pytest.raises(SystemExit):
+        main(["bench", "sumtree", "--batches", "two"])
+
+
+# ------------------------------------------------------------------------------------ NumPy peer
+
+
+@pytest.mark.parametrize("capacity", [1, 5, 64, 1000])
+def test_numpy_tree_matches_reference(capacity):
+    """Integer masses make every sum exact, so the draws must equal the cumulative-sum search."""
+    rng = np.random.default_rng(capacity)
+    tree = NumpySumTree(capacity)
+    leaves = np.zeros(capacity)
+    for _ in range(5):
+        idx = rng.integers(0, capacity, 2 * capacity)
+        val = rng.integers(0, 5, 2 * capacity).astype(float)
+        tree.update(idx, val)
+        leaves[idx] = val  # NumPy assignment: the last duplicate wins, as in the tree
+        assert tree.total == leaves.sum()
+        if tree.total == 0:
+            continue
+        for stratified in (True, False):
+            draws = tree.sample(64, np.random.default_rng(1), stratified=stratified)
+            u = np.random.default_rng(1).random(64)
+            v = (np.arange(64) + u) * (tree.total / 64) if stratified else u * tree.total
+            assert draws.tolist() == np.searchsorted(np.cumsum(leaves), v, side="right").tolist()
+            assert np.all(leaves[draws] > 0)
+
+
+def test_numpy_tree_never_draws_zero_mass_at_the_top():
+    tree = NumpySumTree(8)
+    tree.update(np.arange(8), np.array([0.0, 0.3, 0.0, 0.1, 0.0, 0.7, 0.0, 0.0]))
+    draws = tree.sample(1000, np.random.default_rng(0))
+    assert set(np.unique(draws).tolist()) <= {1, 3, 5}
+
+
+# ------------------------------------------------------------------------------- kernel fast paths
+
+
+def test_tree_alloc_aligns_child_groups():
+    for size in (5, 21, 4097, 1 << 16):
+        a = tree_alloc(size, np.inf)
+        assert a.shape == (size,) and np.all(a == np.inf)
+        assert (a.ctypes.data + 8) % 64 == 0  # node 1, the first child group, starts a cache line
+
+
+@pytest.mark.parametrize("capacity", [1, 7, 64, 300, 4097])
+@pytest.mark.parametrize("track", [False, True])
+def test_level_by_level_update_equals_full_rebuild(capacity, track):
+    """Batched updates (with duplicates, every batch size) leave exactly the tree a rebuild gives."""
+    rng = np.random.default_rng(capacity)
+    tree = SumTree(capacity, track_extrema=track)
+    for k in (1, 2, 3, 17, 64, 255, 1024):
+        idx = rng.integers(0, capacity, k)
+        val = rng.lognormal(0.0, 4.0, k) * (rng.random(k) > 0.3)
+        tree.update(idx, val)
+        a = tree.arrays
+        t, lo, hi = a.tree.copy(), a.tmin.copy(), a.tmax.copy()
+        tree_rebuild(t, lo, hi, a.leaf0)
+        assert t.tobytes() == a.tree.tobytes()
+        assert lo.tobytes() == a.tmin.tobytes() and hi.tobytes() == a.tmax.tobytes()
+        last = {int(i): float(v) for i, v in zip(idx, val, strict=True)}  # last value wins
+        assert tree.priorities(list(last)).tolist() == list(last.values())
+
+
+@pytest.mark.parametrize("capacity", [3, 64, 1000, 5000])
+@pytest.mark.parametrize("k", [1, 4, 15, 16, 64, 256, 1000])
+def test_stratified_merge_path_equals_plain_descent(capacity, k):
+    """tree_sample's merged top levels pick the same leaves as a full descent (exact integer masses)."""
+    rng = np.random.default_rng(capacity + k)
+    tree = SumTree(capacity, track_extrema=False)
+    leaves = rng.integers(0, 4, capacity).astype(float)
+    leaves[-1] = 1.0
+    tree.update(np.arange(capacity), leaves)
+    a = tree.arrays
+    for u in (rng.random(k), np.full(k, np.nextafter(1.0, 0.0)), np.zeros(k)):
+        out, mass = np.empty(k, dtype=np.int64), np.empty(k)
+        tree_sample(a.tree, a.leaf0, a.depth, u.copy(), True, out, mass)
+        values = (np.arange(k) + u) * (a.tree[0] / k)
+        ref, ref_mass = np.empty(k, dtype=np.int64), np.empty(k)
+        tree_descend(a.tree, a.leaf0, a.depth, values, ref, ref_mass)
+        assert out.tolist() == ref.tolist()
+        assert np.all(leaves[out] > 0) and np.array_equal(mass, leaves[out])
+
+
+def test_merge_path_rounding_edge_lands_on_last_positive_leaf():
+    """Trailing zero-mass slots and queries at the very top never yield a zero-mass leaf."""
+    cap = FANOUT**5
+    tree = SumTree(cap, track_extrema=False)
+    vals = np.zeros(cap)
+    vals[[3, 100, 700]] = [0.1, 1e-300, 0.7]
+    tree.update(np.arange(cap), vals)
+    a = tree.arrays
+    for k in (16, 256, 1024):
+        out, mass = np.empty(k, dtype=np.int64), np.empty(k)
+        tree_sample(a.tree, a.leaf0, a.depth, np.full(k, np.nextafter(1.0, 0.0)), True, out, mass)
+        assert out[-1] == 700 and np.all(mass > 0)
+        assert set(out.tolist()) <= {3, 100, 700}
+
+
+@pytest.mark.parametrize("normalise", ["global", "batch"])
+@pytest.mark.parametrize("stratified", [True, False])
+def test_fused_is_weights_match_the_formula(normalise, stratified):
+    rng = np.random.default_rng(5)
+    cap, k, beta = 3000, 128, 0.4
+    tree = SumTree(cap)
+    tree.update(np.arange(cap), rng.random(cap) ** 0.6 + 1e-3)
+    a = tree.arrays
+    u = rng.random(k)
+    out, probs, weights = np.empty(k, dtype=np.int64), np.empty(k), np.empty(k)
+    norm = tree.min if normalise == "global" else 0.0
+    tree_sample_is(a.tree, a.leaf0, a.depth, u.copy(), stratified, cap, beta, norm, out, probs, weights)
+    ref_out, ref_mass = np.empty(k, dtype=np.int64), np.empty(k)
+    tree_sample(a.tree, a.leaf0, a.depth, u.copy(), stratified, ref_out, ref_mass)
+    ref_probs = ref_mass / tree.total
+    ref_w = is_weights(ref_probs, cap, beta, tree.min / tree.total if normalise == "global" else None)
+    assert np.array_equal(out, ref_out)
+    np.testing.assert_allclose(probs, ref_probs, rtol=1e-15)
+    np.testing.assert_allclose(weights, ref_w, rtol=1e-13)
+    assert weights.max() <= 1.0 + 1e-15
+
+
+# ----------------------------------------------------------------------------------------- drift
+
+
+def test_drift_stays_at_rounding_level_quick():
+    worst = bench.drift_check(10**6, capacity=2**14, batch=256, checks=5)
+    assert worst <= 1e-12
+
+
+@pytest.mark.slow
+def test_drift_after_1e8_updates():
+    """10^8 random updates at 2^20 slots keep |root - fsum(leaves)| / root <= 1e-12."""
+    worst = bench.drift_check(10**8, capacity=2**20, batch=1024, checks=20)
+    assert worst <= 1e-12
+    assert math.isfinite(worst)

@@ -1,0 +1,56 @@
+"""``prioritylab cliffwalk`` and the speed benchmark, on small settings."""
+
+import json
+
+import numpy as np
+import pytest
+
+from prioritylab.cli import main
+from prioritylab.cliffwalk.experiments import fit_log_linear, median_curve, summarise
+from prioritylab.cliffwalk.speed import benchmark
+
+
+def test_cli_runs_and_writes_files(tmp_path, capsys):
+    rc = main(["cliffwalk", "--n", "4", "6", "--learner", "linear", "--sampler", "per", "--alpha", "0.7",
+               "--seeds", "3", "--no-progress", "--out", str(tmp_path)])  # fmt: skip
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "linear/per" in out and "censored" in out
+    assert {"runs.csv", "summary.csv", "summary.png", "manifest.json"} <= {p.name for p in tmp_path.iterdir()}
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["config"]["config"]["alpha"] == 0.7
+
+
+@pytest.mark.parametrize("argv", [["--n", "0"], ["--alpha", "-1"], ["--cap", "0"], ["--rho", "2"]])
+def test_cli_bad_input_exits_with_a_message(argv):
+    with pytest.raises(SystemExit) as err:
+        main(["cliffwalk", "--seeds", "1", "--no-progress", *argv])
+    assert "prioritylab cliffwalk:" in str(err.value.code)
+
+
+def test_speed_benchmark_small():
+    rows = benchmark(n=6, jit_updates=20_000, ref_updates=300)
+    assert [r["scheme"] for r in rows] == ["uniform", "per"]
+    for r in rows:
+        assert r["identical_after_reference_updates"]
+        assert r["jit_updates_per_s"] > 0 and r["reference_updates_per_s"] > 0
+
+
+def test_summarise_counts_censored_runs_at_their_cap():
+    rows = [
+        {"label": "a", "n": 3, "memory_size": 14, "seed": s, "updates": u, "censored": u < 0, "steps": 0, "cap": 100}
+        for s, u in enumerate([10, 20, -1])
+    ]
+    (row,) = summarise(rows)
+    assert row["median"] == 20 and row["max"] == 100 and row["censored"] == 1 and not row["median_is_lower_bound"]
+    rows[0]["updates"], rows[0]["censored"] = -1, True
+    assert summarise(rows)[0]["median_is_lower_bound"]
+
+
+def test_fit_and_median_curve():
+    a, b, r2 = fit_log_linear([1, 2, 3, 4], [2.0, 4.0, 8.0, 16.0])
+    assert b == pytest.approx(np.log(2)) and r2 == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        fit_log_linear([1], [1.0])
+    med = median_curve([np.array([1.0, 0.5]), np.array([1.0, 0.8, 0.6, 0.0005]), np.array([1.0, 0.0001])])
+    np.testing.assert_allclose(med, [1.0, 0.5, 0.5, 0.0005])

@@ -1,0 +1,211 @@
+"""Jitted Blind Cliffwalk learners: equal to the NumPy reference, deterministic, sensible."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from prioritylab.cliffwalk import learners as L
+from prioritylab.cliffwalk.env import build_memory, memory_size
+from prioritylab.cliffwalk.reference import reference_run
+from prioritylab.cliffwalk.runner import SCHEMES, RunConfig, run, run_lr1
+from prioritylab.cliffwalk.structures import (
+    argmax_build,
+    argmax_fix,
+    argmax_tree_size,
+    rank_cdf,
+    sample_rank,
+    treap_build,
+    treap_inorder,
+    treap_nodes,
+    treap_rekey,
+    treap_select,
+)
+
+PRIORITISED = ["greedy-td", "per", "per-rank", "pser", "lap"]
+CASES = (
+    [(s, lrn, "max", {}) for s in ["uniform", "oracle"] for lrn in ["tabular", "linear"]]
+    + [(s, lrn, init, {}) for s, lrn, init in itertools.product(PRIORITISED, ["tabular", "linear"], ["max", "td"])]
+    + [(s, "tabular", "small", {}) for s in PRIORITISED]
+    + [(s, "linear", "td", {"beta": 0.5}) for s in ["per", "per-rank", "pser"]]
+    + [("pser", "tabular", "td", {"mode": "add"}), ("pser", "tabular", "max", {"eta": 0.0, "window": 9})]
+    + [(s, "tabular", "td", {"post_priority": True, "q0": "zeros", "lr": 1.0}) for s in ["per", "pser"]]
+)
+
+
+@pytest.mark.parametrize(("scheme", "learner", "init", "extra"), CASES)
+def test_jitted_equals_reference_step_for_step(scheme, learner, init, extra):
+    """Same seed, same random calls: the MSE after every update and the final parameters are bit-identical."""
+    for n, seed, cap in [(3, 0, 400), (6, 7, 700)]:
+        cfg = RunConfig(n=n, learner=learner, scheme=scheme, init=init, alpha=0.6, cap=cap, record_every=1,
+                        stop_at_convergence=False, **extra)  # fmt: skip
+        fast, ref = run(cfg, seed), reference_run(cfg, seed)
+        np.testing.assert_array_equal(fast.curve, ref.curve)
+        np.testing.assert_array_equal(fast.theta, ref.theta)
+        assert fast.updates == ref.updates
+
+
+@pytest.mark.parametrize("scheme", ["uniform", "oracle", "per", "per-rank", "pser"])
+def test_updates_to_converge_equal_reference(scheme):
+    cfg = RunConfig(n=5, learner="tabular", scheme=scheme, cap=200_000)
+    for seed in range(3):
+        fast, ref = run(cfg, seed), reference_run(cfg, seed)
+        assert fast.updates == ref.updates > 0
+        assert fast.steps == fast.updates
+
+
+@pytest.mark.parametrize("scheme", ["per", "pser"])
+def test_lr1_exact_criterion_equals_reference(scheme):
+    cfg = RunConfig(n=5, scheme=scheme, init="td", lr=1.0, q0="zeros", criterion="exact", alpha=1.0, eta=0.0,
+                    cap=100_000)  # fmt: skip
+    for seed in range(3):
+        assert run(cfg, seed).updates == reference_run(cfg, seed).updates == run_lr1(5, scheme, seed=seed)
+
+
+def test_lr1_per_matches_the_theorem_expectation():
+    """PSER Theorem 1, PER: E = 1 + sum_{k=1}^{n-1} (2^(n+1) - 2) / 2^k in the idealised model (tiny eps)."""
+    n, seeds = 4, 400
+    big_n = memory_size(n)
+    expected = 1 + sum(big_n / 2**k for k in range(1, n))
+    var = sum((1 - 2**k / big_n) / (2**k / big_n) ** 2 for k in range(1, n))  # geometric waits of intervals 2..n
+    got = np.array([run_lr1(n, "per", seed=s, idealised=True, eps=1e-9) for s in range(seeds)])
+    assert (got > 0).all()
+    assert abs(got.mean() - expected) < 4 * np.sqrt(var / seeds)
+
+
+def test_lr1_pser_beats_per_and_returns_minus_one_when_censored():
+    per = [run_lr1(8, "per", seed=s) for s in range(10)]
+    pser = [run_lr1(8, "pser", seed=s) for s in range(10)]
+    assert np.median(pser) < np.median(per) / 5
+    assert run_lr1(8, "per", seed=0, cap=3) == -1
+    with pytest.raises(ValueError, match="scheme"):
+        run_lr1(4, "uniform", seed=0)
+
+
+@pytest.mark.parametrize("learner", ["tabular", "linear"])
+def test_oracle_never_needs_more_updates_than_uniform(learner):
+    for n, seed in itertools.product(range(2, 8), range(5)):
+        uni = run(RunConfig(n=n, learner=learner, scheme="uniform"), seed)
+        orc = run(RunConfig(n=n, learner=learner, scheme="oracle"), seed)
+        assert 0 < orc.updates <= uni.updates, (n, seed)
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_same_seed_identical_arrays(scheme):
+    cfg = RunConfig(n=6, learner="linear", scheme=scheme, cap=3000, record_every=10, stop_at_convergence=False)
+    a, b, c = run(cfg, 11), run(cfg, 11), run(cfg, 12)
+    np.testing.assert_array_equal(a.theta, b.theta)
+    np.testing.assert_array_equal(a.curve, b.curve)
+    assert not np.array_equal(a.theta, c.theta)
+
+
+def test_prioritised_schemes_beat_uniform_at_n10():
+    """Sanity of the figures' direction, on a size where it is fast."""
+    med = {}
+    for scheme in ["uniform", "greedy-td", "per", "per-rank"]:
+        med[scheme] = np.median([run(RunConfig(n=10, learner="linear", scheme=scheme), s).updates for s in range(5)])
+    assert med["per"] < med["uniform"] / 2 and med["per-rank"] < med["uniform"] / 2
+    assert med["greedy-td"] < med["uniform"] / 2
+
+
+def test_curve_is_mse_over_all_pairs_and_ends_below_threshold():
+    cfg = RunConfig(n=7, scheme="per", record_every=100)
+    res = run(cfg, 0)
+    finite = res.curve[np.isfinite(res.curve)]
+    assert finite.shape[0] == -(-res.updates // 100) + 1
+    assert finite[-1] < 1e-3 <= finite[-2]
+    q0 = RunConfig(n=7).replace(cap=1)
+    first = run(q0.replace(record_every=1, stop_at_convergence=False), 0)
+    from prioritylab.cliffwalk.env import q_star
+    from prioritylab.cliffwalk.runner import initial_theta
+
+    rng = np.random.default_rng(0)
+    build_memory(7, rng)
+    theta = initial_theta(q0, rng)
+    assert first.curve[0] == pytest.approx(np.mean((theta.T - q_star(7)) ** 2), rel=1e-12)
+
+
+def test_censoring_reported():
+    res = run(RunConfig(n=12, scheme="uniform", cap=50), 0)
+    assert res.censored and res.updates == -1 and res.steps == 50
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("scheme", "prioritized", "scheme"),
+        ("learner", "deep", "learner"),
+        ("alpha", -0.1, "alpha"),
+        ("rho", 1.0, "rho"),
+        ("lr", 0.0, "lr"),
+        ("cap", 0, "cap"),
+        ("init", "zero", "init"),
+        ("criterion", "exact", "criterion"),
+        ("record_every", -1, "record_every"),
+        ("window", 0, "window"),
+    ],
+)
+def test_bad_settings_raise_value_error(field, value, match):
+    cfg = RunConfig(n=4, learner="linear").replace(**{field: value})
+    with pytest.raises(ValueError, match=match):
+        run(cfg, 0)
+
+
+# --------------------------------------------------------------------------- structures
+
+
+@given(st.lists(st.tuples(st.integers(0, 39), st.sampled_from([0.0, 0.5, 1.0, 0.25, 2.0])), max_size=60),
+       st.integers(1, 40))  # fmt: skip
+def test_treap_ranks_equal_a_full_sort(ops, size):
+    key = np.linspace(0, 1, size) % 0.3
+    nodes, root = treap_nodes(size), np.full(1, -1, dtype=np.int64)
+    treap_build(nodes, root, key)
+    out = np.empty(size, dtype=np.int64)
+    for x, v in ops:
+        x %= size
+        key[x] = v
+        treap_rekey(nodes, root, x, v)
+        order = np.lexsort((np.arange(size), -key))
+        assert treap_inorder(nodes, root, out) == size
+        np.testing.assert_array_equal(out, order)
+        assert nodes[root[0]]["size"] == size
+        r = (x * 7) % size
+        assert treap_select(nodes, root, r) == order[r]
+
+
+@given(st.lists(st.tuples(st.integers(0, 99), st.sampled_from([0.0, 0.3, 1.0, 1.0, 5.0])), max_size=60))
+def test_argmax_tree_equals_first_argmax(ops):
+    key = np.ones(37)
+    best = np.zeros(2 * argmax_tree_size(37), dtype=np.int64)
+    leaves = argmax_tree_size(37)
+    argmax_build(best, key, leaves)
+    assert best[1] == 0
+    for x, v in ops:
+        key[x % 37] = v
+        argmax_fix(best, key, leaves, x % 37)
+        assert best[1] == int(np.argmax(key))
+
+
+def test_sample_rank_is_the_power_law_inverse_cdf():
+    cdf = rank_cdf(50, 0.7)
+    a, b = np.random.default_rng(5), np.random.default_rng(5)
+    draws = np.array([sample_rank(cdf, 50, a) for _ in range(20_000)])
+    expected = np.minimum(np.searchsorted(cdf, b.random(20_000) * cdf[-1], side="right"), 49)
+    np.testing.assert_array_equal(draws, expected)
+    p = np.arange(1, 51) ** -0.7 / cdf[-1]
+    freq = np.bincount(draws, minlength=50) / 20_000
+    assert np.abs(freq - p).max() < 0.01
+
+
+def test_transition_table_groups_by_state_action():
+    mem = build_memory(5, np.random.default_rng(0))
+    table = L.transition_table(mem, 5)
+    np.testing.assert_array_equal(table.cls, mem.s_tm1 * 2 + mem.a_tm1)
+    np.testing.assert_array_equal(table.c_int[table.cls, 2], mem.s_t)
+    np.testing.assert_array_equal(table.c_r[table.cls], mem.r_t)
+    k = int(np.flatnonzero(mem.s_tm1 == 0)[-1])  # the last of 32 copies of a state-0 transition
+    broken = mem._replace(r_t=np.where(np.arange(mem.r_t.shape[0]) == k, 5.0, mem.r_t))
+    with pytest.raises(ValueError, match=f"transition {k} "):
+        L.transition_table(broken, 5)

@@ -1,0 +1,280 @@
+"""PSER Theorem 1 (docs/theory/pser-theorem.md): closed forms, exact chain, brute force, Monte Carlo, the script."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from prioritylab.cliffwalk.env import build_memory
+from prioritylab.theory import pser_model as pm
+
+ROOT = Path(__file__).resolve().parent.parent
+Z_TEST = 4.0  # |MC - exact| / standard error; P(|z| > 4) = 6e-5 per fixed-seed comparison
+
+
+def load_script():
+    """Import theory/pser_theorem1.py (not a package) once; dataclasses need it in ``sys.modules``."""
+    name = "theory_pser_theorem1"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "theory" / "pser_theorem1.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+def within(mc: pm.MCResult, exact: float) -> bool:
+    return abs(mc.mean - exact) <= Z_TEST * mc.ci / 1.96
+
+
+# --------------------------------------------------------------------------- closed forms
+
+
+def test_per_closed_form_values():
+    # 1 + sum_(k=1)^(n-1) N / 2^k = 2^(n+1) - 5 + 2^(2-n)
+    assert pm.e_per_closed(1) == 1.0
+    assert pm.e_per_closed(2) == 4.0  # 1 + 6/2
+    assert pm.e_per_closed(3) == 11.5  # 1 + 14/2 + 14/4
+    for n in range(2, 25):
+        assert pm.e_per_closed(n) == pytest.approx(2.0 ** (n + 1) - 5 + 2.0 ** (2 - n), rel=1e-14)
+
+
+def test_pser_closed_form_special_cases():
+    for n in range(2, 12):
+        # no decay (window 0) is PER; the bound then is PER as well
+        assert pm.e_pser_closed(n, 0.4, window=0) == pytest.approx(pm.e_per_closed(n), rel=1e-14)
+        assert pm.e_pser_bound(n, 0.4, window=0) == pytest.approx(pm.e_per_closed(n), rel=1e-14)
+        # rho -> 0: the chain is replayed in order, n steps
+        assert pm.e_pser_closed(n, 1e-12) == pytest.approx(n, rel=1e-9)
+        # alpha enters only through r = rho^alpha
+        assert pm.e_pser_closed(n, 0.64, alpha=0.5) == pytest.approx(pm.e_pser_closed(n, 0.8), rel=1e-14)
+    # n = 2 by hand: 2 + 3 r / (1 + r)
+    for r in (0.1, 0.4, 0.9):
+        assert pm.e_pser_closed(2, r) == pytest.approx(2 + 3 * r / (1 + r), rel=1e-14)
+    # rho -> 1: uniform random order, q_k -> 1/k!
+    assert pm.in_order_probability(4, 1 - 1e-9) == pytest.approx(1 / 24, rel=1e-6)
+
+
+def test_window_reaches_only_the_episode():
+    assert pm.chain_length(8, None) == 7
+    assert pm.chain_length(8, 20) == 7
+    assert pm.chain_length(8, 5) == 5
+    assert pm.e_pser_closed(8, 0.8, window=20) == pm.e_pser_closed(8, 0.8, window=None)
+
+
+@pytest.mark.parametrize("n", range(2, 9))
+def test_closed_forms_equal_exact_chain(n):
+    assert pm.e_per_exact(n) == pytest.approx(pm.e_per_closed(n), rel=1e-12)
+    for rho in (0.4, 0.65, 0.8):
+        for window in (None, 1, 3, 5):
+            exact = pm.e_pser_exact(n, rho, window)
+            assert exact == pytest.approx(pm.e_pser_closed(n, rho, window), rel=1e-12)
+    assert pm.e_pser_exact(n, 0.5, 3, mode="add") == pytest.approx(pm.e_pser_closed(n, 0.5, 3), rel=1e-12)
+    assert pm.e_pser_exact(n, 0.5, alpha=0.6) == pytest.approx(pm.e_pser_closed(n, 0.5, alpha=0.6), rel=1e-12)
+
+
+def test_exact_does_not_depend_on_storage_order():
+    values = [pm.e_pser_exact(6, 0.65, 3, seed=s) for s in range(4)]
+    assert max(values) - min(values) <= 1e-12 * values[0]
+
+
+@pytest.mark.parametrize(
+    "n, kwargs",
+    [
+        (2, dict(decay=False)),
+        (3, dict(decay=False)),
+        (2, dict(rho=0.4)),
+        (3, dict(rho=0.4)),
+        (3, dict(rho=0.8, mode="add")),
+        (3, dict(rho=0.65, window=1)),
+        (3, dict(rho=0.5, alpha=0.5)),
+        (4, dict(rho=0.4, window=2)),
+    ],
+)
+def test_exact_chain_equals_bruteforce(n, kwargs):
+    brute = pm.e_bruteforce(n, **kwargs)
+    if kwargs.get("decay", True):
+        args = {k: v for k, v in kwargs.items() if k != "decay"}
+        rho = args.pop("rho")
+        exact = pm.e_pser_exact(n, rho, **args)
+    else:
+        exact = pm.e_per_exact(n)
+    assert brute == pytest.approx(exact, rel=1e-10)
+
+
+def test_max_and_add_agree_in_the_model():
+    assert pm.e_bruteforce(3, 0.6, mode="add") == pytest.approx(pm.e_bruteforce(3, 0.6, mode="max"), rel=1e-12)
+
+
+# --------------------------------------------------------------------------- the bound
+
+
+def test_proof_bound_fails_at_n2_by_hand():
+    # exact 2 + 3r/(1+r) against the proof's 2 + r: the gap r(2 - r)/(1 + r) is positive for every r
+    for r in (0.05, 0.4, 0.65, 0.8, 0.95):
+        gap = pm.e_pser_exact(2, r) - pm.e_pser_bound(2, r)
+        assert gap == pytest.approx(r * (2 - r) / (1 + r), rel=1e-10)
+        assert gap > 0
+
+
+def test_bound_facts_that_do_hold():
+    for n in range(2, 15):
+        for rho in (0.4, 0.65, 0.8):
+            for window in (None, 5):
+                exact = pm.e_pser_closed(n, rho, window)
+                assert n <= exact <= pm.e_per_closed(n)  # never slower than PER, never below n
+                assert exact > pm.e_pser_bound(n, rho, window)  # the proof's bound is violated
+    # the unlimited-window bound is linear and below n / (1 - rho)
+    for rho in (0.4, 0.8):
+        assert pm.e_pser_bound(16, rho) <= pm.e_pser_bound_loose(16, rho)
+        assert pm.e_pser_bound(16, rho) - pm.e_pser_bound(15, rho) < 1 / (1 - rho) + 1e-12
+
+
+def test_pser_is_still_exponential():
+    for rho in (0.4, 0.8):
+        ratio = [pm.e_pser_closed(n, rho) / pm.e_per_closed(n) for n in (14, 16, 18, 20)]
+        limit = sum((1 - pm.in_order_probability(k, rho)) / 2 ** (k - 1) for k in range(2, 80))
+        assert ratio[-1] == pytest.approx(limit, rel=1e-3)
+        assert 0.3 < limit < 1
+
+
+# --------------------------------------------------------------------------- Monte Carlo
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_mc_within_ci_of_exact(n):
+    per = pm.e_per_mc(n, 20_000, np.random.default_rng(100 + n))
+    assert per.capped == 0 and per.runs == 20_000
+    assert within(per, pm.e_per_exact(n))
+    for rho, window in ((0.4, 5), (0.8, None), (0.65, 2)):
+        mc = pm.e_pser_mc(n, rho, window, 20_000, np.random.default_rng(200 + n))
+        assert within(mc, pm.e_pser_exact(n, rho, window))
+
+
+def test_mc_step_by_step_equals_fast_forward():
+    exact = pm.e_pser_exact(4, 0.4)
+    slow = pm.e_pser_mc(4, 0.4, None, 20_000, np.random.default_rng(1), fast_forward=False)
+    fast = pm.e_pser_mc(4, 0.4, None, 20_000, np.random.default_rng(2), fast_forward=True)
+    assert within(slow, exact) and within(fast, exact)
+
+
+def test_very_long_mc_n2_n3():
+    for n in (2, 3):
+        mc = pm.e_pser_mc(n, 0.4, None, 400_000, np.random.default_rng(n))
+        assert within(mc, pm.e_bruteforce(n, 0.4))
+        assert mc.ci < 0.01 * mc.mean
+
+
+def test_mc_with_eps_matches_per_eps_closed_form():
+    # PER's own |delta| + eps priorities, alpha = 0.5: the first interval is no longer one step
+    closed = pm.e_per_closed(3, eps=0.05, alpha=0.5)
+    assert closed > pm.e_per_closed(3) + 2
+    mc = pm.e_per_mc(3, 40_000, np.random.default_rng(5), eps=0.05, alpha=0.5)
+    assert within(mc, closed)
+
+
+def test_mc_reproducible_and_restores_memory():
+    a = pm.simulate(6, 300, np.random.default_rng(9), rho=0.4)
+    b = pm.simulate(6, 300, np.random.default_rng(9), rho=0.4)
+    np.testing.assert_array_equal(a, b)
+    # runs on one memory are i.i.d.: the first 100 of 300 equal a fresh 100-run batch
+    mem = build_memory(6, np.random.default_rng(3))
+    long = pm.simulate(6, 300, np.random.default_rng(4), rho=0.4, memory=mem)
+    short = pm.simulate(6, 100, np.random.default_rng(4), rho=0.4, memory=mem)
+    np.testing.assert_array_equal(long[:100], short)
+
+
+def test_cap_is_reported():
+    steps = pm.simulate(6, 50, np.random.default_rng(0), decay=False, cap=5, fast_forward=False)
+    assert (steps == -1).all()
+    with pytest.raises(ValueError, match="converged"):
+        pm.summarise(steps)
+
+
+# --------------------------------------------------------------------------- input checks
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: pm.e_pser_closed(5, 1.0), "rho"),
+        (lambda: pm.e_pser_closed(5, 0.0), "rho"),
+        (lambda: pm.e_pser_bound(5, 0.4, window=-1), "window"),
+        (lambda: pm.e_pser_closed(5, 0.4, window=2.5), "window"),
+        (lambda: pm.e_per_closed(0), "n"),
+        (lambda: pm.e_per_closed(5, alpha=0.0), "alpha"),
+        (lambda: pm.e_per_closed(5, eps=-1.0), "eps"),
+        (lambda: pm.e_pser_exact(30, 0.4), "n must be at most"),
+        (lambda: pm.e_pser_exact(4, 0.4, mode="mul"), "mode"),
+        (lambda: pm.e_pser_mc(4, 0.4, runs=0), "runs"),
+        (lambda: pm.target_copies(4, 5), "interval"),
+    ],
+)
+def test_bad_input_raises(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# --------------------------------------------------------------------------- the script
+
+
+def test_growth_classifier():
+    script = load_script()
+    ns = np.arange(2, 17)
+    assert script.growth(ns, 2.0**ns)["kind"] == "exponential"
+    assert script.growth(ns, 3 * ns + 2)["kind"] == "linear"
+    assert script.growth(ns, 3 * ns - 4)["kind"] == "linear"
+    assert script.growth(ns, ns**2)["kind"] == "superlinear"
+
+
+def test_script_quick_run(tmp_path):
+    script = load_script()
+    assert script.main(["--quick", "--out", str(tmp_path)]) == 0
+    with open(tmp_path / "expected_steps.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0].keys()) == script.COLUMNS
+    assert len(rows) == 7 * 3  # n = 2..8, three rho
+    for name in ("expected_steps_unlimited_window.csv", "real_runs.csv", "pser_theorem1.png", "manifest.json"):
+        assert (tmp_path / name).stat().st_size > 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    verdict = {v["claim"]: v["holds"] for v in manifest["verdict"]}
+    assert verdict["E_PER closed form (eq. 28) = exact chain"]
+    assert verdict["E_PSER derived closed form = exact chain"]
+    assert verdict["PER grows exponentially (2^n)"]
+    assert not verdict["PSER bound (eq. 31) >= exact, unlimited W"]
+    for r in rows:
+        assert math.isfinite(float(r["e_pser_real"])) and math.isfinite(float(r["e_per_real"]))
+
+
+def test_verdict_flags_cases_built_to_fail():
+    script = load_script()
+    cfg = script.Config(n_max=5, mc_runs=2000, real_seeds=3, quick=True)
+    tables, _, variants = script.compute(cfg)
+    base = {v["claim"]: v["holds"] for v in script.verdict(tables, variants)}
+    assert base["E_PER closed form (eq. 28) = exact chain"]
+    assert base["Monte Carlo within 95% CI of exact"]
+    assert not base["PSER bound (eq. 31) >= exact, W = eq. 8-9"]
+
+    bad = copy.deepcopy(tables)
+    bad["eq8-9"][3]["e_per_closed"] *= 1.001  # a perturbed closed form
+    bad["unlimited"][5]["e_pser_closed"] *= 1 - 1e-6
+    for r in bad["unlimited"]:  # Monte Carlo far from exact
+        r["e_pser_mc"] = r["e_pser_exact"] + 10 * r["e_pser_mc_ci"]
+    for kind in ("eq8-9", "unlimited"):  # a bound that would hold
+        for r in bad[kind]:
+            r["e_pser_bound"] = 2 * r["e_pser_exact"]
+    flagged = {v["claim"]: v["holds"] for v in script.verdict(bad, variants)}
+    assert not flagged["E_PER closed form (eq. 28) = exact chain"]
+    assert not flagged["E_PSER derived closed form = exact chain"]
+    assert not flagged["Monte Carlo within 95% CI of exact"]
+    assert flagged["PSER bound (eq. 31) >= exact, W = eq. 8-9"]
+    assert flagged["PSER bound (eq. 31) >= exact, unlimited W"]
+    assert "DOES NOT hold" in script.format_verdict(script.verdict(bad, variants))

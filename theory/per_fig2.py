@@ -1,0 +1,167 @@
+"""PER Fig. 2: greedy TD and stochastic prioritisation on the Blind Cliffwalk (Schaul et al., 2016, Sections 3.2-3.3).
+
+Published claims:
+
+* left (tabular): greedy TD-error prioritisation "results in a substantial
+  reduction in the effort required to solve the Blind Cliffwalk task"
+  compared with uniform replay (the oracle stays the lower bound);
+* right (linear function approximation): "Both variants of stochastic
+  prioritization [proportional and rank-based] lead to large speed-ups over
+  the uniform baseline".
+
+Setting (PER App. B.1): step size 1/4, gamma = 1 - 1/n, parameters ~ N(0, 0.1)
+(std), the memory of all 2^n action sequences, n = 2..16, 10 seeds, MSE over
+all 2n state-action pairs below 10^-3.  New (here: all pre-filled)
+transitions enter at the maximal priority (PER Section 3.2); no IS correction
+(beta = 0: Fig. 2 comes before Section 3.4, which introduces it); proportional
+priority ``|delta| + 1e-6``; rank-based sampling is exact at every step.  The
+figure does not give alpha: it is swept over {0.5, 0.7, 1.0}.
+
+Verdict: speed-up = median(uniform) / median(method) at the largest n; a
+claim counts as reproduced if every variant (every alpha) reaches a speed-up
+of at least 2 ("substantial", "large").
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from prioritylab.cliffwalk.env import memory_size
+from prioritylab.cliffwalk.experiments import (
+    default_jobs,
+    format_table,
+    lookup,
+    run_grid,
+    script_parser,
+    summarise,
+    verdict_table,
+    write_outputs,
+)
+from prioritylab.cliffwalk.runner import RunConfig
+
+NAME = "per_fig2"
+CLAIM = "PER Fig. 2: greedy TD (tabular) and proportional / rank-based PER (linear) beat uniform replay"
+ALPHAS = (0.5, 0.7, 1.0)
+MIN_SPEEDUP = 2.0
+CAP_PER_TRANSITION = 200
+"""Update cap per run: 200 updates per memory transition (26 M at n = 16)."""
+
+
+def templates(alphas=ALPHAS) -> dict[str, RunConfig]:
+    tab = RunConfig(learner="tabular", lr=0.25, q0="normal", init="max", beta=0.0)
+    lin = tab.replace(learner="linear")
+    out = {
+        "tabular/uniform": tab.replace(scheme="uniform"),
+        "tabular/oracle": tab.replace(scheme="oracle"),
+        "tabular/greedy-td": tab.replace(scheme="greedy-td"),
+        "linear/uniform": lin.replace(scheme="uniform"),
+        "linear/oracle": lin.replace(scheme="oracle"),
+    }
+    for a in alphas:
+        out[f"linear/per a={a}"] = lin.replace(scheme="per", alpha=a)
+        out[f"linear/per-rank a={a}"] = lin.replace(scheme="per-rank", alpha=a)
+    return out
+
+
+def cap_for(label: str, n: int) -> int:
+    return CAP_PER_TRANSITION * memory_size(n)
+
+
+def speedups(summary: list[dict], n: int, panel: str, methods: list[str]) -> dict[str, float]:
+    base = lookup(summary, f"{panel}/uniform", n)["median"]
+    return {m: base / lookup(summary, f"{panel}/{m}", n)["median"] for m in methods}
+
+
+def verdict(summary: list[dict], n: int, alphas=ALPHAS) -> list[dict]:
+    """Verdict rows at the largest ``n`` of the run."""
+    left = speedups(summary, n, "tabular", ["greedy-td", "oracle"])
+    right = speedups(summary, n, "linear", [f"per a={a}" for a in alphas] + [f"per-rank a={a}" for a in alphas]
+                     + ["oracle"])  # fmt: skip
+    prop = [right[f"per a={a}"] for a in alphas]
+    rank = [right[f"per-rank a={a}"] for a in alphas]
+    cens = sum(r["censored"] for r in summary)
+
+    def listing(vals):
+        return ", ".join(f"a={a}: x{v:.2f}" for a, v in zip(alphas, vals, strict=True))
+
+    return [
+        {
+            "claim": "left: greedy TD substantially faster than uniform (tabular)",
+            "measured": f"x{left['greedy-td']:.2f} at n={n} (oracle x{left['oracle']:.0f})",
+            "criterion": f"speed-up >= {MIN_SPEEDUP}",
+            "reproduced": left["greedy-td"] >= MIN_SPEEDUP,
+        },
+        {
+            "claim": "right: proportional PER large speed-up over uniform (linear)",
+            "measured": f"{listing(prop)} at n={n} (oracle x{right['oracle']:.0f})",
+            "criterion": f"speed-up >= {MIN_SPEEDUP} for every alpha",
+            "reproduced": min(prop) >= MIN_SPEEDUP,
+        },
+        {
+            "claim": "right: rank-based PER large speed-up over uniform (linear)",
+            "measured": f"{listing(rank)} at n={n}",
+            "criterion": f"speed-up >= {MIN_SPEEDUP} for every alpha",
+            "reproduced": min(rank) >= MIN_SPEEDUP,
+        },
+        {
+            "claim": "(context) censored runs",
+            "measured": str(cens),
+            "criterion": "reported only",
+            "reproduced": True,
+        },
+    ]
+
+
+def plot(summary: list[dict], ns: list[int], alphas=ALPHAS):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    panels = {
+        "tabular": ["uniform", "oracle", "greedy-td"],
+        "linear": ["uniform", "oracle"] + [f"per a={a}" for a in alphas] + [f"per-rank a={a}" for a in alphas],
+    }
+    for ax, (panel, methods) in zip(axes, panels.items(), strict=True):
+        for m in methods:
+            rows = [lookup(summary, f"{panel}/{m}", n) for n in ns]
+            x = [r["memory_size"] for r in rows]
+            ls = "--" if "rank" in m else "-"
+            (line,) = ax.plot(x, [r["median"] for r in rows], ls, marker="o", ms=2.5, label=m)
+            ax.fill_between(x, [r["min"] for r in rows], [r["max"] for r in rows], color=line.get_color(), alpha=0.1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("memory size (transitions)")
+        ax.set_title(f"{panel} (PER Fig. 2 {'left' if panel == 'tabular' else 'right'})")
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("updates until MSE < 1e-3")
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = script_parser(__doc__.splitlines()[0]).parse_args(argv)
+    ns = list(range(2, 9)) if args.quick else list(range(2, 17))
+    seeds = list(range(args.seeds or (3 if args.quick else 10)))
+    jobs = args.jobs or default_jobs()
+    out = args.out or f"results/{NAME}"
+    t0 = time.perf_counter()
+    rows, _ = run_grid(templates(), ns, seeds, cap_for=cap_for, jobs=jobs, progress=not args.no_progress, desc=NAME)
+    wall = time.perf_counter() - t0
+    summary = summarise(rows)
+    checks = verdict(summary, ns[-1])
+    config = {"ns": ns, "seeds": seeds, "templates": {k: vars(v) for k, v in templates().items()}}
+    config.update(cap_per_transition=CAP_PER_TRANSITION, quick=args.quick, jobs=jobs, wall_seconds=wall)
+    write_outputs(out, NAME, rows, summary, plot(summary, ns), config, checks)
+    print(CLAIM)
+    last = [r for r in summary if r["n"] == ns[-1]]
+    print(format_table(last, ["label", "n", "memory_size", "median", "min", "max", "censored"]))
+    print()
+    print(verdict_table(checks))
+    print(f"\nwall time {wall:.1f} s for {len(rows)} runs; all n in {out}/{NAME}_summary.csv")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

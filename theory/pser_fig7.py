@@ -1,0 +1,196 @@
+"""PSER Fig. 2 and 7: MSE curves of uniform, oracle, PER and PSER replay on the Blind Cliffwalk.
+
+Brittain et al. (2019), Section 3.1 and App. 2.
+
+Published claims (Section 3.1, App. 2, Discussion):
+
+* "PSER consistently outperforms PER in this problem" (n = 13..16, MSE to Q*
+  tracked every 100 updates, with the memory's priorities initialised to the
+  maximal or to a small non-zero priority);
+* "For the Blind Cliff Walk experiments, we found that MaxPrio approach delayed
+  the convergence to the true Q-value as compared to CurrentTD."
+
+Setting: tabular Q-learning, step size 1/4, gamma = 1 - 1/n (PSER App. 2,
+after PER App. B.1); priorities ``(|delta| + 1e-6)^alpha``; PSER with
+rho = 0.4 and the window of eq. 8-9 (W = 5, "propagate back the priority 5
+steps before"), MAX decay (eq. 6).  10 seeds; each run stops when the MSE over
+all 2n state-action pairs falls below 10^-3.
+
+The paper leaves open, and this script runs every combination of:
+
+* the initial Q-values: ``zeros`` (the paper's description that all samples
+  have equal priority "until the goal transition is sampled [...] and a
+  non-zero TD error is encountered" implies Q = 0) or ``normal`` (PER App.
+  B.1: N(0, 0.1), std);
+* the anti-collapse rule eq. 10: eta = 0.7 (the Atari table) or eta = 0 (the
+  Cliffwalk appendix describes PSER without it);
+* the initial priority: ``max`` (1), ``small`` (eps, every transition) and
+  ``td`` (CurrentTD: the TD error at the initial Q, decayed backwards by PSER).
+
+alpha is not given for the Cliffwalk; alpha = 1 (Theorem 1: "sampled according
+to their priorities").  Verdict per reading: PSER's median updates to converge
+below PER's in every (n, initial priority) cell; PSER with max priority slower
+than with the TD-error initial priority at every n.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from prioritylab.cliffwalk.env import memory_size
+from prioritylab.cliffwalk.experiments import (
+    default_jobs,
+    format_table,
+    lookup,
+    median_curve,
+    run_grid,
+    script_parser,
+    summarise,
+    verdict_table,
+)
+from prioritylab.cliffwalk.runner import RunConfig
+from prioritylab.results import save_figure, write_csv, write_manifest
+
+NAME = "pser_fig7"
+CLAIM = "PSER Fig. 2/7: PSER converges faster than PER on the Blind Cliffwalk; MaxPrio delays convergence"
+Q0S = ("zeros", "normal")
+ETAS = (0.0, 0.7)
+INITS = ("max", "small", "td")
+ALPHA = 1.0
+RECORD_EVERY = 100
+CAP_PER_TRANSITION = 200
+
+
+def templates() -> dict[str, RunConfig]:
+    out = {}
+    for q0 in Q0S:
+        base = RunConfig(learner="tabular", lr=0.25, q0=q0, alpha=ALPHA, rho=0.4, mode="max",
+                         record_every=RECORD_EVERY, stop_at_convergence=True)  # fmt: skip
+        out[f"{q0}/uniform"] = base.replace(scheme="uniform")
+        out[f"{q0}/oracle"] = base.replace(scheme="oracle")
+        for init in INITS:
+            out[f"{q0}/per init={init}"] = base.replace(scheme="per", init=init)
+            for eta in ETAS:
+                out[f"{q0}/pser eta={eta} init={init}"] = base.replace(scheme="pser", init=init, eta=eta)
+    return out
+
+
+def cap_for(label: str, n: int) -> int:
+    return CAP_PER_TRANSITION * memory_size(n)
+
+
+def verdict(summary: list[dict], ns: list[int]) -> list[dict]:
+    """One row per reading (q0, eta) for each claim."""
+    checks = []
+    for q0 in Q0S:
+        for eta in ETAS:
+            ratios = []
+            for n in ns:
+                for init in INITS:
+                    per = lookup(summary, f"{q0}/per init={init}", n)["median"]
+                    pser = lookup(summary, f"{q0}/pser eta={eta} init={init}", n)["median"]
+                    ratios.append(per / pser)
+            wins = sum(r > 1.0 for r in ratios)
+            checks.append({
+                "claim": f"[Q0 {q0}, eta {eta}] PSER faster than PER",
+                "measured": f"PSER faster in {wins}/{len(ratios)} (n, init) cells; PER/PSER "
+                            f"{min(ratios):.2f}..{max(ratios):.2f} (median {np.median(ratios):.2f})",
+                "criterion": "median(PSER) < median(PER) in every cell",
+                "reproduced": wins == len(ratios),
+            })  # fmt: skip
+            delays = [
+                lookup(summary, f"{q0}/pser eta={eta} init=max", n)["median"]
+                / lookup(summary, f"{q0}/pser eta={eta} init=td", n)["median"]
+                for n in ns
+            ]
+            checks.append({
+                "claim": f"[Q0 {q0}, eta {eta}] MaxPrio delays PSER vs CurrentTD",
+                "measured": "max/td " + ", ".join(f"n={n}: {d:.2f}" for n, d in zip(ns, delays, strict=True)),
+                "criterion": "median(max) > median(td) at every n",
+                "reproduced": all(d > 1.0 for d in delays),
+            })  # fmt: skip
+    return checks
+
+
+def curve_rows(curves: dict, labels, ns, seeds, points: int = 200) -> list[dict]:
+    """Median MSE curves, thinned to about ``points`` log-spaced update counts per (label, n)."""
+    rows = []
+    for label in labels:
+        for n in ns:
+            med = median_curve([curves[(label, n, s)] for s in seeds])
+            if med.size == 0:
+                continue
+            idx = np.unique(np.concatenate([[0], np.geomspace(1, med.size - 1, points).astype(int)])) if med.size > 1 \
+                else np.array([0])  # fmt: skip
+            rows.extend({"label": label, "n": n, "updates": int(k * RECORD_EVERY), "median_mse": float(med[k])}
+                        for k in idx)  # fmt: skip
+    return rows
+
+
+def plot(curves: dict, ns: list[int], seeds, q0: str, eta: float):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = min(2, len(ns))
+    rows_ = (len(ns) + cols - 1) // cols
+    fig, axes = plt.subplots(rows_, cols, figsize=(5.2 * cols, 3.8 * rows_), squeeze=False)
+    labels = (
+        [f"{q0}/uniform", f"{q0}/oracle"]
+        + [f"{q0}/per init={i}" for i in INITS]
+        + [f"{q0}/pser eta={eta} init={i}" for i in INITS]
+    )
+    for ax, n in zip(axes.ravel(), ns, strict=False):
+        for label in labels:
+            med = median_curve([curves[(label, n, s)] for s in seeds])
+            x = np.arange(1, med.size + 1) * RECORD_EVERY
+            ls = "--" if "init=max" in label else ("-." if "init=td" in label else "-")
+            ax.plot(x, np.maximum(med, 1e-12), ls, lw=1, label=label.split("/", 1)[1])
+        ax.axhline(1e-3, color="k", lw=0.5)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"n = {n}, Q0 {q0}, eta {eta}")
+        ax.set_xlabel("updates")
+        ax.set_ylabel("median MSE to Q*")
+    axes.ravel()[0].legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = script_parser(__doc__.splitlines()[0]).parse_args(argv)
+    ns = [5, 6] if args.quick else [13, 14, 15, 16]
+    seeds = list(range(args.seeds or (3 if args.quick else 10)))
+    jobs = args.jobs or default_jobs()
+    out = Path(args.out or f"results/{NAME}")
+    tpl = templates()
+    t0 = time.perf_counter()
+    rows, curves = run_grid(tpl, ns, seeds, cap_for=cap_for, jobs=jobs, progress=not args.no_progress, desc=NAME)
+    wall = time.perf_counter() - t0
+    summary = summarise(rows)
+    checks = verdict(summary, ns)
+    write_csv(out / f"{NAME}_runs.csv", rows)
+    write_csv(out / f"{NAME}_summary.csv", summary)
+    write_csv(out / f"{NAME}_curves.csv", curve_rows(curves, tpl, ns, seeds))
+    for q0 in Q0S:
+        for eta in ETAS:
+            save_figure(plot(curves, ns, seeds, q0, eta), out / f"{NAME}_q0-{q0}_eta-{eta}.png")
+    config = {"ns": ns, "seeds": seeds, "templates": {k: vars(v) for k, v in tpl.items()}}
+    config.update(cap_per_transition=CAP_PER_TRANSITION, quick=args.quick, jobs=jobs, wall_seconds=wall)
+    write_manifest(out, config, extra={"verdict": checks})
+    print(CLAIM)
+    last = [r for r in summary if r["n"] == ns[-1]]
+    print(format_table(last, ["label", "n", "median", "min", "max", "censored"]))
+    print()
+    print(verdict_table(checks))
+    print(f"\nwall time {wall:.1f} s for {len(rows)} runs; files in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
