@@ -75,9 +75,17 @@ class RingStorage:
         return {"capacity": self.capacity, "data": {k: v.copy() for k, v in self._data.items()}}
 
     def load_state_dict(self, state: dict) -> None:
+        self._data = self.parse_state(state)
+
+    def parse_state(self, state: dict) -> dict[str, np.ndarray]:
+        """Check a :meth:`state_dict` and return its arrays (no side effect)."""
         if int(state["capacity"]) != self.capacity:
             raise ValueError(f"state is for capacity {state['capacity']}, storage has {self.capacity}")
-        self._data = {k: np.array(v) for k, v in state["data"].items()}
+        data = {k: np.array(v) for k, v in state["data"].items()}
+        bad = [k for k, v in data.items() if v.ndim == 0 or v.shape[0] != self.capacity]
+        if bad:
+            raise ValueError(f"state fields {bad} do not have {self.capacity} rows")
+        return data
 
 
 class ReplayBuffer:
@@ -109,10 +117,12 @@ class ReplayBuffer:
         start = self._pending_start if episode_start is None else bool(episode_start)
         td = None if td_error is None else np.atleast_1d(np.asarray(td_error, dtype=np.float64))
         values = self.storage.validate(transition)
-        self.sampler.add(np.array([slot]), episode_start=np.array([start]), td_errors=td)  # validates first
+        done = values.get("done")
+        if done is not None and done.size != 1:
+            raise ValueError(f"field 'done' must be a single flag, got shape {done.shape}")
+        self.sampler.add(np.array([slot]), episode_start=np.array([start]), td_errors=td)  # checks, then writes
         self.storage.store(slot, values)
-        done = transition.get("done")
-        self._pending_start = bool(np.asarray(done)) if done is not None else False
+        self._pending_start = bool(done) if done is not None else False
         self.position = (slot + 1) % self.capacity
         return slot
 
@@ -132,7 +142,12 @@ class ReplayBuffer:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        self.sampler.load_state_dict(state["sampler"])
-        self.storage.load_state_dict(state["storage"])
-        self.position = int(state["position"])
-        self._pending_start = bool(state["pending_start"])
+        """Load a :meth:`state_dict`; checked in full before anything changes."""
+        data = self.storage.parse_state(state["storage"])
+        position = int(state["position"])
+        if not 0 <= position < self.capacity:
+            raise ValueError(f"state['position'] = {position} is out of range [0, {self.capacity})")
+        pending = bool(state["pending_start"])
+        self.sampler.load_state_dict(state["sampler"])  # atomic itself; the last step that can fail
+        self.storage.load_state_dict({"capacity": self.capacity, "data": data})
+        self.position, self._pending_start = position, pending

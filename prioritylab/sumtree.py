@@ -40,6 +40,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ._checks import as_index_array, check_indices, check_positive_int, check_total
+
 FANOUT = 4
 """Children per internal node, a compile-time constant of every kernel.
 
@@ -138,42 +140,41 @@ def _refresh_path(tree, leaf):
         node = parent
 
 
+@njit(cache=True, inline="always")
+def _extreme_of_children(t, first, is_max):
+    """Minimum (or maximum) of the ``FANOUT`` children starting at ``first``."""
+    e = t[first]
+    for j in range(1, FANOUT):
+        v = t[first + np.uint64(j)]
+        e = max(e, v) if is_max else min(e, v)
+    return e
+
+
 @njit(cache=True)
-def _refresh_extrema(tmin, tmax, leaf):
+def _refresh_extreme(t, leaf, is_max):
+    """Recompute a min (or max) tree on the path from ``leaf`` to the root."""
     node = leaf
     while node > 0:
         parent = (node - 1) // FANOUT
-        first = np.uint64(parent * FANOUT + 1)
-        lo = tmin[first]
-        hi = tmax[first]
-        for j in range(1, FANOUT):
-            child = first + np.uint64(j)
-            lo = min(lo, tmin[child])
-            hi = max(hi, tmax[child])
-        if tmin[parent] == lo and tmax[parent] == hi:
+        e = _extreme_of_children(t, np.uint64(parent * FANOUT + 1), is_max)
+        if t[parent] == e:
             return
-        tmin[parent] = lo
-        tmax[parent] = hi
+        t[parent] = e
         node = parent
 
 
 @njit(cache=True, inline="always")
-def _recompute(tree, tmin, tmax, node, track):
-    """Set ``node`` (and its extrema when ``track``) from its ``FANOUT`` children."""
+def _recompute(tree, tmin, tmax, node, track_min, track_max):
+    """Set ``node`` (and its extrema when tracked) from its ``FANOUT`` children."""
     first = np.uint64(node * FANOUT + 1)  # unsigned, as in _child
     s = 0.0
     for j in range(FANOUT):
         s += tree[first + np.uint64(j)]
     tree[node] = s
-    if track:
-        lo = tmin[first]
-        hi = tmax[first]
-        for j in range(1, FANOUT):
-            child = first + np.uint64(j)
-            lo = min(lo, tmin[child])
-            hi = max(hi, tmax[child])
-        tmin[node] = lo
-        tmax[node] = hi
+    if track_min:
+        tmin[node] = _extreme_of_children(tmin, first, False)
+    if track_max:
+        tmax[node] = _extreme_of_children(tmax, first, True)
 
 
 @njit(cache=True)
@@ -181,8 +182,8 @@ def tree_update(tree, tmin, tmax, leaf0, indices, values):
     """Write ``values`` at slots ``indices`` and recompute their ancestors.
 
     Duplicate indices resolve to the last value (all leaves are written before
-    any parent is recomputed).  ``tmin``/``tmax`` may be empty arrays, which
-    disables extrema tracking.
+    any parent is recomputed).  ``tmin`` and ``tmax`` may each be an empty
+    array, which disables that extrema tree.
 
     Parents are recomputed level by level, bottom-up: the ancestors of one
     level are independent of each other, so their cache misses overlap (2x
@@ -190,13 +191,15 @@ def tree_update(tree, tmin, tmax, leaf0, indices, values):
     the batch is recomputed whole, one sequential pass instead of many
     scattered repeats of the same few nodes.
     """
-    track = tmin.shape[0] > 0
+    track_min = tmin.shape[0] > 0
+    track_max = tmax.shape[0] > 0
     n = indices.shape[0]
     for i in range(n):
         leaf = leaf0 + indices[i]
         tree[leaf] = values[i]
-        if track:
+        if track_min:
             tmin[leaf] = values[i]
+        if track_max:
             tmax[leaf] = values[i]
     first = leaf0  # first node of the level just brought up to date
     shift = 0
@@ -206,10 +209,10 @@ def tree_update(tree, tmin, tmax, leaf0, indices, values):
         width = first * (FANOUT - 1) + 1  # nodes on this level
         if width <= n:
             for node in range(first, first + width):
-                _recompute(tree, tmin, tmax, node, track)
+                _recompute(tree, tmin, tmax, node, track_min, track_max)
         else:
             for i in range(n):
-                _recompute(tree, tmin, tmax, first + (indices[i] >> shift), track)
+                _recompute(tree, tmin, tmax, first + (indices[i] >> shift), track_min, track_max)
 
 
 @njit(cache=True)
@@ -220,8 +223,10 @@ def tree_set(tree, tmin, tmax, leaf0, index, value):
     _refresh_path(tree, leaf)
     if tmin.shape[0] > 0:
         tmin[leaf] = value
+        _refresh_extreme(tmin, leaf, False)
+    if tmax.shape[0] > 0:
         tmax[leaf] = value
-        _refresh_extrema(tmin, tmax, leaf)
+        _refresh_extreme(tmax, leaf, True)
 
 
 @njit(cache=True, inline="always")
@@ -401,9 +406,10 @@ def tree_sample_one(tree, leaf0, depth, rng):
 @njit(cache=True)
 def tree_rebuild(tree, tmin, tmax, leaf0):
     """Recompute every internal node from the leaves (used after loading)."""
-    track = tmin.shape[0] > 0
+    track_min = tmin.shape[0] > 0
+    track_max = tmax.shape[0] > 0
     for parent in range(leaf0 - 1, -1, -1):
-        _recompute(tree, tmin, tmax, parent, track)
+        _recompute(tree, tmin, tmax, parent, track_min, track_max)
 
 
 @njit(cache=True)
@@ -428,17 +434,6 @@ class TreeArrays(NamedTuple):
     depth: int
 
 
-def _as_indices(indices) -> np.ndarray:
-    arr = np.asarray(indices)
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1:
-        raise ValueError(f"indices must be one-dimensional, got shape {arr.shape}")
-    if arr.dtype.kind not in "iu" and arr.size:  # the dtype test np.issubdtype costs 0.4 us a call
-        raise ValueError(f"indices must be integers, got dtype {arr.dtype}")
-    return np.ascontiguousarray(arr, dtype=np.int64)
-
-
 def _as_values(values, n: int, name: str) -> np.ndarray:
     arr = np.ascontiguousarray(np.asarray(values, dtype=np.float64))
     if arr.ndim == 0:
@@ -455,24 +450,21 @@ class SumTree:
     ----------
     capacity:
         Number of slots (any positive integer; leaves are padded internally).
-    track_extrema:
-        Also keep the minimum and maximum over written slots (O(1) reads via
-        :attr:`min` and :attr:`max`).  Costs two more arrays to update (batched
-        updates about 2.5x slower at 2^20 slots).
+    track_min, track_max:
+        Also keep the minimum (maximum) mass over written slots in a tree of
+        the same layout, read in O(1) at its root via :attr:`min` (:attr:`max`).
+        Each costs one more array to update: batched updates at 2^20 slots are
+        about 1.6x slower with one, 2.5x with both (docs/benchmarks.md).  PER's
+        global IS-weight normalisation needs the minimum; the samplers track
+        their maximum priority in the raw domain and need no max tree.
     """
 
-    def __init__(self, capacity: int, track_extrema: bool = True):
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity <= 0:
-            raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
-        self.capacity = int(capacity)
+    def __init__(self, capacity: int, track_min: bool = True, track_max: bool = True):
+        self.capacity = check_positive_int("capacity", capacity)
         self.depth, self.leaf0, size = tree_shape(self.capacity)
         self._tree = tree_alloc(size)
-        if track_extrema:
-            self._min = tree_alloc(size, np.inf)
-            self._max = tree_alloc(size)
-        else:
-            self._min = np.empty(0)
-            self._max = np.empty(0)
+        self._min = tree_alloc(size, np.inf) if track_min else np.empty(0)
+        self._max = tree_alloc(size) if track_max else np.empty(0)
 
     # -- reads ---------------------------------------------------------------
     @property
@@ -490,32 +482,30 @@ class SumTree:
         return float(self._tree[0])
 
     @property
-    def track_extrema(self) -> bool:
+    def track_min(self) -> bool:
         return self._min.shape[0] > 0
+
+    @property
+    def track_max(self) -> bool:
+        return self._max.shape[0] > 0
 
     @property
     def min(self) -> float:
         """Smallest mass among slots written so far (``inf`` if none)."""
-        self._need_extrema()
+        if not self.track_min:
+            raise ValueError("this SumTree was built with track_min=False")
         return float(self._min[0])
 
     @property
     def max(self) -> float:
         """Largest mass among slots written so far (0 if none)."""
-        self._need_extrema()
+        if not self.track_max:
+            raise ValueError("this SumTree was built with track_max=False")
         return float(self._max[0])
-
-    def _need_extrema(self) -> None:
-        if not self.track_extrema:
-            raise ValueError("this SumTree was built with track_extrema=False")
 
     def priorities(self, indices) -> np.ndarray:
         """Leaf masses at ``indices`` (a copy)."""
-        idx = _as_indices(indices)
-        bad = np.flatnonzero((idx < 0) | (idx >= self.capacity))
-        if bad.size:
-            i = int(bad[0])
-            raise ValueError(f"indices[{i}] = {idx[i]} is out of range [0, {self.capacity})")
+        idx = check_indices("indices", indices, self.capacity)
         return self._tree[self.leaf0 + idx]
 
     @property
@@ -532,7 +522,7 @@ class SumTree:
         Raises ``ValueError`` (tree unchanged) on an index out of range or a
         NaN, infinite or negative value, naming the first offending position.
         """
-        idx = _as_indices(indices)
+        idx = as_index_array("indices", indices)
         val = _as_values(priorities, idx.shape[0], "priorities")
         bad = _checked_update(self._tree, self._min, self._max, self.leaf0, self.capacity, idx, val)
         if bad >= 0:  # nothing was written
@@ -548,12 +538,10 @@ class SumTree:
 
     def sample_with_mass(self, batch_size: int, rng: np.random.Generator, stratified: bool = True):
         """Like :meth:`sample` but also return each drawn slot's mass."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        batch_size = check_positive_int("batch_size", batch_size)
         if not isinstance(rng, np.random.Generator):
             raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-        if not self._tree[0] > 0.0:
-            raise ValueError(f"cannot sample: total mass is {self._tree[0]} (empty tree or all zero)")
+        check_total(self._tree[0])
         out = np.empty(batch_size, dtype=np.int64)
         mass = np.empty(batch_size)
         tree_sample(self._tree, self.leaf0, self.depth, rng.random(batch_size), bool(stratified), out, mass)
@@ -561,30 +549,37 @@ class SumTree:
 
     # -- state ---------------------------------------------------------------
     def state_dict(self) -> dict:
-        """Leaves plus the written-slot mask; the tree is a function of them."""
+        """Leaves plus the written-slot mask; the trees are a function of them."""
         leaves = self._tree[self.leaf0 : self.leaf0 + self.capacity].copy()
-        state = {"capacity": self.capacity, "leaves": leaves}
-        if self.track_extrema:
+        state = {"capacity": self.capacity, "leaves": leaves, "track_min": self.track_min, "track_max": self.track_max}
+        if self.track_min:
             state["written"] = np.isfinite(self._min[self.leaf0 : self.leaf0 + self.capacity])
         return state
 
     def load_state_dict(self, state: dict) -> None:
+        """Load a :meth:`state_dict`; checked in full before anything changes."""
         if int(state["capacity"]) != self.capacity:
             raise ValueError(f"state is for capacity={state['capacity']}, this tree has {self.capacity}")
+        if (bool(state["track_min"]), bool(state["track_max"])) != (self.track_min, self.track_max):
+            raise ValueError(
+                f"state tracks min={state['track_min']}, max={state['track_max']}; "
+                f"this tree tracks min={self.track_min}, max={self.track_max}"
+            )
         leaves = np.asarray(state["leaves"], dtype=np.float64)
         if leaves.shape != (self.capacity,) or not np.all(np.isfinite(leaves) & (leaves >= 0)):
             raise ValueError("state['leaves'] must hold `capacity` finite non-negative values")
-        if self.track_extrema and "written" not in state:
-            raise ValueError("state lacks 'written', needed by a tree that tracks extrema")
         tree = tree_alloc(self._tree.shape[0])
         tree[self.leaf0 : self.leaf0 + self.capacity] = leaves
         tmin, tmax = np.empty(0), np.empty(0)
-        if self.track_extrema:
+        if self.track_min:
             written = np.asarray(state["written"], dtype=bool)
+            if written.shape != (self.capacity,):
+                raise ValueError(f"state['written'] must have shape ({self.capacity},), got {written.shape}")
             tmin = tree_alloc(self._min.shape[0], np.inf)
-            tmax = tree_alloc(self._max.shape[0])
             tmin[self.leaf0 : self.leaf0 + self.capacity] = np.where(written, leaves, np.inf)
-            tmax[self.leaf0 : self.leaf0 + self.capacity] = np.where(written, leaves, 0.0)
+        if self.track_max:
+            tmax = tree_alloc(self._max.shape[0])
+            tmax[self.leaf0 : self.leaf0 + self.capacity] = leaves
         tree_rebuild(tree, tmin, tmax, self.leaf0)
         self._tree, self._min, self._max = tree, tmin, tmax
 

@@ -16,7 +16,8 @@ def test_ring_writes_marks_episodes_and_gathers():
     for i in range(7):
         buf.add(transition(i, done=(i == 2)))
     assert len(buf) == 5 and buf.position == 2
-    assert buf.sampler._episode_start.tolist() == [False, False, False, True, False]  # slot 3 after done at i=2
+    starts = buf.sampler.episode_starts(np.arange(5))
+    assert starts.tolist() == [False, False, False, True, False]  # slot 3 follows the done at i = 2
     data, batch = buf.sample(4)
     assert np.array_equal(data["obs"][:, 0], data["reward"])
     assert set(data["reward"].tolist()) <= {2.0, 3.0, 4.0, 5.0, 6.0}
@@ -70,3 +71,26 @@ def test_resume_continues_exactly():
     rest = run(c, 11, 9)
     for (i1, w1), (i2, w2) in zip(full, first + rest, strict=True):
         assert np.array_equal(i1, i2) and np.array_equal(w1, w2)
+
+
+def test_rejected_load_and_bad_done_leave_buffer_unchanged():
+    buf = ReplayBuffer(make_sampler("per", 4, seed=0))
+    for i in range(3):
+        buf.add(transition(i))
+    other = ReplayBuffer(make_sampler("per", 4, seed=5))
+    other.add(transition(7))
+    state = other.state_dict()
+    state["storage"]["data"]["obs"] = np.zeros((3, 3))
+    before = buf.state_dict()
+    with pytest.raises(ValueError, match="rows"):
+        buf.load_state_dict(state)
+    state = other.state_dict()
+    state["sampler"]["config"]["alpha"] = 0.1
+    with pytest.raises(ValueError, match="settings"):
+        buf.load_state_dict(state)
+    with pytest.raises(ValueError, match="done"):
+        buf.add({**transition(3), "done": np.array([True, False])})
+    after = buf.state_dict()
+    assert after["position"] == before["position"] == 3
+    assert np.array_equal(after["storage"]["data"]["obs"], before["storage"]["data"]["obs"])
+    assert np.array_equal(after["sampler"]["generation"], before["sampler"]["generation"])

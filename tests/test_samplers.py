@@ -56,19 +56,31 @@ def test_probabilities_sum_to_one_and_match_drawn_probs(name):
     assert np.allclose(b.probs, p[b.indices], rtol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["per", "lap", "pser", "per-rank", "greedy-td"])
-def test_new_item_is_exactly_as_likely_as_current_max_item(name):
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("per", {}), ("lap", {}), ("lap", {"kappa": 3.0}), ("pser", {}), ("per-rank", {}), ("greedy-td", {})],
+)
+def test_new_item_is_exactly_as_likely_as_current_max_item(name, params):
     """Regression: alpha applied once; a new item enters at the max raw priority."""
-    s = filled(name, capacity=64, n=40)
+    s = filled(name, capacity=64, n=40, **params)
     s.update([5], [50.0])  # the clear maximum
     s.add([45])
     assert s.priorities([45])[0] == s.priorities([5])[0] == s.max_priority
-    if name == "per-rank":
-        s.refresh()
+    if name == "per-rank":  # equal keys take adjacent top ranks, straight after the insert
         assert sorted(s.ranks([5, 45]).tolist()) == [1, 2]
-    elif name != "greedy-td":
+    elif name == "greedy-td":
+        assert s.sample(2).indices.tolist() == [5, 45]
+    else:
         p = s.probabilities()
         assert p[45] == p[5] == p.max()
+
+
+def test_lap_new_items_start_at_the_kappa_floor():
+    s = make_sampler("lap", 8, kappa=2.5, seed=0)
+    s.add([0, 1])
+    assert s.priorities([0, 1]).tolist() == [2.5, 2.5]
+    s.update([0], [0.1])
+    assert s.priorities([0])[0] == 2.5  # the floor: as likely as a new item
 
 
 def test_per_priorities_are_raw_and_mass_is_alpha_power():
@@ -204,11 +216,12 @@ def test_rank_heap_is_exact_after_refresh_and_a_heap_always():
     for _ in range(20):
         idx = rng.integers(0, 50, 7)
         s.update(idx, rng.normal(size=7))
-        heap, key = s._heap[: s.size], s.priorities(s._heap[: s.size])
+        heap = s.order()
+        key = s.priorities(heap)
         for i in range(1, s.size):
             assert key[(i - 1) // 2] >= key[i]
     s.refresh()
-    keys = s.priorities(s._heap[: s.size])
+    keys = s.priorities(s.order())
     assert np.all(np.diff(keys) <= 0)
     assert np.array_equal(np.sort(heap), np.arange(50))
 
@@ -291,11 +304,9 @@ def test_same_seed_same_results():
 def test_bad_input_raises_and_leaves_state_unchanged(name, call, match):
     s = filled(name)
     before = state_bytes(s)
-    if match is None:  # a length-1 flag broadcasts: valid
+    if match is None:  # a length-1 flag broadcasts: valid, both slots marked
         call(s)
-        return
-    if "beta" in (match or "") and name in ("uniform", "lap", "greedy-td"):
-        call(s)  # these samplers take no beta and ignore it
+        assert s.episode_starts([3, 4]).tolist() == [True, True]
         return
     with pytest.raises(ValueError, match=match):
         call(s)
@@ -339,7 +350,7 @@ def test_overflowing_priority_is_rejected_without_change():
     s = make_sampler("per", 8, alpha=2.0, seed=0)
     s.add(np.arange(4))
     before = state_bytes(s)
-    with pytest.raises(ValueError, match="priorities"):
+    with pytest.raises(ValueError, match=r"td_errors\[1\] = 1e\+200 overflows"):
         s.update([0, 1], [1.0, 1e200])
     assert state_bytes(s) == before
 
@@ -356,3 +367,124 @@ def test_global_normalisation_with_zero_probability_item_is_a_clear_error():
     batch.add(np.arange(3))
     batch.update([0, 1, 2], [0.0, 1.0, 2.0])
     assert batch.sample(4).weights.max() == 1.0
+
+
+# --------------------------------------------------------------------------- atomic calls
+
+
+@pytest.mark.parametrize("name", ["per", "lap", "pser"])
+def test_rejected_add_with_overflowing_td_changes_nothing(name):
+    """(Rank-based and greedy TD use |delta| itself, with no power: nothing can overflow.)"""
+    s = make_sampler(name, 8, alpha=2.0, init="td", seed=0)
+    s.add([0], td_errors=[1.0])
+    before = state_bytes(s)
+    with pytest.raises(ValueError, match=r"td_errors\[1\] = 1e\+200"):
+        s.add([1, 2], td_errors=[1.0, 1e200])
+    assert state_bytes(s) == before
+    assert s.size == 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_empty_add_and_update_are_no_ops(name):
+    s = filled(name)
+    before = state_bytes(s)
+    s.add([])
+    s.update([], [])
+    assert state_bytes(s) == before
+
+
+def test_stale_items_never_reject_a_call():
+    s = make_sampler("per", 4, alpha=2.0, seed=0)
+    s.add([0, 1])
+    b = s.sample(2)
+    s.add([0, 1])  # both overwritten: the update is stale, even an overflowing one
+    s.update(b.indices, [1e200, 1e200], b.generations)
+    assert s.priorities([0, 1]).tolist() == [1.0, 1.0]
+
+
+def test_overflowing_total_cannot_be_sampled():
+    s = make_sampler("per", 4, alpha=1.0, seed=0)
+    s.add([0, 1, 2])
+    s.update([1, 2], [1e308, 1e308])
+    with pytest.raises(ValueError, match="total mass is inf"):
+        s.sample(2)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    ("spoil", "match"),
+    [
+        (lambda st: st.pop("generation"), "lacks the entry 'generation'"),
+        (lambda st: st.update(episode_start=np.zeros(3, dtype=bool)), "episode_start"),
+        (lambda st: st.update(rng={"bit_generator": "MT19937", "state": {}}), "rng"),
+        (lambda st: st.update(capacity=65), "capacity"),
+        (lambda st: st["config"].update(extra=1), "settings"),
+    ],
+)
+def test_rejected_load_changes_nothing(name, spoil, match):
+    s = filled(name)
+    before = state_bytes(s)
+    bad = pickle.loads(pickle.dumps(filled(name, seed=9).state_dict()))
+    spoil(bad)
+    with pytest.raises(ValueError, match=match):
+        s.load_state_dict(bad)
+    assert state_bytes(s) == before
+
+
+def test_loading_into_a_differently_configured_sampler_is_rejected():
+    state = filled("per", alpha=0.6).state_dict()
+    other = make_sampler("per", 64, alpha=0.7, seed=0)
+    with pytest.raises(ValueError, match="settings"):
+        other.load_state_dict(state)
+
+
+@pytest.mark.parametrize("name", ["per", "lap", "greedy-td"])
+def test_fused_update_rule_equals_raw_priority(name):
+    s = make_sampler(name, 8, seed=0)
+    eps, floor = s._raw_rule() if name != "greedy-td" else (0.0, 0.0)
+    td = np.array([0.0, -0.3, 2.0, -7.5, 1e-9])
+    assert np.array_equal(np.maximum(np.abs(td) + eps, floor), s.raw_priority(td))
+    s.add(np.arange(5))
+    s.update(np.arange(5), td)
+    assert np.array_equal(s.priorities(np.arange(5)), s.raw_priority(td))
+
+
+def test_uniform_and_greedy_probabilities():
+    u = make_sampler("uniform", 6, seed=0)
+    u.add([4, 1])
+    assert u.probabilities().tolist() == [0, 0.5, 0, 0, 0.5, 0]
+    g = make_sampler("greedy-td", 6, seed=0)
+    g.add([0, 1, 2])
+    g.update([0, 1, 2], [0.5, -2.0, 1.0])
+    assert g.probabilities().tolist() == [0, 1, 0, 0, 0, 0]
+
+
+def test_rank_uniform_segments_weights_never_exceed_one():
+    s = make_sampler("per-rank", 128, within_segment="uniform", seed=0)
+    s.add(np.arange(100))
+    s.update(np.arange(100), np.linspace(0, 3, 100))
+    s.refresh()
+    for _ in range(50):
+        assert s.sample(32, beta=1.0).weights.max() <= 1.0
+
+
+def test_rank_ranks_are_range_checked():
+    s = filled("per-rank")
+    with pytest.raises(ValueError, match="out of range"):
+        s.ranks([-1])
+    with pytest.raises(ValueError, match="empty slot"):
+        s.ranks([50])
+
+
+def test_pser_eq10_reads_the_priority_current_when_each_item_is_set():
+    """Within one batch, a later item's eta * p_old sees the decay of an earlier item."""
+    s = make_sampler("pser", 8, rho=0.5, window=3, eta=0.7, eps=0.0, seed=0)
+    s.add(np.arange(3), episode_start=[True, False, False])
+    s.update(np.arange(3), np.zeros(3))
+    s.update(np.arange(3), np.zeros(3))  # eta * 1.0 collapses: bring everything near 0
+    base = s.priorities(np.arange(3)).copy()
+    s.update([2, 1], [10.0, 0.0])
+    got = s.priorities(np.arange(3))
+    assert got[2] == 10.0
+    assert got[1] == pytest.approx(0.7 * 5.0)  # decay of slot 2 gave 5, then eq. 10 on slot 1
+    assert got[0] == pytest.approx(max(0.7 * 5.0 * 0.5, 10.0 * 0.25, base[0]))

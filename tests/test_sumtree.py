@@ -118,7 +118,7 @@ def test_random_operation_sequences_keep_invariants(ops, seed):
 def test_rounding_edge_never_returns_zero_mass_leaf(stratified):
     """Queries at (or rounded past) the top of the range land on the last positive leaf."""
     cap = 70
-    tree = SumTree(cap, track_extrema=False)
+    tree = SumTree(cap, track_min=False, track_max=False)
     vals = np.zeros(cap)
     vals[[0, 13, 40]] = [1e-300, 0.1, 0.7]  # trailing zeros, tiny and ordinary masses
     tree.update(np.arange(cap), vals)
@@ -235,6 +235,6 @@ def test_extrema_follow_overwrites():
     assert (tree.min, tree.max) == (1.0, 5.0)
     tree.update([1, 0], [4.0, 2.0])
     assert (tree.min, tree.max) == (2.0, 4.0)
-    no_extrema = SumTree(6, track_extrema=False)
-    with pytest.raises(ValueError, match="track_extrema"):
+    no_extrema = SumTree(6, track_min=False, track_max=False)
+    with pytest.raises(ValueError, match="track_min"):
         _ = no_extrema.min

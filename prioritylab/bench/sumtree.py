@@ -15,7 +15,8 @@ Contenders (peers are optional and skipped when not importable; install them
 with the ``bench`` extra):
 
 * ``prioritylab``: :class:`prioritylab.SumTree` without min/max tracking (the
-  peers' sum trees keep no extrema either) and, as a second row, with it
+  peers' sum trees keep no extrema either) and, as further rows, with the min
+  tree the ``per`` sampler keeps (``prioritylab+min``) and with both
   (``prioritylab+minmax``, the default of :class:`SumTree`).  At batch 1 also
   ``prioritylab (jitted)``: ``tree_set`` / ``tree_sample_one`` called from a
   jitted loop, the testbed's path, which no peer offers (no ratio given).
@@ -145,12 +146,19 @@ def _jitted_draws(tree, leaf0, depth, rng, n):
     return s
 
 
+TREE_VARIANTS = (
+    ("prioritylab", False, False),  # like-for-like with the peers' bare sum trees
+    ("prioritylab+min", True, False),  # what the per sampler keeps (global IS normalisation)
+    ("prioritylab+minmax", True, True),  # the SumTree default
+)
+
+
 def _prioritylab(capacity: int, pool: Pool, rng: np.random.Generator) -> list[Contender]:
     """SumTree without and with extrema, the jitted batch-1 path, and the ``per`` sampler."""
     out = []
     trees = {}
-    for name, track in (("prioritylab", False), ("prioritylab+minmax", True)):
-        tree = trees[name] = SumTree(capacity, track_extrema=track)
+    for name, track_min, track_max in TREE_VARIANTS:
+        tree = trees[name] = SumTree(capacity, track_min=track_min, track_max=track_max)
         tree.update(np.arange(capacity), rng.random(capacity))
 
         def update(k, tree=tree):
@@ -419,7 +427,7 @@ def drift_check(
     from tqdm.auto import tqdm
 
     rng = np.random.default_rng(seed)
-    tree = SumTree(capacity, track_extrema=False)
+    tree = SumTree(capacity, track_min=False, track_max=False)
     tree.update(np.arange(capacity), rng.lognormal(0.0, 3.0, capacity))
     calls = max(1, updates // batch)
     every = max(1, calls // checks)

@@ -12,6 +12,12 @@ the tree stores the sampling *mass* ``raw ** alpha``.  ``alpha`` is applied in
 exactly one place, :meth:`PrioritySampler._mass`, and the maximum priority used
 for new items is tracked in the raw domain.
 
+Atomic calls: every public method checks all of its input (and computes what
+could fail, such as ``raw ** alpha`` overflowing) before it changes anything,
+so a call that raises ``ValueError`` leaves the sampler exactly as it was;
+``load_state_dict`` checks the whole state, including the sampler's settings
+(:meth:`Sampler.config`), before assigning any of it.
+
 Generation stamps: every write of a slot gets the next value of a global write
 counter.  :meth:`Sampler.sample` returns the stamps of the drawn slots and
 :meth:`Sampler.update` ignores items whose slot was overwritten since (a stale
@@ -25,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .._checks import as_rng, check_finite_array, check_indices, check_positive_int, check_range
+from .._checks import as_rng, check_finite_array, check_indices, check_positive_int, check_range, check_total
 from ..sumtree import SumTree, tree_sample, tree_update
 
 # error codes of :func:`priority_update`
@@ -59,12 +65,12 @@ def priority_update(tree, tmin, tmax, leaf0, raw, generation, indices, td, gener
             return _NOT_FINITE, i, 0.0
         if generation[j] < 0:
             return _EMPTY, i, 0.0
+        if use_gen and generation[j] != generations[i]:
+            continue  # stale: checked but never written
         r = max(abs(d) + eps, floor)
         x = r**alpha
         if not x < np.inf:
             return _OVERFLOW, i, 0.0
-        if use_gen and generation[j] != generations[i]:
-            continue
         keep[m] = j
         new_raw[m] = r
         mass[m] = x
@@ -83,15 +89,28 @@ class SampleBatch:
     indices: np.ndarray
     """Slots drawn (int64)."""
     probs: np.ndarray
-    """Probability with which each slot is drawn by one draw, ``P(i)``."""
+    """Probability with which each slot is drawn by one draw, ``P(i)`` (1 for greedy TD)."""
     weights: np.ndarray
     """Importance-sampling weights (all ones for methods that use none)."""
     generations: np.ndarray
     """Write stamps of the drawn slots; pass them back to :meth:`Sampler.update`."""
 
 
+def state_array(state: dict, key: str, dtype, shape: tuple) -> np.ndarray:
+    """A copy of ``state[key]`` with the expected dtype and shape, else ``ValueError``."""
+    arr = np.array(state[key], dtype=dtype)
+    if arr.shape != shape:
+        raise ValueError(f"state[{key!r}] must have shape {shape}, got {arr.shape}")
+    return arr
+
+
 class Sampler:
-    """Base protocol: ``add``, ``sample``, ``update``, ``state_dict``/``load_state_dict``."""
+    """Base protocol: ``add``, ``sample``, ``update``, ``probabilities``, ``state_dict``/``load_state_dict``.
+
+    ``seed`` is an int, a ``SeedSequence`` or a ``Generator`` (used as is);
+    ``None`` draws fresh entropy from the operating system, so pass a seed for
+    reproducible runs.
+    """
 
     name = "base"
     uses_is_weights = False
@@ -105,25 +124,45 @@ class Sampler:
         self._filled = np.empty(self.capacity, dtype=np.int64)  # written slots, first-write order
         self._size = 0
 
-    # -- protocol ------------------------------------------------------------
+    def config(self) -> dict:
+        """The settings that define this sampler's behaviour (saved and checked with its state)."""
+        return {}
+
+    # -- reads ---------------------------------------------------------------
     @property
     def size(self) -> int:
         """Number of slots written at least once."""
         return self._size
 
+    def generations(self, indices) -> np.ndarray:
+        """Current write stamps of ``indices`` (-1 for a slot never written)."""
+        return self._generation[check_indices("indices", indices, self.capacity)]
+
+    def episode_starts(self, indices) -> np.ndarray:
+        """Whether each slot holds the first transition of an episode."""
+        return self._episode_start[check_indices("indices", indices, self.capacity)]
+
+    def probabilities(self) -> np.ndarray:
+        """Exact probability of every slot under one draw (zeros for empty slots)."""
+        raise NotImplementedError
+
+    # -- protocol ------------------------------------------------------------
     def add(self, slots, episode_start=None, td_errors=None) -> None:
         """Register that ``slots`` were (re)written, in this order.
 
-        ``episode_start`` (bool per slot) marks the first transition of an
-        episode (PSER never decays across it).  ``td_errors`` are used only by
-        samplers configured to seed new items from their current TD error.
+        ``episode_start`` (bool per slot, or one flag for all) marks the first
+        transition of an episode (PSER never decays across it).  ``td_errors``
+        are used only by samplers configured to seed new items from their
+        current TD error (``init="td"``).
         """
         idx = check_indices("slots", slots, self.capacity)
         starts = self._check_starts(episode_start, idx.shape[0])
         td = None if td_errors is None else self._check_td(td_errors, idx.shape[0])
-        self._before_add(idx, td)
+        if idx.shape[0] == 0:
+            return
+        prepared = self._prepare_add(idx, td)  # everything that can fail happens here
         self._write_stamps(idx, starts)
-        self._on_add(idx, td)
+        self._on_add(idx, prepared)
 
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
         raise NotImplementedError
@@ -141,13 +180,14 @@ class Sampler:
             if not fresh.all():
                 idx, td = idx[fresh], td[fresh]
         if idx.shape[0]:
-            self._on_update(idx, td)
+            self._on_update(idx, self._prepare_update(idx, td))
 
     # -- state ---------------------------------------------------------------
     def state_dict(self) -> dict:
         return {
             "name": self.name,
             "capacity": self.capacity,
+            "config": self.config(),
             "rng": self.rng.bit_generator.state,
             "generation": self._generation.copy(),
             "writes": self._writes,
@@ -156,31 +196,59 @@ class Sampler:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        if state.get("name") != self.name or int(state["capacity"]) != self.capacity:
+        """Load a :meth:`state_dict`: all of it is checked before any of it is assigned."""
+        try:
+            values = self._parse_state(state)
+        except KeyError as err:
+            raise ValueError(f"state lacks the entry {err}") from None
+        probe = np.random.Generator(type(self.rng.bit_generator)())
+        try:
+            probe.bit_generator.state = state["rng"]
+        except (TypeError, ValueError, KeyError) as err:
+            raise ValueError(f"state['rng'] is not a {type(self.rng.bit_generator).__name__} state: {err}") from None
+        for key, value in values.items():
+            setattr(self, key, value)
+        self.rng.bit_generator.state = state["rng"]
+
+    def _parse_state(self, state: dict) -> dict:
+        """Check ``state`` and return the attributes to assign (no side effect)."""
+        if state["name"] != self.name or int(state["capacity"]) != self.capacity:
             raise ValueError(
-                f"state is for sampler {state.get('name')!r} with capacity {state.get('capacity')}, "
+                f"state is for sampler {state['name']!r} with capacity {state['capacity']}, "
                 f"not {self.name!r} with capacity {self.capacity}"
             )
-        self.rng.bit_generator.state = state["rng"]
-        self._generation = np.array(state["generation"], dtype=np.int64)
-        self._writes = int(state["writes"])
-        self._episode_start = np.array(state["episode_start"], dtype=bool)
+        if state["config"] != self.config():
+            raise ValueError(f"state was saved with settings {state['config']}, this sampler has {self.config()}")
+        cap = (self.capacity,)
         filled = np.asarray(state["filled"], dtype=np.int64)
-        self._filled = np.empty(self.capacity, dtype=np.int64)
-        self._filled[: filled.shape[0]] = filled
-        self._size = int(filled.shape[0])
+        if filled.ndim != 1 or filled.shape[0] > self.capacity:
+            raise ValueError(f"state['filled'] must be 1-D with at most {self.capacity} slots")
+        buffer = np.empty(self.capacity, dtype=np.int64)
+        buffer[: filled.shape[0]] = filled
+        return {
+            "_generation": state_array(state, "generation", np.int64, cap),
+            "_writes": int(state["writes"]),
+            "_episode_start": state_array(state, "episode_start", bool, cap),
+            "_filled": buffer,
+            "_size": int(filled.shape[0]),
+        }
 
     # -- hooks for subclasses --------------------------------------------------
-    def _before_add(self, idx: np.ndarray, td: np.ndarray | None) -> None:
-        """Validate anything sampler-specific before state changes."""
+    def _prepare_add(self, idx: np.ndarray, td: np.ndarray | None):
+        """Check and compute what :meth:`_on_add` needs; must not change state."""
+        return None
 
-    def _on_add(self, idx: np.ndarray, td: np.ndarray | None) -> None:
+    def _on_add(self, idx: np.ndarray, prepared) -> None:
         pass
 
-    def _on_update(self, idx: np.ndarray, td: np.ndarray) -> None:
+    def _prepare_update(self, idx: np.ndarray, td: np.ndarray):
+        """Check and compute what :meth:`_on_update` needs; must not change state."""
+        return td
+
+    def _on_update(self, idx: np.ndarray, prepared) -> None:
         pass
 
-    # -- helpers ---------------------------------------------------------------
+    # -- checks and bookkeeping ------------------------------------------------
     def _write_stamps(self, idx: np.ndarray, starts: np.ndarray) -> None:
         n = idx.shape[0]
         new = self._generation[idx] < 0
@@ -215,8 +283,11 @@ class Sampler:
             i = int(np.flatnonzero(empty)[0])
             raise ValueError(f"indices[{i}] = {idx[i]} points at an empty slot")
 
-    def _check_batch(self, batch_size) -> int:
+    def _check_batch(self, batch_size, beta) -> int:
+        """Check a sample request (``beta`` is checked even by samplers that use no IS weights)."""
         k = check_positive_int("batch_size", batch_size)
+        if beta is not None:
+            check_range("beta", beta, 0.0, 1.0)
         if self._size == 0:
             raise ValueError("cannot sample from an empty sampler (no slot added yet)")
         return k
@@ -226,11 +297,13 @@ class Sampler:
 
 
 class PrioritySampler(Sampler):
-    """A sampler whose draws are proportional to a mass ``raw ** alpha`` in a sum tree.
+    """A sampler whose draws are proportional to a mass ``raw ** alpha``.
 
     Subclasses define :meth:`raw_priority` (TD error -> raw priority).  New items
     enter with the largest raw priority seen so far (``initial_priority`` before
-    any), unless ``init="td"`` and TD errors are given to :meth:`add`.
+    any), unless ``init="td"``, where :meth:`add` takes their TD errors.
+    Samplers that draw from the sum tree keep one (``_uses_tree``); it tracks
+    the minimum mass only when ``track_min`` (PER's global IS normalisation).
     """
 
     _uses_tree = True
@@ -244,22 +317,30 @@ class PrioritySampler(Sampler):
         initial_priority: float = 1.0,
         init: str = "max",
         stratified: bool = True,
-        track_extrema: bool = True,
+        track_min: bool = False,
     ):
         super().__init__(capacity, seed)
         self.alpha = check_range("alpha", alpha, 0.0, np.inf)
-        check_range("initial_priority", initial_priority, 0.0, np.inf, lo_open=True)
+        self.initial_priority = check_range("initial_priority", initial_priority, 0.0, np.inf, lo_open=True)
         if init not in ("max", "td"):
             raise ValueError(f"init must be 'max' or 'td', got {init!r}")
         self.init = init
         self.stratified = bool(stratified)
-        self.tree = SumTree(capacity, track_extrema=track_extrema) if self._uses_tree else None
+        self.tree = SumTree(capacity, track_min=track_min, track_max=False) if self._uses_tree else None
         self._raw = np.zeros(self.capacity)
-        self._max_raw = float(initial_priority)
+        self._max_raw = self.initial_priority
+
+    def config(self) -> dict:
+        return {
+            "alpha": self.alpha,
+            "initial_priority": self.initial_priority,
+            "init": self.init,
+            "stratified": self.stratified,
+        }
 
     # -- the one place alpha is applied ----------------------------------------
     def _mass(self, raw: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore"):  # an overflow to inf is rejected by the tree, state unchanged
+        with np.errstate(over="ignore"):  # overflow is checked by the callers, before any change
             return np.power(raw, self.alpha)
 
     def raw_priority(self, td: np.ndarray) -> np.ndarray:
@@ -269,6 +350,34 @@ class PrioritySampler(Sampler):
         """``(eps, floor)`` if ``raw_priority(td) == max(|td| + eps, floor)``: enables the fused update."""
         return None
 
+    def _checked_mass(self, raw: np.ndarray, td: np.ndarray | None) -> np.ndarray | None:
+        """``raw ** alpha``, rejected if it overflows; ``None`` for samplers without a tree."""
+        if self.tree is None:
+            return None
+        mass = self._mass(raw)
+        bad = ~np.isfinite(mass)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            source = f"td_errors[{i}] = {td[i]}" if td is not None else f"the max priority {raw[i]}"
+            raise ValueError(f"priority from {source} overflows when raised to alpha={self.alpha}")
+        return mass
+
+    # -- reads ---------------------------------------------------------------
+    @property
+    def max_priority(self) -> float:
+        """Largest raw priority seen (what a new item gets)."""
+        return self._max_raw
+
+    def priorities(self, indices) -> np.ndarray:
+        """Raw priorities of ``indices``."""
+        return self._raw[check_indices("indices", indices, self.capacity)].copy()
+
+    def probabilities(self) -> np.ndarray:
+        """Exact per-slot probability of one draw (``mass / total``)."""
+        leaves = np.asarray(self.tree.leaves)
+        return leaves / self.tree.total
+
+    # -- writes ----------------------------------------------------------------
     def update(self, indices, td_errors, generations=None) -> None:
         rule = self._raw_rule()
         if rule is None:
@@ -300,55 +409,46 @@ class PrioritySampler(Sampler):
             return f"td_errors[{pos}] = {td[pos]} must be finite"
         if code == _EMPTY:
             return f"indices[{pos}] = {idx[pos]} points at an empty slot"
-        return f"priorities from td_errors[{pos}] = {td[pos]} overflow when raised to alpha={self.alpha}"
+        return f"priority from td_errors[{pos}] = {td[pos]} overflows when raised to alpha={self.alpha}"
 
-    @property
-    def max_priority(self) -> float:
-        """Largest raw priority seen (what a new item gets)."""
-        return self._max_raw
-
-    def priorities(self, indices) -> np.ndarray:
-        """Raw priorities of ``indices``."""
-        return self._raw[check_indices("indices", indices, self.capacity)].copy()
-
-    def probabilities(self) -> np.ndarray:
-        """Exact per-slot probability of one draw (``mass / total``)."""
-        leaves = np.asarray(self.tree.leaves)
-        return leaves / self.tree.total
-
-    # -- hooks ---------------------------------------------------------------
-    def _before_add(self, idx, td) -> None:
-        if self.init == "td" and td is None:
-            raise ValueError("init='td' needs td_errors in add()")
-
-    def _on_add(self, idx, td) -> None:
-        if self.init == "td" and td is not None:
+    def _prepare_add(self, idx, td):
+        if self.init == "td":
+            if td is None:
+                raise ValueError("init='td' needs td_errors in add()")
             raw = self.raw_priority(td)
         else:
             raw = np.full(idx.shape[0], self._max_raw)
-        self._set_raw(idx, raw)
+            td = None
+        return raw, self._checked_mass(raw, td)
 
-    def _on_update(self, idx, td) -> None:
-        self._set_raw(idx, self.raw_priority(td))
+    def _prepare_update(self, idx, td):
+        raw = self.raw_priority(td)
+        return raw, self._checked_mass(raw, td)
 
-    def _set_raw(self, idx: np.ndarray, raw: np.ndarray) -> None:
-        self.tree.update(idx, self._mass(raw))  # validates before any change
+    def _on_add(self, idx, prepared) -> None:
+        self._write(idx, *prepared)
+
+    def _on_update(self, idx, prepared) -> None:
+        self._write(idx, *prepared)
+
+    def _write(self, idx: np.ndarray, raw: np.ndarray, mass: np.ndarray | None) -> None:
+        """Store checked raw priorities and masses (cannot fail)."""
+        if self.tree is not None:
+            self.tree.update(idx, mass)
         self._raw[idx] = raw
-        if raw.shape[0]:
-            self._max_raw = max(self._max_raw, float(raw.max()))
+        self._max_raw = max(self._max_raw, float(raw.max()))
 
     # -- sampling ------------------------------------------------------------
     def _draw(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        if not self.tree.total > 0.0:
-            raise ValueError(f"cannot sample: total priority mass is {self.tree.total}")
+        a = self.tree.arrays
+        check_total(a.tree[0])
         out = np.empty(k, dtype=np.int64)
         mass = np.empty(k)
-        a = self.tree.arrays
         tree_sample(a.tree, a.leaf0, a.depth, self.rng.random(k), self.stratified, out, mass)
         return out, mass
 
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
-        k = self._check_batch(batch_size)
+        k = self._check_batch(batch_size, beta)
         idx, mass = self._draw(k)
         probs = mass / self.tree.total
         return SampleBatch(idx, probs, np.ones(k), self._generation[idx])
@@ -361,19 +461,21 @@ class PrioritySampler(Sampler):
             state["tree"] = self.tree.state_dict()
         return state
 
-    def load_state_dict(self, state: dict) -> None:
-        tree = None
+    def _parse_state(self, state: dict) -> dict:
+        values = super()._parse_state(state)
+        raw = state_array(state, "raw", np.float64, (self.capacity,))
+        if not np.all(np.isfinite(raw) & (raw >= 0)):
+            raise ValueError("state['raw'] must hold finite non-negative priorities")
+        values.update(_raw=raw, _max_raw=float(state["max_raw"]))
         if self.tree is not None:
-            tree = SumTree(self.capacity, track_extrema=self.tree.track_extrema)
+            tree = SumTree(self.capacity, track_min=self.tree.track_min, track_max=self.tree.track_max)
             tree.load_state_dict(state["tree"])
-        super().load_state_dict(state)
-        self.tree = tree
-        self._raw = np.array(state["raw"], dtype=np.float64)
-        self._max_raw = float(state["max_raw"])
+            values["tree"] = tree
+        return values
 
 
 def is_weights(probs: np.ndarray, n: int, beta: float, min_prob: float | None) -> np.ndarray:
-    """PER importance-sampling weights ``(N P(i))^-beta`` normalised to max 1.
+    """PER importance-sampling weights ``(N P(i))^-beta`` normalised to max 1 (PER Section 3.4).
 
     ``min_prob`` given: divide by the largest weight over all stored items,
     ``(N min_j P(j))^-beta`` ("global"); ``None``: by the batch's largest.

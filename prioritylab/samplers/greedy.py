@@ -11,31 +11,31 @@ class GreedyTDSampler(PrioritySampler):
     """Deterministically replays the ``k`` largest raw priorities ``|delta|``.
 
     New items enter at the maximum priority seen (PER Section 3.2).  Ties go to
-    the lowest slot.  ``probs`` is 1 for a drawn slot (a point mass); the tree
-    is kept so that ``probabilities()`` and the state layout match the others.
+    the lowest slot.  The draw is deterministic: ``probs`` is 1 for a drawn
+    slot and :meth:`probabilities` is a point mass on the top slot.  No sum
+    tree is kept; a batch costs one O(N log N) sort over the written slots.
     """
 
     name = "greedy-td"
+    _uses_tree = False
 
     def __init__(self, capacity: int, seed=None, **kwargs):
-        kwargs.setdefault("track_extrema", False)
         super().__init__(capacity, 1.0, seed, **kwargs)
 
     def raw_priority(self, td: np.ndarray) -> np.ndarray:
         return np.abs(td)
 
-    def _raw_rule(self):
-        return (0.0, 0.0)
+    def _order(self) -> np.ndarray:
+        filled = self._filled[: self._size]
+        return filled[np.lexsort((filled, -self._raw[filled]))]  # by (-priority, slot)
+
+    def probabilities(self) -> np.ndarray:
+        p = np.zeros(self.capacity)
+        if self._size:
+            p[self._order()[0]] = 1.0
+        return p
 
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
-        k = self._check_batch(batch_size)
-        filled = self._filled[: self._size]
-        if k >= filled.shape[0]:
-            order = np.lexsort((filled, -self._raw[filled]))
-            chosen = filled[order]
-            chosen = np.resize(chosen, k)
-        else:
-            # stable top-k: sort by (-priority, slot)
-            order = np.lexsort((filled, -self._raw[filled]))[:k]
-            chosen = filled[order]
+        k = self._check_batch(batch_size, beta)
+        chosen = np.resize(self._order(), k)  # the k largest; cycles if k exceeds the size
         return SampleBatch(chosen, np.ones(k), np.ones(k), self._generation[chosen])

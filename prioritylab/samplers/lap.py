@@ -20,9 +20,12 @@ class LAPSampler(PrioritySampler):
 
     def __init__(self, capacity: int, alpha: float = 0.4, kappa: float = 1.0, seed=None, **kwargs):
         self.kappa = check_range("kappa", kappa, 0.0, np.inf, lo_open=True, hi_open=True)
-        kwargs.setdefault("track_extrema", False)
-        kwargs.setdefault("initial_priority", 1.0)
+        # New items start at the max priority: 1 as in PER, but never below LAP's floor kappa.
+        kwargs.setdefault("initial_priority", max(1.0, self.kappa))
         super().__init__(capacity, alpha, seed, **kwargs)
+
+    def config(self) -> dict:
+        return {**super().config(), "kappa": self.kappa}
 
     def raw_priority(self, td: np.ndarray) -> np.ndarray:
         """``max(|delta|, kappa)``; its alpha power is eq. 30's priority."""

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_range
+from .._checks import check_range, check_total
 from ..sumtree import tree_sample_is
 from .base import PrioritySampler, SampleBatch
 
 NORMALISATIONS = ("global", "batch")
+
+
+def check_normalise(normalise: str) -> str:
+    """The IS-weight normalisation option shared by ``per``, ``per-rank`` and ``pser``."""
+    if normalise not in NORMALISATIONS:
+        raise ValueError(f"normalise must be one of {NORMALISATIONS}, got {normalise!r}")
+    return normalise
 
 
 class PERSampler(PrioritySampler):
@@ -42,13 +49,13 @@ class PERSampler(PrioritySampler):
         seed=None,
         **kwargs,
     ):
-        if normalise not in NORMALISATIONS:
-            raise ValueError(f"normalise must be one of {NORMALISATIONS}, got {normalise!r}")
+        self.normalise = check_normalise(normalise)
         self.beta = check_range("beta", beta, 0.0, 1.0)
         self.eps = check_range("eps", eps, 0.0, np.inf)
-        self.normalise = normalise
-        kwargs.setdefault("track_extrema", normalise == "global")
-        super().__init__(capacity, alpha, seed, **kwargs)
+        super().__init__(capacity, alpha, seed, track_min=normalise == "global", **kwargs)
+
+    def config(self) -> dict:
+        return {**super().config(), "beta": self.beta, "eps": self.eps, "normalise": self.normalise}
 
     def raw_priority(self, td: np.ndarray) -> np.ndarray:
         """PER proportional priority ``|delta| + eps``."""
@@ -70,12 +77,11 @@ class PERSampler(PrioritySampler):
         return min_prob
 
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
-        b = self.beta if beta is None else check_range("beta", beta, 0.0, 1.0)
-        k = self._check_batch(batch_size)
-        min_prob = self._min_prob()  # checked before the RNG moves
-        if not self.tree.total > 0.0:
-            raise ValueError(f"cannot sample: total priority mass is {self.tree.total}")
+        k = self._check_batch(batch_size, beta)
+        b = self.beta if beta is None else float(beta)
         a = self.tree.arrays
+        check_total(a.tree[0])
+        min_prob = self._min_prob()  # checked before the RNG moves
         idx, probs, weights = np.empty(k, dtype=np.int64), np.empty(k), np.empty(k)
         norm_mass = a.tmin[0] if min_prob is not None else 0.0
         u = self.rng.random(k)

@@ -6,8 +6,8 @@ its episode, for ``k = 1..W``:
 * MAX (eq. 6): ``p_(t-k) <- max(p_t rho^k, p_(t-k))``
 * ADD (eq. 7): ``p_(t-k) <- min(p_(t-k) + p_t rho^k, p_max)``
 
-with the window ``W = floor(ln 0.01 / ln rho)`` (eq. 8-9: stop once
-``rho^W <= 0.01``), and on the update of a sampled transition the
+with the window ``W = floor(ln 0.01 / ln rho)`` (eq. 8-9: the decay stops
+at about 1% of ``p_t``), and on the update of a sampled transition the
 anti-collapse rule (eq. 10) ``p_t <- max(|delta_t| + eps, eta p_t_old)``.
 Priorities here are raw; the tree stores ``p^alpha`` (eq. 5).
 
@@ -33,9 +33,9 @@ MODES = ("max", "add")
 
 
 def window_from_rho(rho: float, threshold: float = 0.01) -> int:
-    """PSER eq. 8-9: the smallest ``W`` with ``rho^W <= threshold``... as floor.
+    """PSER eq. 8-9: ``W = floor(ln 0.01 / ln rho)``, the largest ``W`` with ``rho^W >= 0.01``.
 
-    The paper writes ``W = floor(ln 0.01 / ln rho)``; rho = 0.4 gives 5.
+    rho = 0.4 gives 5 (0.4^5 = 0.0102), the paper's Atari setting.
     """
     return max(1, int(math.floor(math.log(threshold) / math.log(rho))))
 
@@ -66,15 +66,28 @@ def pser_decay(raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, t
 
 
 @njit(cache=True)
+def pser_update(
+    raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, indices, base, eta, rho, window, add_mode, p_max
+):
+    """Eq. 10 then eq. 6/7, item by item in order: ``p_t = max(base_i, eta * raw[t])`` read at the
+    moment item ``i`` is set (so it sees the decay of earlier items), then decayed backwards."""
+    for i in range(indices.shape[0]):
+        t = indices[i]
+        p = max(base[i], eta * raw[t])
+        raw[t] = p
+        tree_set(tree, tmin, tmax, leaf0, t, p**alpha)
+        pser_decay(raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, t, rho, window, add_mode, p_max)
+
+
+@njit(cache=True)
 def pser_set_and_decay(
     raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, indices, priorities, rho, window, add_mode, p_max
 ):
-    """Set each raw priority in order, then decay it backwards (``p_max`` raw)."""
-    for i in range(indices.shape[0]):
-        t = indices[i]
-        raw[t] = priorities[i]
-        tree_set(tree, tmin, tmax, leaf0, t, priorities[i] ** alpha)
-        pser_decay(raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, t, rho, window, add_mode, p_max)
+    """Set each raw priority in order, then decay it backwards (no eq. 10; ``p_max`` raw)."""
+    pser_update(
+        raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, indices, priorities, 0.0, rho, window,
+        add_mode, p_max,
+    )  # fmt: skip
 
 
 class PSERSampler(PERSampler):
@@ -106,35 +119,33 @@ class PSERSampler(PERSampler):
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.mode = mode
         self.window = window_from_rho(self.rho) if window is None else check_positive_int("window", window)
-        kwargs.setdefault("track_extrema", True)
         super().__init__(capacity, alpha=alpha, beta=beta, eps=eps, seed=seed, **kwargs)
+
+    def config(self) -> dict:
+        return {**super().config(), "rho": self.rho, "eta": self.eta, "window": self.window, "mode": self.mode}
 
     def _raw_rule(self):
         return None  # eq. 10 and the decay need the general path
 
-    def _set_with_decay(self, idx: np.ndarray, raw: np.ndarray) -> None:
-        mass = self._mass(raw)
-        if not np.all(np.isfinite(mass)):
-            i = int(np.flatnonzero(~np.isfinite(mass))[0])
-            raise ValueError(f"priority {raw[i]} at position {i} overflows when raised to alpha={self.alpha}")
-        p_max = max(self._max_raw, float(raw.max()))
+    def _decay_write(self, idx: np.ndarray, base: np.ndarray, eta: float) -> None:
+        """Run :func:`pser_update` on checked priorities (cannot fail)."""
+        p_max = max(self._max_raw, float(base.max()))  # eq. 10 values never exceed it
         self._max_raw = p_max
         a = self.tree.arrays
-        pser_set_and_decay(
+        pser_update(
             self._raw, a.tree, a.tmin, a.tmax, a.leaf0, self.alpha, self._generation, self._episode_start,
-            idx, raw, self.rho, self.window, self.mode == "add", p_max,
+            idx, base, eta, self.rho, self.window, self.mode == "add", p_max,
         )  # fmt: skip
 
-    def _on_add(self, idx, td) -> None:
-        if self.init == "td" and td is not None:
-            self._set_with_decay(idx, self.raw_priority(td))
+    def _on_add(self, idx, prepared) -> None:
+        raw, mass = prepared
+        if self.init == "td":
+            self._decay_write(idx, raw, 0.0)
         else:
-            self._set_raw(idx, np.full(idx.shape[0], self._max_raw))
+            self._write(idx, raw, mass)
 
-    def _on_update(self, idx, td) -> None:
-        # eq. 10: p_t <- max(|delta| + eps, eta * p_old), applied item by item in batch order
-        new = np.maximum(self.raw_priority(td), self.eta * self._raw[idx])
-        self._set_with_decay(idx, new)
+    def _on_update(self, idx, prepared) -> None:
+        self._decay_write(idx, prepared[0], self.eta)  # eq. 10 inside, item by item
 
 
-__all__ = ["PSERSampler", "pser_decay", "pser_set_and_decay", "window_from_rho"]
+__all__ = ["PSERSampler", "pser_decay", "pser_set_and_decay", "pser_update", "window_from_rho"]

@@ -25,8 +25,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._checks import check_positive_int, check_range
-from .base import PrioritySampler, SampleBatch, is_weights
+from .._checks import check_indices, check_positive_int, check_range
+from .base import PrioritySampler, SampleBatch, is_weights, state_array
+from .per import check_normalise
 
 WITHIN = ("exact", "uniform")
 
@@ -107,11 +108,8 @@ class RankSampler(PrioritySampler):
         self.sort_every = check_positive_int("sort_every", sort_every)
         if within_segment not in WITHIN:
             raise ValueError(f"within_segment must be one of {WITHIN}, got {within_segment!r}")
-        if normalise not in ("global", "batch"):
-            raise ValueError(f"normalise must be 'global' or 'batch', got {normalise!r}")
         self.within_segment = within_segment
-        self.normalise = normalise
-        kwargs.setdefault("track_extrema", False)
+        self.normalise = check_normalise(normalise)
         super().__init__(capacity, alpha, seed, **kwargs)
         self._heap = np.zeros(self.capacity, dtype=np.int64)
         self._pos = np.full(self.capacity, -1, dtype=np.int64)
@@ -121,14 +119,22 @@ class RankSampler(PrioritySampler):
         self._rank_mass = ranks**-self.alpha
         self._cdf = np.cumsum(self._rank_mass)  # H_r = sum_{j<=r} j^-alpha
 
+    def config(self) -> dict:
+        return {
+            **super().config(),
+            "beta": self.beta,
+            "sort_every": self.sort_every,
+            "within_segment": self.within_segment,
+            "normalise": self.normalise,
+        }
+
     def raw_priority(self, td: np.ndarray) -> np.ndarray:
         """Ranking key ``|delta|``."""
         return np.abs(td)
 
-    # The tree is not used for drawing; keep raw priorities and the heap only.
-    def _set_raw(self, idx: np.ndarray, raw: np.ndarray) -> None:
-        if raw.shape[0]:
-            self._max_raw = max(self._max_raw, float(raw.max()))
+    def _write(self, idx: np.ndarray, raw: np.ndarray, mass: None) -> None:
+        """No tree: the raw priorities order the heap."""
+        self._max_raw = max(self._max_raw, float(raw.max()))
         self._heap_n = heap_push_or_fix(self._heap, self._pos, self._raw, idx, raw, self._heap_n)
 
     def _on_update(self, idx, td) -> None:
@@ -148,9 +154,13 @@ class RankSampler(PrioritySampler):
 
     def ranks(self, indices) -> np.ndarray:
         """Current 1-based rank (heap position + 1) of each slot."""
-        idx = np.asarray(indices, dtype=np.int64)
+        idx = check_indices("indices", indices, self.capacity)
         self._check_filled(idx)
         return self._pos[idx] + 1
+
+    def order(self) -> np.ndarray:
+        """Written slots by current rank (a copy of the heap array: rank r at position r - 1)."""
+        return self._heap[: self._heap_n].copy()
 
     def probabilities(self) -> np.ndarray:
         """Exact per-slot probability of one draw under ``within_segment="exact"``."""
@@ -159,40 +169,48 @@ class RankSampler(PrioritySampler):
         p[self._heap[:n]] = self._rank_mass[:n] / self._cdf[n - 1]
         return p
 
-    def _draw_ranks(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _draw_ranks(self, k: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """Ranks (0-based) of one stratified batch, their probabilities, and the smallest
+        probability any stored item has under the same scheme."""
         n = self._size
         total = self._cdf[n - 1]
         u = self.rng.random(k)
-        bounds = (np.arange(k + 1) / k) * total
         if self.within_segment == "exact":
             target = (np.arange(k) + u) * (total / k)
-            r = np.searchsorted(self._cdf[:n], target, side="right")
-            r = np.minimum(r, n - 1)
-            return r, self._rank_mass[r] / total
+            r = np.minimum(np.searchsorted(self._cdf[:n], target, side="right"), n - 1)
+            return r, self._rank_mass[r] / total, self._rank_mass[n - 1] / total
+        bounds = (np.arange(k + 1) / k) * total
         edges = np.searchsorted(self._cdf[:n], bounds, side="left")
         edges[-1] = n
         lo = np.minimum(edges[:-1], n - 1)
         hi = np.maximum(edges[1:], lo + 1)
         r = lo + np.floor(u * (hi - lo)).astype(np.int64)
-        return r, 1.0 / (k * (hi - lo))
+        seg_prob = 1.0 / (k * (hi - lo))
+        return r, seg_prob, float(seg_prob.min())
 
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
-        b = self.beta if beta is None else check_range("beta", beta, 0.0, 1.0)
-        k = self._check_batch(batch_size)
-        r, probs = self._draw_ranks(k)
+        k = self._check_batch(batch_size, beta)
+        b = self.beta if beta is None else float(beta)
+        r, probs, min_prob = self._draw_ranks(k)
         idx = self._heap[r]
-        n = self._size
-        min_prob = self._rank_mass[n - 1] / self._cdf[n - 1] if self.normalise == "global" else None
-        return SampleBatch(idx, probs, is_weights(probs, n, b, min_prob), self._generation[idx])
+        weights = is_weights(probs, self._size, b, min_prob if self.normalise == "global" else None)
+        return SampleBatch(idx, probs, weights, self._generation[idx])
 
     def state_dict(self) -> dict:
         state = super().state_dict()
         state.update(heap=self._heap.copy(), pos=self._pos.copy(), since_sort=self._since_sort, heap_n=self._heap_n)
         return state
 
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
-        self._heap = np.array(state["heap"], dtype=np.int64)
-        self._pos = np.array(state["pos"], dtype=np.int64)
-        self._since_sort = int(state["since_sort"])
-        self._heap_n = int(state["heap_n"])
+    def _parse_state(self, state: dict) -> dict:
+        values = super()._parse_state(state)
+        cap = (self.capacity,)
+        heap_n = int(state["heap_n"])
+        if heap_n != values["_size"]:
+            raise ValueError(f"state['heap_n'] = {heap_n} differs from the number of written slots")
+        values.update(
+            _heap=state_array(state, "heap", np.int64, cap),
+            _pos=state_array(state, "pos", np.int64, cap),
+            _since_sort=int(state["since_sort"]),
+            _heap_n=heap_n,
+        )
+        return values

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from .._checks import as_rng, check_positive_int, check_range
-from ..cliffwalk.env import Memory, build_memory, discount, right_action
+from ..cliffwalk.env import Memory, build_memory, discount, memory_size, right_action
 from ..samplers.pser import MODES, pser_decay, pser_set_and_decay
 from ..sumtree import SumTree, tree_sample_one, tree_set
 
@@ -90,14 +90,11 @@ def _check_common(rho, alpha, eps=0.0):
 # --------------------------------------------------------------------------- closed forms
 
 
-def memory_transitions(n: int) -> int:
-    """``N = 2^(n+1) - 2`` transitions in the pre-filled memory (PER App. B.1; PSER App. 1)."""
-    n = _check_n(n)
-    return (1 << (n + 1)) - 2
+def interval_copies(n: int, k: int) -> int:
+    """Copies in the memory of ``(s_(n-k+1), right)``, the pair whose replay ends interval ``k``: ``2^(k-1)``.
 
-
-def target_copies(n: int, k: int) -> int:
-    """Copies of interval ``k``'s target ``(s_(n-k+1), right)`` in the memory: ``2^(k-1)`` (PER App. B.1)."""
+    PER App. B.1: ``(s_i, a)`` appears ``2^(n-i)`` times (1-based ``i``).
+    """
     n = _check_n(n)
     if not 1 <= k <= n:
         raise ValueError(f"interval k must be in [1, {n}], got {k!r}")
@@ -127,7 +124,7 @@ def e_per_closed(n: int, eps: float = 0.0, alpha: float = 1.0) -> float:
     n = _check_n(n)
     eps = check_range("eps", eps, 0.0, np.inf)
     alpha = check_range("alpha", alpha, 0.0, np.inf, lo_open=True)
-    big_n = memory_transitions(n)
+    big_n = memory_size(n)
     total = 1.0 + sum(big_n / 2.0**k for k in range(1, n))
     if eps > 0.0:
         total += (big_n - 1) * (eps / (1.0 + eps)) ** alpha
@@ -165,11 +162,10 @@ def e_pser_closed(n: int, rho: float, window: int | None = None, alpha: float = 
     rho, alpha, _ = _check_common(rho, alpha)
     m = chain_length(n, window)
     r = rho**alpha
-    big_n = memory_transitions(n)
+    big_n = memory_size(n)
     total = float(m + 1)
-    q = 1.0
     for k in range(2, n + 1):
-        q = q * (1.0 - r) / (1.0 - r**k) if k <= m + 1 else 0.0
+        q = in_order_probability(k, r) if k <= m + 1 else 0.0
         total += big_n / 2.0 ** (k - 1) * (1.0 - q)
     return total
 
@@ -177,8 +173,8 @@ def e_pser_closed(n: int, rho: float, window: int | None = None, alpha: float = 
 def e_pser_bound(n: int, rho: float, window: int | None = None, alpha: float = 1.0) -> float:
     """The theorem's PSER bound (PSER App. 1, eq. 29-31), extended to a finite window.
 
-    The proof bounds interval ``k``'s wait by ``1 / p_k``, with ``p_k`` the target's
-    share of the chain's remaining mass, ``p_k = (1 - r) / (1 - r^(m - k + 2))``:
+    The proof bounds interval ``k``'s wait by ``1 / p_k``, with ``p_k`` the share of
+    the chain's remaining mass held by the pair that ends interval ``k``, ``p_k = (1 - r) / (1 - r^(m - k + 2))``:
     ``B = sum_(k=1)^(m+1) (1 - r^(m-k+2)) / (1 - r) + sum_(k=m+2)^n N / 2^(k-1)``,
     where intervals beyond the chain (``k > m + 1``, possible only with a finite window)
     have no priority left and wait as in PER.  Unlimited window: ``B = sum_(j=1)^n
@@ -190,7 +186,7 @@ def e_pser_bound(n: int, rho: float, window: int | None = None, alpha: float = 1
     rho, alpha, _ = _check_common(rho, alpha)
     m = chain_length(n, window)
     r = rho**alpha
-    big_n = memory_transitions(n)
+    big_n = memory_size(n)
     total = sum((1.0 - r ** (m - k + 2)) / (1.0 - r) for k in range(1, m + 2))
     total += sum(big_n / 2.0 ** (k - 1) for k in range(m + 2, n + 1))
     return total
@@ -285,7 +281,7 @@ def build_model(
     raw = np.zeros(big_n)
     td0 = np.abs(memory.r_t) + eps
     p_max = float(td0.max())
-    tree = SumTree(big_n, track_extrema=False)
+    tree = SumTree(big_n, track_min=False, track_max=False)
     a = tree.arrays
     if decay:
         w = n if window is None else window
@@ -317,8 +313,8 @@ def _chain_dp(w, iv, counts, big_n, n):
     """Expected steps of the absorbing chain on states (interval k, set S of slots with mass > 0).
 
     ``w[j]``: mass of the j-th slot carrying priority after the fill, ``iv[j]``: the
-    interval whose target it holds (0: none), ``counts[k]``: slots holding interval k's
-    target.  With S empty, interval k waits ``N / counts[k]`` uniform draws; otherwise one
+    interval its pair ends (0: none), ``counts[k]``: slots holding the pair that ends
+    interval k.  With S empty, interval k waits ``N / counts[k]`` uniform draws; otherwise one
     draw removes slot j (its priority drops to 0) with probability ``w[j] / sum_S w``.
     """
     n_items = w.shape[0]
@@ -447,8 +443,8 @@ def e_bruteforce(
 
 
 @njit(cache=True)
-def _pair_target(q, p, pair_r, pair_next, pair_done, gamma):
-    """Learning-rate-1 target ``r + gamma * max_b Q(s', b)`` of pair ``p`` (no bootstrap at a terminal)."""
+def _pair_value(q, p, pair_r, pair_next, pair_done, gamma):
+    """Value a learning-rate-1 update gives pair ``p``: ``r + gamma * max_b Q(s', b)`` (no bootstrap at a terminal)."""
     if pair_done[p]:
         return pair_r[p] + 0.0
     s_next = pair_next[p]
@@ -475,14 +471,14 @@ def _skip_to_useful(q, pair_r, pair_next, pair_done, pair_count, pair_offset, sl
     """
     c = 0
     for p in range(pair_count.shape[0]):
-        if pair_count[p] > 0 and _pair_target(q, p, pair_r, pair_next, pair_done, gamma) != q[p // 2, p % 2]:
+        if pair_count[p] > 0 and _pair_value(q, p, pair_r, pair_next, pair_done, gamma) != q[p // 2, p % 2]:
             c += pair_count[p]
     if c == 0:
         return -1, 0
     draws = rng.geometric(c / big_n)
     u = rng.integers(0, c)
     for p in range(pair_count.shape[0]):
-        if pair_count[p] > 0 and _pair_target(q, p, pair_r, pair_next, pair_done, gamma) != q[p // 2, p % 2]:
+        if pair_count[p] > 0 and _pair_value(q, p, pair_r, pair_next, pair_done, gamma) != q[p // 2, p % 2]:
             if u < pair_count[p]:
                 return slots_by_pair[pair_offset[p] + u], draws
             u -= pair_count[p]
@@ -521,9 +517,9 @@ def _run_once(s_tm1, a_tm1, episode_start, generation, tables, q_star, tree, lea
         s, b = s_tm1[i], a_tm1[i]
         p = 2 * s + b
         before = 1 if abs(q[s, b] - q_star[s, b]) > TOL else 0
-        q[s, b] = _pair_target(q, p, pair_r, pair_next, pair_done, gamma)
+        q[s, b] = _pair_value(q, p, pair_r, pair_next, pair_done, gamma)
         wrong += (1 if abs(q[s, b] - q_star[s, b]) > TOL else 0) - before
-        raw[i] = abs(_pair_target(q, p, pair_r, pair_next, pair_done, gamma) - q[s, b]) + eps  # post-update |delta|
+        raw[i] = abs(_pair_value(q, p, pair_r, pair_next, pair_done, gamma) - q[s, b]) + eps  # post-update |delta|
         n_dirty = _mark(dirty, stack, n_dirty, i)
         tree_set(tree, none, none, leaf0, i, raw[i] ** alpha)
         if window > 0:
@@ -588,7 +584,7 @@ def simulate(
     if memory is None:
         memory = build_memory(n, rng)
     model = build_model(n, rho, window, alpha, eps, mode, decay, memory=memory)
-    tree = SumTree(memory.s_tm1.shape[0], track_extrema=False)
+    tree = SumTree(memory.s_tm1.shape[0], track_min=False, track_max=False)
     tree.update(np.arange(memory.s_tm1.shape[0]), model.mass0)
     a = tree.arrays
     w = 0 if not decay else (n if window is None else window)
@@ -636,8 +632,7 @@ __all__ = [
     "e_pser_exact",
     "e_pser_mc",
     "in_order_probability",
-    "memory_transitions",
+    "interval_copies",
     "simulate",
     "summarise",
-    "target_copies",
 ]
