@@ -1,41 +1,80 @@
-"""``make demo``: run the theory reproductions on their embedded defaults."""
+"""``make demo``: run the theory reproductions on their embedded defaults.
+
+Runs every script of :data:`SCRIPTS` found in the source checkout's
+``theory/`` folder, each in its own process with ``--out <out>/<script>``,
+and prints one line per script: exit code, wall time and its verdict counts
+(read from the script's ``manifest.json``).  Exits 1 if a script failed (a
+claim that does not reproduce is not a failure) or if no script was found.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import json
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
+from .theory.verdict import NOT_APPLICABLE, NOT_REPRODUCED, REPRODUCED
+
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS = ["per_fig1.py", "per_fig2.py", "pser_theorem1.py", "pser_fig7.py", "lap_equivalence.py"]
+THEORY_DIR = ROOT / "theory"
+"""Folder of the theory scripts (present in a source checkout, not in an installed wheel)."""
+SCRIPTS = ("per_fig1.py", "per_fig2.py", "pser_theorem1.py", "pser_fig7.py", "lap_equivalence.py")
+"""The scripts run, in this order."""
+
+
+def find_scripts(theory_dir: Path) -> tuple[list[Path], list[str]]:
+    """The scripts of :data:`SCRIPTS` present in ``theory_dir`` (in order) and the names missing."""
+    found = [theory_dir / name for name in SCRIPTS if (theory_dir / name).is_file()]
+    missing = [name for name in SCRIPTS if not (theory_dir / name).is_file()]
+    return found, missing
+
+
+def verdict_counts(out: Path) -> str:
+    """``"k reproduced, m not reproduced, j n/a"`` from ``out/manifest.json``, or why it cannot be read."""
+    try:
+        manifest = json.loads((out / "manifest.json").read_text())
+    except (OSError, ValueError) as err:
+        return f"no readable manifest.json ({type(err).__name__})"
+    rows = manifest.get("verdict")
+    if not isinstance(rows, list):
+        return "no verdict in manifest.json"
+    counts = Counter(r.get("verdict") for r in rows)
+    return ", ".join(f"{counts[w]} {w}" for w in (REPRODUCED, NOT_REPRODUCED, NOT_APPLICABLE))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/demo"), help="output folder")
     parser.add_argument("--quick", action="store_true", help="pass --quick to every script")
     args = parser.parse_args(argv)
-    failed = []
-    for name in SCRIPTS:
-        script = ROOT / "theory" / name
-        if not script.exists() or importlib.util.find_spec("prioritylab") is None:
-            print(f"[demo] skipping {name}: not present")
-            continue
+    scripts, missing = find_scripts(THEORY_DIR)
+    for name in missing:
+        print(f"[demo] skipping {name}: not in {THEORY_DIR}")
+    if not scripts:
+        print(f"[demo] no theory scripts in {THEORY_DIR}: run the demo from a source checkout")
+        return 1
+    failed, summary = [], []
+    for script in scripts:
         out = args.out / script.stem
         cmd = [sys.executable, str(script), "--out", str(out)] + (["--quick"] if args.quick else [])
         print(f"\n[demo] {' '.join(cmd)}", flush=True)
         t0 = time.perf_counter()
         rc = subprocess.call(cmd)
-        print(f"[demo] {name}: exit {rc}, {time.perf_counter() - t0:.1f} s, results in {out}")
+        line = f"{script.name}: exit {rc}, {time.perf_counter() - t0:.1f} s"
+        line += f", {verdict_counts(out)}" if rc == 0 else ", failed"
+        print(f"[demo] {line}, results in {out}", flush=True)
+        summary.append(line)
         if rc:
-            failed.append(name)
+            failed.append(script.name)
+    print("\n[demo] summary:\n" + "\n".join(f"[demo]   {line}" for line in summary))
     if failed:
         print(f"[demo] failed: {', '.join(failed)}")
         return 1
-    print(f"\n[demo] all results under {args.out}/ (CSV, PNG, manifest.json per script)")
+    print(f"[demo] all results under {args.out}/ (CSV, PNG, manifest.json per script)")
     return 0
 
 

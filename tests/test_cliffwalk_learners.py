@@ -8,9 +8,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prioritylab.cliffwalk import learners as L
-from prioritylab.cliffwalk.env import build_memory, memory_size
-from prioritylab.cliffwalk.reference import reference_run
-from prioritylab.cliffwalk.runner import SCHEMES, RunConfig, run, run_lr1
+from prioritylab.cliffwalk.env import build_memory, memory_size, q_star
+from prioritylab.cliffwalk.reference import Reference, reference_run
+from prioritylab.cliffwalk.runner import (
+    SCHEMES,
+    RunConfig,
+    allocate,
+    initial_max_priority,
+    initial_theta,
+    run,
+    run_lr1,
+    settings,
+)
 from prioritylab.cliffwalk.structures import (
     argmax_build,
     argmax_fix,
@@ -23,6 +32,7 @@ from prioritylab.cliffwalk.structures import (
     treap_rekey,
     treap_select,
 )
+from prioritylab.samplers import make_sampler
 
 PRIORITISED = ["greedy-td", "per", "per-rank", "pser", "lap"]
 CASES = (
@@ -32,6 +42,7 @@ CASES = (
     + [(s, "linear", "td", {"beta": 0.5}) for s in ["per", "per-rank", "pser"]]
     + [("pser", "tabular", "td", {"mode": "add"}), ("pser", "tabular", "max", {"eta": 0.0, "window": 9})]
     + [(s, "tabular", "td", {"post_priority": True, "q0": "zeros", "lr": 1.0}) for s in ["per", "pser"]]
+    + [("lap", lrn, "max", {"kappa": 2.5}) for lrn in ["tabular", "linear"]]
 )
 
 
@@ -84,6 +95,67 @@ def test_lr1_pser_beats_per_and_returns_minus_one_when_censored():
         run_lr1(4, "uniform", seed=0)
 
 
+@pytest.mark.parametrize("kappa", [0.5, 1.0, 2.5])
+def test_lap_max_priority_starts_at_max_one_kappa(kappa):
+    """LAP's pre-filled items enter at max(1, kappa), never below the floor kappa, as the library's LAP sampler."""
+    n = 5
+    cfg = RunConfig(n=n, scheme="lap", kappa=kappa, init="max", alpha=0.4, cap=60, stop_at_convergence=False)
+    start = max(1.0, kappa)
+    assert initial_max_priority(cfg) == start and initial_max_priority(cfg.replace(scheme="per")) == 1.0
+    rng = np.random.default_rng(0)
+    memory = build_memory(n, rng)
+    theta = initial_theta(cfg, rng)
+    table = L.transition_table(memory, n)
+    rep = allocate(cfg, memory)
+    q = np.empty((n, 2))
+    L.q_from_theta(theta, False, q)
+    L.init_priorities(table.cls, table.c_int, table.c_r, q, settings(cfg), rep)
+    np.testing.assert_array_equal(rep.raw, start)
+    np.testing.assert_array_equal(rep.tree[rep.leaf0 : rep.leaf0 + rep.raw.shape[0]], start**0.4)
+    lib = make_sampler("lap", memory_size(n), alpha=0.4, kappa=kappa, seed=0)
+    lib.add(np.arange(memory_size(n)))
+    np.testing.assert_array_equal(lib.priorities(np.arange(memory_size(n))), rep.raw)
+    # after 60 replays: every raw priority is at least kappa, the never-replayed ones still at max(1, kappa)
+    rep = allocate(cfg, memory)
+    L.run_kernel(table, q_star(n), theta, settings(cfg), rep, rng, np.empty(0))
+    assert rep.raw.min() >= kappa
+    assert np.sum(rep.raw == start) >= rep.raw.shape[0] - 60
+
+
+@pytest.mark.parametrize("mode", ["max", "add"])
+def test_pser_eq10_reads_the_current_priority_as_the_library_does(mode):
+    """Eq. 10's p_old is the raw priority current when the slot is set, decays of earlier updates included.
+
+    The reference's updates, one transition each, equal the library's PSER sampler fed the same single-item
+    updates; one pair of updates is built so that a decay raises the later-updated slot first.
+    """
+    cfg = RunConfig(n=4, scheme="pser", init="td", alpha=0.6, eta=0.7, rho=0.4, mode=mode, q0="normal")
+    ref = Reference(cfg, 3)
+    size = ref.N
+    idx = np.arange(size)
+    td0 = np.array([ref.td(ref.q, i) for i in idx])
+    lib = make_sampler("pser", size, alpha=0.6, eta=0.7, rho=0.4, window=ref.window, mode=mode, eps=cfg.eps,
+                       init="td", seed=0)  # fmt: skip
+    lib.add(idx, episode_start=ref.mem.episode_start, td_errors=td0)
+    np.testing.assert_array_equal(lib.priorities(idx), ref.raw)
+    t = int(np.flatnonzero(~ref.mem.episode_start)[0])  # slot t - 1 is in t's episode, just before it
+    before = ref.raw[t - 1]
+    ref.reprioritise(t, 5.0)
+    lib.update(np.array([t]), np.array([5.0]))
+    raised = ref.raw[t - 1]
+    assert raised > before  # the decay from t raised t - 1
+    ref.reprioritise(t - 1, 0.0)
+    lib.update(np.array([t - 1]), np.array([0.0]))
+    assert ref.raw[t - 1] == pytest.approx(cfg.eta * raised, rel=1e-15)
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        i = int(rng.integers(size))
+        d = float(rng.normal() * 10.0 ** rng.uniform(-3, 1))
+        ref.reprioritise(i, abs(d))
+        lib.update(np.array([i]), np.array([d]))
+    np.testing.assert_array_equal(lib.priorities(idx), ref.raw)
+
+
 @pytest.mark.parametrize("learner", ["tabular", "linear"])
 def test_oracle_never_needs_more_updates_than_uniform(learner):
     for n, seed in itertools.product(range(2, 8), range(5)):
@@ -118,9 +190,6 @@ def test_curve_is_mse_over_all_pairs_and_ends_below_threshold():
     assert finite[-1] < 1e-3 <= finite[-2]
     q0 = RunConfig(n=7).replace(cap=1)
     first = run(q0.replace(record_every=1, stop_at_convergence=False), 0)
-    from prioritylab.cliffwalk.env import q_star
-    from prioritylab.cliffwalk.runner import initial_theta
-
     rng = np.random.default_rng(0)
     build_memory(7, rng)
     theta = initial_theta(q0, rng)

@@ -91,9 +91,9 @@ def test_identity_cases(dk, alpha, beta, tau, eps):
 
 @given(dk=data_and_kappa())
 def test_observations_2_and_3_mean_and_median(dk):
-    targets, _ = dk
-    assert_passed(eq.check_observation2(targets))
-    assert_passed(eq.check_observation3(targets))
+    y, _ = dk
+    assert_passed(eq.check_observation2(y))
+    assert_passed(eq.check_observation3(y))
 
 
 # -- zeros and PER's eps ----------------------------------------------------------------

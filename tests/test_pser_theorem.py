@@ -63,6 +63,14 @@ def test_pser_closed_form_special_cases():
     assert pm.in_order_probability(4, 1 - 1e-9) == pytest.approx(1 / 24, rel=1e-6)
 
 
+def test_interval_copies_count_the_memory():
+    n = 6
+    mem = build_memory(n, np.random.default_rng(0))
+    right = mem.a_tm1 == mem.s_tm1 % 2  # right_action(n)[s] = s % 2
+    for k in range(1, n + 1):
+        assert pm.interval_copies(n, k) == int(np.sum((mem.s_tm1 == n - k) & right)) == 2 ** (k - 1)
+
+
 def test_window_reaches_only_the_episode():
     assert pm.chain_length(8, None) == 7
     assert pm.chain_length(8, 20) == 7
@@ -215,7 +223,7 @@ def test_cap_is_reported():
         (lambda: pm.e_pser_exact(30, 0.4), "n must be at most"),
         (lambda: pm.e_pser_exact(4, 0.4, mode="mul"), "mode"),
         (lambda: pm.e_pser_mc(4, 0.4, runs=0), "runs"),
-        (lambda: pm.target_copies(4, 5), "interval"),
+        (lambda: pm.interval_copies(4, 5), "interval"),
     ],
 )
 def test_bad_input_raises(call, match):
@@ -245,7 +253,9 @@ def test_script_quick_run(tmp_path):
     for name in ("expected_steps_unlimited_window.csv", "real_runs.csv", "pser_theorem1.png", "manifest.json"):
         assert (tmp_path / name).stat().st_size > 0
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    verdict = {v["claim"]: v["holds"] for v in manifest["verdict"]}
+    verdict = {v["claim"]: v["reproduced"] for v in manifest["verdict"]}
+    words = {True: "reproduced", False: "not reproduced"}
+    assert all(v["verdict"] == words[v["reproduced"]] for v in manifest["verdict"])
     assert verdict["E_PER closed form (eq. 28) = exact chain"]
     assert verdict["E_PSER derived closed form = exact chain"]
     assert verdict["PER grows exponentially (2^n)"]
@@ -258,7 +268,7 @@ def test_verdict_flags_cases_built_to_fail():
     script = load_script()
     cfg = script.Config(n_max=5, mc_runs=2000, real_seeds=3, quick=True)
     tables, _, variants = script.compute(cfg)
-    base = {v["claim"]: v["holds"] for v in script.verdict(tables, variants)}
+    base = {v["claim"]: v["reproduced"] for v in script.verdict(tables, variants)}
     assert base["E_PER closed form (eq. 28) = exact chain"]
     assert base["Monte Carlo within 95% CI of exact"]
     assert not base["PSER bound (eq. 31) >= exact, W = eq. 8-9"]
@@ -271,10 +281,10 @@ def test_verdict_flags_cases_built_to_fail():
     for kind in ("eq8-9", "unlimited"):  # a bound that would hold
         for r in bad[kind]:
             r["e_pser_bound"] = 2 * r["e_pser_exact"]
-    flagged = {v["claim"]: v["holds"] for v in script.verdict(bad, variants)}
+    flagged = {v["claim"]: v["reproduced"] for v in script.verdict(bad, variants)}
     assert not flagged["E_PER closed form (eq. 28) = exact chain"]
     assert not flagged["E_PSER derived closed form = exact chain"]
     assert not flagged["Monte Carlo within 95% CI of exact"]
     assert flagged["PSER bound (eq. 31) >= exact, W = eq. 8-9"]
     assert flagged["PSER bound (eq. 31) >= exact, unlimited W"]
-    assert "DOES NOT hold" in script.format_verdict(script.verdict(bad, variants))
+    assert "not reproduced" in script.format_verdict(script.verdict(bad, variants))

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from prioritylab.cliffwalk.experiments import verdict_table
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -16,13 +18,27 @@ def load(name):
     return mod
 
 
-def summary_rows(medians: dict) -> list[dict]:
-    """A summary as :func:`summarise` makes it, from ``{(label, n): median}``."""
-    return [
-        {"label": label, "n": n, "memory_size": 2 ** (n + 1) - 2, "seeds": 3, "median": float(m), "min": float(m),
-         "max": float(m), "censored": 0, "median_is_lower_bound": False}
-        for (label, n), m in medians.items()
-    ]  # fmt: skip
+def summary_rows(medians: dict, censored_at: dict | None = None) -> list[dict]:
+    """A summary as :func:`summarise` makes it, from ``{(label, n): median}``.
+
+    ``censored_at`` maps ``(label, n)`` to a cap: every run of that cell is censored there.
+    """
+    censored_at = censored_at or {}
+    rows = []
+    for (label, n), m in medians.items():
+        cap = censored_at.get((label, n))
+        m = float(m if cap is None else cap)
+        rows.append({"label": label, "n": n, "memory_size": 2 ** (n + 1) - 2, "seeds": 3, "median": m, "min": m,
+                     "max": m, "censored": 0 if cap is None else 3, "median_is_lower_bound": cap is not None})
+    return rows
+
+
+def claims(checks: list[dict]) -> list[dict]:
+    """The rows with a criterion; context rows (reproduced None) print n/a."""
+    return [c for c in checks if c["reproduced"] is not None]
+
+
+WORDS = {True: "reproduced", False: "not reproduced", None: "n/a"}
 
 
 @pytest.mark.parametrize("name", ["per_fig1", "per_fig2", "pser_fig7"])
@@ -33,9 +49,14 @@ def test_quick_mode_writes_files_and_a_verdict(name, tmp_path, capsys):
     assert "manifest.json" in files
     assert any(f.endswith(".csv") for f in files) and any(f.endswith(".png") for f in files)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["verdict"] and all("reproduced" in c for c in manifest["verdict"])
+    assert manifest["verdict"] and all(c["verdict"] == WORDS[c["reproduced"]] for c in manifest["verdict"])
     out = capsys.readouterr().out
-    assert "reproduced" in out and mod.CLAIM in out
+    assert mod.CLAIM in out
+    table = out[out.index(" verdict") :]
+    for c in manifest["verdict"]:
+        assert c["claim"] in table
+    if name != "pser_fig7":  # its rows are all claims; the PER scripts have context rows
+        assert any(c["reproduced"] is None for c in manifest["verdict"]) and "n/a" in table
 
 
 def test_fig1_verdict_fails_without_exponential_advantage():
@@ -47,7 +68,28 @@ def test_fig1_verdict_fails_without_exponential_advantage():
     worse = summary_rows({**{("uniform", n): 10.0 * n for n in ns}, **{("oracle", n): 2.0**n for n in ns}})
     assert not mod.verdict(worse, ns)[1]["reproduced"]
     good = summary_rows({**{("uniform", n): 10 * 4.0**n for n in ns}, **{("oracle", n): 10.0 * n for n in ns}})
-    assert all(c["reproduced"] for c in mod.verdict(good, ns))
+    checks = mod.verdict(good, ns)
+    assert all(c["reproduced"] for c in claims(checks)) and checks[2]["reproduced"] is None
+    assert "n/a" in verdict_table(checks) and "not reproduced" not in verdict_table(checks)
+
+
+def test_fig1_oracle_never_slower_is_not_decided_by_censored_medians():
+    """Both schemes censored at the same cap: equal medians must not count as 'oracle not slower'."""
+    mod = load("per_fig1")
+    ns = list(range(2, 9))
+    medians = {**{("uniform", n): 10 * 4.0**n for n in ns}, **{("oracle", n): 10.0 * n for n in ns}}
+    caps = {(label, n): 5000.0 for label in ("uniform", "oracle") for n in (7, 8)}  # both censored at n = 7, 8
+    checks = mod.verdict(summary_rows(medians, caps), ns)
+    assert not checks[1]["reproduced"]
+    assert "undecided (oracle median censored) at n: 7, 8" in checks[1]["measured"]
+    assert "not reproduced" in verdict_table(checks)
+    # uniform censored (a lower bound) above an exact oracle median still decides "not slower"
+    caps = {("uniform", n): 5000.0 for n in (7, 8)}
+    assert mod.verdict(summary_rows(medians, caps), ns)[1]["reproduced"]
+    # an exact uniform median below a censored oracle median decides "slower"
+    caps = {("oracle", 8): 1e6}
+    checks = mod.verdict(summary_rows(medians, caps), ns)
+    assert not checks[1]["reproduced"] and "slower at n: 8;" in checks[1]["measured"]
 
 
 def test_fig2_verdict_fails_when_prioritisation_does_not_help():
@@ -58,7 +100,8 @@ def test_fig2_verdict_fails_when_prioritisation_does_not_help():
     checks = mod.verdict(same, n)
     assert [c["reproduced"] for c in checks[:3]] == [False, False, False]
     fast = summary_rows({(label, n): 1000.0 if label.endswith("uniform") else 100.0 for label in labels})
-    assert all(c["reproduced"] for c in mod.verdict(fast, n))
+    checks = mod.verdict(fast, n)
+    assert all(c["reproduced"] for c in claims(checks)) and checks[3]["reproduced"] is None
     one_slow = dict(((label, n), 1000.0 if label.endswith("uniform") else 100.0) for label in labels)
     one_slow[("linear/per-rank a=0.5", n)] = 800.0  # x1.25 only
     checks = mod.verdict(summary_rows(one_slow), n)

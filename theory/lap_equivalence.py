@@ -4,9 +4,11 @@ Checks Theorems 1-3, Corollaries 1-3 and Observations 1-4 exactly on random
 data sets of TD errors, by Monte Carlo with prioritylab's PER and LAP samplers,
 on the parameters of a small torch Q-network, and on the Blind Cliffwalk
 (expected updates at every step; a stochastic final reward whose fixed points
-show PER's outlier bias).  Prints a verdict table and writes ``checks.csv``,
-``monte_carlo.csv``, ``chain.csv``, ``chain_bias.png`` and ``manifest.json``
-into ``--out``.  Exits 0 whatever the verdicts; non-zero only on errors.
+show PER's outlier bias).  Prints a verdict table (``reproduced`` / ``not
+reproduced`` per claim) and writes ``checks.csv`` (the same rows), ``monte_carlo.csv``,
+``chain.csv``, ``chain_summary.json``, ``chain_bias.png``, ``variance.csv`` and
+``manifest.json`` (with the verdict rows) into ``--out``.  Exits 0 whatever the
+verdicts; non-zero only on errors.
 
     python theory/lap_equivalence.py --out results/lap_equivalence [--quick]
 """
@@ -23,6 +25,7 @@ from tqdm import tqdm
 
 from prioritylab import equivalence as eq
 from prioritylab.results import save_figure, write_csv, write_json, write_manifest
+from prioritylab.theory.verdict import verdict_word
 
 SPECIAL = (0.0, 1.0, -1.0, 0.5, 2.0)  # multiplied by kappa: zero, both boundaries, both sides
 
@@ -183,19 +186,20 @@ def bias_figure(chain: eq.ChainExperiment, out: Path, huber_ref: float | None = 
     plt.close(fig)
 
 
-def print_table(checks: list[eq.Check]) -> None:
+def verdict_table(checks: list[eq.Check]) -> str:
+    """One line per claim: quantity, cases, worst deviations, tolerance and the verdict word."""
     head = f"{'claim':48s} {'quantity':58s} {'cases':>7s} {'worst abs':>10s} {'worst rel':>10s} {'tol':>9s}  verdict"
-    print(head)
-    print("-" * len(head))
+    lines = [head, "-" * len(head)]
     for c in checks:
-        print(f"{c.claim[:48]:48s} {c.quantity[:58]:58s} {c.cases:7d} {c.abs_dev:10.2e} {c.rel_dev:10.2e} "
-              f"{c.tol:9.2e}  {'reproduced' if c.passed else 'NOT reproduced'}")
+        lines.append(f"{c.claim[:48]:48s} {c.quantity[:58]:58s} {c.cases:7d} {c.abs_dev:10.2e} {c.rel_dev:10.2e} "
+                     f"{c.tol:9.2e}  {verdict_word(c.passed)}")
+    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("results/lap_equivalence"), help="output folder")
-    p.add_argument("--quick", action="store_true", help="fewer cases, sizes and steps (about 15 s)")
+    p.add_argument("--quick", action="store_true", help="fewer cases, sizes and steps (about 6 s)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw")
     p.add_argument("--cases", type=int, default=None,
                    help="random data sets per kappa for the exact checks (default 40, --quick 8)")
@@ -214,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     checks += cliffwalk_stepwise_checks(args.seed, args.quick)
     chain = chain_part(args.seed, args.quick)
     checks += chain.checks
-    print_table(checks)
+    print(verdict_table(checks))
     out = args.out
     write_csv(out / "checks.csv", [c.row() for c in checks])
     write_csv(out / "monte_carlo.csv", mc_rows)
@@ -238,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
           f"median {np.median(chain.rewards):.6f}")
     n_bad = sum(not c.passed for c in checks)
     write_manifest(out, vars(args), {"seconds": round(time.time() - start, 1), "claims": len(checks),
-                                     "not_reproduced": n_bad})
+                                     "not_reproduced": n_bad, "verdict": [c.row() for c in checks]})
     print(f"\n{len(checks) - n_bad}/{len(checks)} claims reproduced; results in {out} ({time.time() - start:.0f} s)")
     return 0
 

@@ -41,8 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-from prioritylab.cliffwalk.env import memory_size
 from prioritylab.cliffwalk.experiments import (
+    CAP_PER_TRANSITION,
+    default_cap,
     default_jobs,
     format_table,
     lookup,
@@ -54,6 +55,7 @@ from prioritylab.cliffwalk.experiments import (
 )
 from prioritylab.cliffwalk.runner import RunConfig
 from prioritylab.results import save_figure, write_csv, write_manifest
+from prioritylab.theory.verdict import with_verdict
 
 NAME = "pser_fig7"
 CLAIM = "PSER Fig. 2/7: PSER converges faster than PER on the Blind Cliffwalk; MaxPrio delays convergence"
@@ -62,7 +64,6 @@ ETAS = (0.0, 0.7)
 INITS = ("max", "small", "td")
 ALPHA = 1.0
 RECORD_EVERY = 100
-CAP_PER_TRANSITION = 200
 
 
 def templates() -> dict[str, RunConfig]:
@@ -80,7 +81,8 @@ def templates() -> dict[str, RunConfig]:
 
 
 def cap_for(label: str, n: int) -> int:
-    return CAP_PER_TRANSITION * memory_size(n)
+    """The same cap for every label: :func:`~prioritylab.cliffwalk.experiments.default_cap`."""
+    return default_cap(n)
 
 
 def verdict(summary: list[dict], ns: list[int]) -> list[dict]:
@@ -182,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             save_figure(plot(curves, ns, seeds, q0, eta), out / f"{NAME}_q0-{q0}_eta-{eta}.png")
     config = {"ns": ns, "seeds": seeds, "templates": {k: vars(v) for k, v in tpl.items()}}
     config.update(cap_per_transition=CAP_PER_TRANSITION, quick=args.quick, jobs=jobs, wall_seconds=wall)
-    write_manifest(out, config, extra={"verdict": checks})
+    write_manifest(out, config, extra={"verdict": with_verdict(checks)})
     print(CLAIM)
     last = [r for r in summary if r["n"] == ns[-1]]
     print(format_table(last, ["label", "n", "median", "min", "max", "censored"]))

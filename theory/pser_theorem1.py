@@ -26,14 +26,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from prioritylab.cliffwalk import run_lr1
 from prioritylab.results import save_figure, write_csv, write_manifest
 from prioritylab.samplers.pser import window_from_rho
 from prioritylab.theory import pser_model as pm
-
-try:  # the package-level export, else the module that defines it
-    from prioritylab.cliffwalk import run_lr1
-except ImportError:
-    from prioritylab.cliffwalk.runner import run_lr1
+from prioritylab.theory.verdict import verdict_word, with_verdict
 
 COLUMNS = [
     "n", "rho", "e_per_closed", "e_per_exact", "e_per_mc", "e_per_mc_ci", "e_pser_bound", "e_pser_exact",
@@ -83,11 +80,6 @@ class Config:
     @property
     def ns(self) -> list[int]:
         return list(range(self.n_min, self.n_max + 1))
-
-
-def window_of(rho: float, kind: str, n: int) -> int | None:
-    """``None`` (unlimited) or the eq. 8-9 window, for the model functions."""
-    return None if kind == "unlimited" else window_from_rho(rho)
 
 
 def real_steps(n: int, scheme: str, rho: float, window: int, cfg: Config, eta: float, eps: float) -> np.ndarray:
@@ -221,8 +213,8 @@ def _mc_stats(rows) -> tuple[float, float]:
     return float((z <= 1.96).mean()), float(z.max())
 
 
-def _claim(claim: str, measured: str, holds: bool, note: str = "") -> dict:
-    return dict(claim=claim, measured=measured, holds=bool(holds), note=note)
+def _claim(claim: str, measured: str, reproduced: bool, note: str = "") -> dict:
+    return dict(claim=claim, measured=measured, reproduced=bool(reproduced), note=note)
 
 
 def _model_claims(tables: dict) -> list[dict]:
@@ -299,7 +291,7 @@ def _real_claims(tables: dict, variants: dict) -> list[dict]:
 
 
 def verdict(tables: dict, variants: dict | None = None) -> list[dict]:
-    """Every claim with what was measured and whether it holds (see docs/theory/pser-theorem.md)."""
+    """Every claim with what was measured and whether it is reproduced (see docs/theory/pser-theorem.md)."""
     out = _model_claims(tables)
     if tables["eq8-9"] and "e_pser_real" in tables["eq8-9"][0]:
         out += _real_claims(tables, variants or {})
@@ -307,12 +299,12 @@ def verdict(tables: dict, variants: dict | None = None) -> list[dict]:
 
 
 def format_verdict(rows: list[dict]) -> str:
+    """Claim, verdict (``reproduced`` / ``not reproduced``) and what was measured, one line per claim."""
     width = max(len(r["claim"]) for r in rows)
     lines = [f"{'claim':<{width}}  {'verdict':<14}  measured"]
     for r in rows:
-        tag = "reproduces" if r["holds"] else "DOES NOT hold"
         note = f"  ({r['note']})" if r["note"] else ""
-        lines.append(f"{r['claim']:<{width}}  {tag:<14}  {r['measured']}{note}")
+        lines.append(f"{r['claim']:<{width}}  {verdict_word(r['reproduced']):<14}  {r['measured']}{note}")
     lines.append("(growth: exponential if log2-slope >= 0.5; else linear if slope ratio <= 1.5, else superlinear)")
     return "\n".join(lines)
 
@@ -376,7 +368,7 @@ def write_outputs(out: Path, cfg: Config, tables: dict, log: list[dict], verdict
     write_csv(out / "real_runs.csv", log, ["n", "scheme", "rho", "window", "eta", "eps", "seed", "steps"])
     make_figure(tables, out / "pser_theorem1.png")
     config = asdict(cfg)
-    write_manifest(out, config, extra={"verdict": verdict_rows, "seconds": round(seconds, 1),
+    write_manifest(out, config, extra={"verdict": with_verdict(verdict_rows), "seconds": round(seconds, 1),
                                        "files": [*CSV_NAMES.values(), "pser_closed_form.csv", "real_runs.csv",
                                                  "pser_theorem1.png"]})  # fmt: skip
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from .experiments import CAP_PER_TRANSITION
 from .runner import INITS, LEARNERS, SCHEMES, RunConfig
 
 
@@ -43,7 +44,8 @@ def register(subparsers) -> None:
     p.add_argument("--q0", choices=("normal", "zeros"), default=d.q0, help="initial parameters")
     p.add_argument("--init-std", type=float, default=d.init_std, help="std of the initial parameters")
     p.add_argument("--threshold", type=float, default=d.threshold, help="MSE threshold of convergence")
-    p.add_argument("--cap", type=int, default=None, help="update cap per run (default: 200 per memory transition)")
+    p.add_argument("--cap", type=int, default=None,
+                   help=f"update cap per run (default: {CAP_PER_TRANSITION} per memory transition)")
     p.add_argument("--seeds", type=int, default=10, help="number of seeds (0, 1, ...)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
     p.add_argument("--out", default=None, help="folder for runs.csv, summary.csv, a PNG and manifest.json")
@@ -65,8 +67,7 @@ def main(args) -> int:
         from .speed import main as speed_main
 
         return speed_main([])
-    from .env import memory_size
-    from .experiments import format_table, run_grid, summarise
+    from .experiments import default_cap, format_table, run_grid, summarise
     from .runner import validate
 
     try:
@@ -79,7 +80,7 @@ def main(args) -> int:
         raise SystemExit(f"prioritylab cliffwalk: {err}") from None
 
     def cap_for(label, n):
-        return args.cap if args.cap else 200 * memory_size(n)
+        return args.cap if args.cap else default_cap(n)
 
     label = f"{args.learner}/{args.sampler}"
     t0 = time.perf_counter()

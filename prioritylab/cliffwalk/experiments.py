@@ -7,7 +7,9 @@ parameters (common random numbers).
 
 Censoring: a run that has not converged within its ``cap`` counts as ``cap``
 updates in the medians, which are then lower bounds; every summary row says
-how many runs were censored and marks such medians.
+how many runs were censored and marks such medians.  The scripts and the
+command line cap every run at :data:`CAP_PER_TRANSITION` updates per memory
+transition (:func:`default_cap`).
 """
 
 from __future__ import annotations
@@ -19,8 +21,21 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from ..theory.verdict import verdict_word, with_verdict
 from .env import memory_size
 from .runner import RunConfig, run
+
+CAP_PER_TRANSITION = 200
+"""Update cap per run, per memory transition: 26.2 M updates at n = 16.
+
+Measured (docs/theory/per-figures.md, 10 seeds): about 13x the tabular uniform
+median at n = 16 (1.95 M) and about 20x the linear uniform median (1.32 M); no
+run of PER Fig. 1-2 or PSER Fig. 7 in the documented tables reaches it."""
+
+
+def default_cap(n: int) -> int:
+    """``CAP_PER_TRANSITION * (2^(n+1) - 2)``: the update cap of one run on ``n`` states."""
+    return CAP_PER_TRANSITION * memory_size(n)
 
 
 def _one(task):
@@ -179,9 +194,13 @@ def script_parser(description: str):
 
 
 def verdict_table(checks: list[dict]) -> str:
-    """Format verdict rows (claim, measured, criterion, reproduced) as a table."""
-    rows = [{**c, "reproduced": "yes" if c["reproduced"] else "NO"} for c in checks]
-    return format_table(rows, ["claim", "measured", "criterion", "reproduced"])
+    """Format verdict rows (claim, measured, criterion, reproduced) as a table with a ``verdict`` column.
+
+    ``reproduced`` is True, False or None (a context row); the column reads
+    ``reproduced``, ``not reproduced`` or ``n/a`` (:mod:`prioritylab.theory.verdict`).
+    """
+    rows = [{**c, "verdict": verdict_word(c["reproduced"])} for c in checks]
+    return format_table(rows, ["claim", "measured", "criterion", "verdict"])
 
 
 def write_outputs(out_dir, name: str, rows: list[dict], summary: list[dict], fig, config: dict, checks: list[dict]):
@@ -194,4 +213,4 @@ def write_outputs(out_dir, name: str, rows: list[dict], summary: list[dict], fig
     write_csv(out / f"{name}_runs.csv", rows)
     write_csv(out / f"{name}_summary.csv", summary)
     save_figure(fig, out / f"{name}.png")
-    write_manifest(out, config, extra={"verdict": checks})
+    write_manifest(out, config, extra={"verdict": with_verdict(checks)})

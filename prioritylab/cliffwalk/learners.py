@@ -39,8 +39,11 @@ Replay schemes (integer codes below), all with one transition per update:
   ``|delta|`` (descending, ties by slot), exact at every step via a treap.
 * ``PSER``: PER plus the backward decay of PSER eq. 6/7 over a window ``W``
   (eq. 8-9) and the anti-collapse rule eq. 10, ``p <- max(|delta| + eps, eta
-  p_old)``, through :func:`prioritylab.samplers.pser.pser_decay`.
-* ``LAP``: raw priority ``max(|delta|, kappa)`` (LAP eq. 9/30), mass ``raw^alpha``.
+  p_old)``, through :func:`prioritylab.samplers.pser.pser_decay`.  ``p_old`` is
+  the slot's raw priority current when it is set, so it includes every decay
+  written by earlier updates (the library sampler's reading inside a batch).
+* ``LAP``: raw priority ``max(|delta|, kappa)`` (LAP eq. 9/30), mass ``raw^alpha``;
+  the running maximum starts at ``max(1, kappa)``.
 
 A replayed transition's new priority comes from the TD error computed for its
 update (the algorithms as published) or, with ``post_priority``, from the TD
@@ -62,9 +65,12 @@ UNIFORM, ORACLE, GREEDY, PER, RANK, PSER, LAP = 0, 1, 2, 3, 4, 5, 6
 """Scheme codes; every code from ``GREEDY`` on keeps priorities."""
 
 INIT_MAX, INIT_SMALL, INIT_TD = 0, 1, 2
-"""Initial priority of the pre-filled memory: the maximal priority (1, the
-library's ``initial_priority``), the priority of a zero TD error (``eps`` for
-PER/PSER: PSER's "small non-zero priority"), or the current TD error."""
+"""Initial priority of the pre-filled memory: the maximal priority (``pmax`` at
+the start: 1, the library's ``initial_priority``, and ``max(1, kappa)`` for LAP,
+whose raw priorities never go below ``kappa``; see
+:func:`prioritylab.cliffwalk.runner.initial_max_priority`), the priority of a
+zero TD error (``eps`` for PER/PSER: PSER's "small non-zero priority"), or the
+current TD error."""
 
 EXACT_TOL = 1e-12
 """``criterion="exact"``: an entry counts as learned once ``|Q - Q*| <= EXACT_TOL``."""
@@ -136,7 +142,7 @@ class ReplayArrays(NamedTuple):
     nodes: np.ndarray  # treap node rows (RANK), see structures.treap_nodes
     root: np.ndarray
     cdf: np.ndarray  # cumulative rank masses (RANK)
-    pmax: np.ndarray  # [largest raw priority recorded]
+    pmax: np.ndarray  # [largest raw priority recorded], starts at runner.initial_max_priority
 
 
 def transition_table(memory, n: int) -> Table:
@@ -160,11 +166,11 @@ def transition_table(memory, n: int) -> Table:
 @njit(cache=True, inline="always")
 def td_error(c_int, c_r, q, gamma, c):
     """PER eq. 2 for class ``c``: ``r_t + gamma (1 - done_t) max_b Q(s_t, b) - Q(s_tm1, a_tm1)``."""
-    target = c_r[c]
+    y = c_r[c]
     if c_int[c, 3] == 0:
         s_t = c_int[c, 2]
-        target += gamma * max(q[s_t, 0], q[s_t, 1])
-    return target - q[c_int[c, 0], c_int[c, 1]]
+        y += gamma * max(q[s_t, 0], q[s_t, 1])
+    return y - q[c_int[c, 0], c_int[c, 1]]
 
 
 @njit(cache=True)
@@ -369,7 +375,7 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
             d_new = td_error(c_int, c_r, q, cfg.gamma, c) if cfg.post_priority else delta
             p = raw_from_td(cfg, abs(d_new))
             if sc == PSER:
-                p = max(p, cfg.eta * raw[i])  # PSER eq. 10
+                p = max(p, cfg.eta * raw[i])  # PSER eq. 10, p_old = the current raw (earlier decays included)
             pmax = max(pmax, p)
             raw[i] = p
             if sc == GREEDY:

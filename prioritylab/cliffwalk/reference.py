@@ -104,7 +104,8 @@ class Reference:
         self.linear = cfg.learner == "linear"
         self.window = window_from_rho(cfg.rho) if cfg.window is None else cfg.window
         self.q = self.values(self.theta)
-        self.pmax = 1.0
+        # the running maximum starts at 1 (PER Section 3.2); LAP's raw priority is never below kappa
+        self.pmax = max(1.0, cfg.kappa) if cfg.scheme == "lap" else 1.0
         self.raw = [0.0] * self.N
         self.tree = None
         if cfg.scheme in ("greedy-td", "per", "per-rank", "pser", "lap"):
@@ -123,11 +124,11 @@ class Reference:
 
     def td(self, q, i: int) -> float:
         m = self.mem
-        target = float(m.r_t[i])
+        y = float(m.r_t[i])
         if not m.done_t[i]:
             s_t = m.s_t[i]
-            target += self.gamma * max(q[s_t, 0], q[s_t, 1])
-        return target - q[m.s_tm1[i], m.a_tm1[i]]
+            y += self.gamma * max(q[s_t, 0], q[s_t, 1])
+        return y - q[m.s_tm1[i], m.a_tm1[i]]
 
     def updated(self, theta, i: int, d: float) -> np.ndarray:
         """Parameters after the step ``d`` on transition ``i`` (a copy)."""
@@ -191,6 +192,13 @@ class Reference:
                 self.tree.set(t - k, new**cfg.alpha)
 
     def reprioritise(self, i: int, abs_delta: float) -> None:
+        """Set slot ``i``'s raw priority from ``|delta|`` (and, for PSER, decay it backwards).
+
+        PSER eq. 10, ``p = max(|delta| + eps, eta p_old)``: ``p_old`` is the raw
+        priority stored in slot ``i`` now, including any decay an earlier
+        update wrote into it (the library sampler reads it the same way
+        inside one batch: item by item, after the earlier items' decays).
+        """
         cfg = self.cfg
         p = self.raw_from_td(abs_delta)
         if cfg.scheme == "pser":

@@ -55,7 +55,8 @@ class RunConfig:
     eps: float = 1e-6
     """Small constant of the proportional priority ``|delta| + eps`` (PER Section 3.3)."""
     init: str = "max"
-    """Initial priority of the pre-filled memory: ``max`` (1), ``small`` (zero TD error's priority), ``td``."""
+    """Initial priority of the pre-filled memory: ``max`` (:func:`initial_max_priority`: 1, LAP max(1, kappa)),
+    ``small`` (zero TD error's priority), ``td``."""
     rho: float = 0.4
     """PSER decay coefficient (PSER App. table: 0.4)."""
     window: int | None = None
@@ -168,6 +169,18 @@ def initial_theta(cfg: RunConfig, rng: np.random.Generator) -> np.ndarray:
     return rng.normal(0.0, cfg.init_std, size=(2, width))
 
 
+def initial_max_priority(cfg: RunConfig) -> float:
+    """Largest raw priority before any is recorded: 1, and ``max(1, kappa)`` for LAP.
+
+    PER Section 3.2 gives new transitions the maximal priority so far, 1 at
+    the start (the library samplers' ``initial_priority``).  LAP's raw
+    priority is never below ``kappa`` (eq. 9/30: ``max(|delta|, kappa)``), so
+    its running maximum starts at ``max(1, kappa)``: with ``kappa > 1`` a new
+    item would otherwise sit below the floor every replayed item has.
+    """
+    return max(1.0, float(cfg.kappa)) if cfg.scheme == "lap" else 1.0
+
+
 def allocate(cfg: RunConfig, memory) -> L.ReplayArrays:
     """Empty replay state for ``cfg.scheme`` (arrays a scheme does not use have length 0)."""
     N = memory.s_tm1.shape[0]
@@ -184,7 +197,7 @@ def allocate(cfg: RunConfig, memory) -> L.ReplayArrays:
         generation=np.arange(N, dtype=np.int64), episode_start=memory.episode_start.astype(np.bool_),
         best=np.zeros(2 * leaves, dtype=np.int64), leaves=int(leaves),
         nodes=treap_nodes(nr), root=np.full(1, -1, dtype=np.int64),
-        cdf=rank_cdf(N, cfg.alpha) if nr else np.empty(0), pmax=np.ones(1),
+        cdf=rank_cdf(N, cfg.alpha) if nr else np.empty(0), pmax=np.full(1, initial_max_priority(cfg)),
     )  # fmt: skip
 
 
@@ -258,4 +271,7 @@ def run_lr1(
     return run(cfg, seed).updates
 
 
-__all__ = ["INITS", "LEARNERS", "SCHEMES", "RunConfig", "RunResult", "run", "run_lr1", "run_seeds", "settings"]
+__all__ = [
+    "INITS", "LEARNERS", "SCHEMES", "RunConfig", "RunResult", "initial_max_priority", "run", "run_lr1", "run_seeds",
+    "settings",
+]  # fmt: skip

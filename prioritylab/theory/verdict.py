@@ -1,0 +1,35 @@
+"""Verdict wording shared by every theory script.
+
+Every script prints (and stores in ``manifest.json`` or a CSV) one verdict per
+claim, in a column named ``verdict`` holding one of three words:
+
+* ``reproduced``: the measured quantity meets the stated criterion;
+* ``not reproduced``: it does not (the script still exits 0);
+* ``n/a``: a context row, reported for information, with no criterion.
+
+A verdict row keeps the machine-readable outcome under ``reproduced``:
+``True``, ``False`` or ``None`` (context rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+REPRODUCED = "reproduced"
+NOT_REPRODUCED = "not reproduced"
+NOT_APPLICABLE = "n/a"
+
+
+def verdict_word(reproduced: bool | None) -> str:
+    """``"reproduced"``, ``"not reproduced"`` or ``"n/a"`` (``None``: a context row)."""
+    if reproduced is None:
+        return NOT_APPLICABLE
+    return REPRODUCED if reproduced else NOT_REPRODUCED
+
+
+def with_verdict(rows: Iterable[Mapping]) -> list[dict]:
+    """Copies of ``rows`` with a ``verdict`` word from each row's ``reproduced`` (bool or None)."""
+    return [{**r, "verdict": verdict_word(r["reproduced"])} for r in rows]
+
+
+__all__ = ["NOT_APPLICABLE", "NOT_REPRODUCED", "REPRODUCED", "verdict_word", "with_verdict"]

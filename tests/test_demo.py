@@ -1,0 +1,84 @@
+"""``make demo`` (prioritylab.demo): script discovery, verdict counts, failure reporting, and one real --quick run."""
+
+import json
+import textwrap
+
+from prioritylab import demo
+
+FAKE = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+
+    out = Path(sys.argv[sys.argv.index("--out") + 1])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "argv.json").write_text(json.dumps(sys.argv[1:]))
+    verdict = [{"claim": "a", "verdict": "reproduced"}, {"claim": "b", "verdict": "not reproduced"},
+               {"claim": "c", "verdict": "n/a"}, {"claim": "d", "verdict": "reproduced"}]
+    (out / "manifest.json").write_text(json.dumps({"verdict": verdict}))
+    sys.exit(EXIT)
+    """
+)
+
+
+def fake_theory(tmp_path, exits: dict[str, int]):
+    """A theory folder holding fake scripts (name -> exit code) that write a manifest with four verdicts."""
+    folder = tmp_path / "theory"
+    folder.mkdir()
+    for name, code in exits.items():
+        (folder / name).write_text(FAKE.replace("EXIT", str(code)))
+    return folder
+
+
+def test_discovery_keeps_the_order_and_lists_missing_scripts(tmp_path):
+    folder = fake_theory(tmp_path, {"pser_fig7.py": 0, "per_fig1.py": 0, "unrelated.py": 0})
+    found, missing = demo.find_scripts(folder)
+    assert [p.name for p in found] == ["per_fig1.py", "pser_fig7.py"]
+    assert missing == ["per_fig2.py", "pser_theorem1.py", "lap_equivalence.py"]
+    assert demo.find_scripts(demo.THEORY_DIR)[1] == []  # the checkout has every script
+
+
+def test_runs_every_script_and_reports_a_failure(tmp_path, monkeypatch, capsys):
+    folder = fake_theory(tmp_path, {"per_fig1.py": 0, "per_fig2.py": 3, "lap_equivalence.py": 0})
+    monkeypatch.setattr(demo, "THEORY_DIR", folder)
+    out = tmp_path / "results"
+    assert demo.main(["--out", str(out), "--quick"]) == 1
+    text = capsys.readouterr().out
+    assert "skipping pser_theorem1.py" in text and "skipping pser_fig7.py" in text
+    assert "per_fig1.py: exit 0" in text and "2 reproduced, 1 not reproduced, 1 n/a" in text
+    assert "per_fig2.py: exit 3" in text and "failed: per_fig2.py" in text
+    assert json.loads((out / "per_fig1" / "argv.json").read_text()) == ["--out", str(out / "per_fig1"), "--quick"]
+    assert (out / "lap_equivalence" / "manifest.json").exists()  # a failure does not stop the others
+
+
+def test_all_scripts_succeeding_exit_0_without_quick(tmp_path, monkeypatch, capsys):
+    folder = fake_theory(tmp_path, {"per_fig1.py": 0})
+    monkeypatch.setattr(demo, "THEORY_DIR", folder)
+    out = tmp_path / "r"
+    assert demo.main(["--out", str(out)]) == 0
+    assert json.loads((out / "per_fig1" / "argv.json").read_text()) == ["--out", str(out / "per_fig1")]
+    assert "failed" not in capsys.readouterr().out
+
+
+def test_no_scripts_is_an_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(demo, "THEORY_DIR", tmp_path / "nowhere")
+    assert demo.main(["--out", str(tmp_path)]) == 1
+    assert "no theory scripts" in capsys.readouterr().out
+
+
+def test_verdict_counts_without_a_manifest(tmp_path):
+    assert "no readable manifest.json" in demo.verdict_counts(tmp_path)
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": {}}))
+    assert demo.verdict_counts(tmp_path) == "no verdict in manifest.json"
+
+
+def test_quick_demo_end_to_end(tmp_path, capsys):
+    """Every real script in --quick mode (about 15 s): exit 0 and a manifest whose verdict words are the shared ones."""
+    assert demo.main(["--out", str(tmp_path), "--quick"]) == 0
+    text = capsys.readouterr().out
+    for name in demo.SCRIPTS:
+        stem = name.removesuffix(".py")
+        rows = json.loads((tmp_path / stem / "manifest.json").read_text())["verdict"]
+        assert rows and {r["verdict"] for r in rows} <= {"reproduced", "not reproduced", "n/a"}, stem
+        assert f"{name}: exit 0" in text
+
