@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= results/demo
 
-.PHONY: demo test test-slow lint bench clean
+.PHONY: demo test test-slow lint bench clean clean-cache
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,5 +29,10 @@ test-slow: $(VENV)/.installed
 bench: $(VENV)/.bench
 	$(PY) -m prioritylab bench sumtree
 
-clean:
+# Numba's on-disk cache does not notice an edit to a kernel that a jitted function in
+# another module calls: after editing kernels, drop the caches.
+clean-cache:
+	find . -path ./$(VENV) -prune -o \( -name '*.nbi' -o -name '*.nbc' \) -print | xargs rm -f
+
+clean: clean-cache
 	rm -rf $(VENV) results

@@ -469,9 +469,11 @@ class SumTree:
     def __init__(self, capacity: int, track_min: bool = True, track_max: bool = True):
         self.capacity = check_positive_int("capacity", capacity)
         self.depth, self.leaf0, size = tree_shape(self.capacity)
-        self._tree = tree_alloc(size)
-        self._min = tree_alloc(size, np.inf) if track_min else np.empty(0)
-        self._max = tree_alloc(size) if track_max else np.empty(0)
+        self._set_arrays(
+            tree_alloc(size),
+            tree_alloc(size, np.inf) if track_min else np.empty(0),
+            tree_alloc(size) if track_max else np.empty(0),
+        )
 
     # -- reads ---------------------------------------------------------------
     @property
@@ -479,9 +481,14 @@ class SumTree:
         """The live arrays, for jitted code that calls the kernels directly.
 
         Callers that write through them must keep the invariant (use the
-        ``tree_*`` kernels of this module).
+        ``tree_*`` kernels of this module).  Built once per set of arrays:
+        samplers read it on every call.
         """
-        return TreeArrays(self._tree, self._min, self._max, self.leaf0, self.depth)
+        return self._arrays
+
+    def _set_arrays(self, tree: np.ndarray, tmin: np.ndarray, tmax: np.ndarray) -> None:
+        self._tree, self._min, self._max = tree, tmin, tmax
+        self._arrays = TreeArrays(tree, tmin, tmax, self.leaf0, self.depth)
 
     @property
     def total(self) -> float:
@@ -588,7 +595,7 @@ class SumTree:
             tmax = tree_alloc(self._max.shape[0])
             tmax[self.leaf0 : self.leaf0 + self.capacity] = leaves
         tree_rebuild(tree, tmin, tmax, self.leaf0)
-        self._tree, self._min, self._max = tree, tmin, tmax
+        self._set_arrays(tree, tmin, tmax)
 
     def __repr__(self) -> str:
         return f"SumTree(capacity={self.capacity}, total={self.total:.6g})"

@@ -64,26 +64,25 @@ class PERSampler(PrioritySampler):
     def _raw_rule(self):
         return (self.eps, 0.0)
 
-    def _min_prob(self) -> float | None:
-        """Smallest one-draw probability over stored items, for global normalisation."""
+    def _norm_mass(self) -> float:
+        """Smallest stored mass for global normalisation (0 selects the batch's largest weight)."""
         if self.normalise != "global":
-            return None
-        min_prob = self.tree.min / self.tree.total
-        if not min_prob > 0.0:
+            return 0.0
+        min_mass = self.tree.arrays.tmin[0]
+        if not min_mass > 0.0:
             raise ValueError(
                 "global IS-weight normalisation is undefined: a stored item has probability 0 "
                 f"(eps={self.eps} and a zero TD error); use eps > 0 or normalise='batch'"
             )
-        return min_prob
+        return min_mass
 
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
         k = self._check_batch(batch_size, beta)
         b = self.beta if beta is None else float(beta)
         a = self.tree.arrays
         check_total(a.tree[0])
-        min_prob = self._min_prob()  # checked before the RNG moves
+        norm_mass = self._norm_mass()  # checked before the RNG moves
         idx, probs, weights = np.empty(k, dtype=np.int64), np.empty(k), np.empty(k)
-        norm_mass = a.tmin[0] if min_prob is not None else 0.0
         u = self.rng.random(k)
         tree_sample_is(a.tree, a.leaf0, a.depth, u, self.stratified, self._size, b, norm_mass, idx, probs, weights)
         return SampleBatch(idx, probs, weights, self._generation[idx])
