@@ -84,6 +84,18 @@ def git_commit() -> str | None:
         return None
 
 
+def git_dirty() -> bool | None:
+    """Whether the working tree differs from the recorded commit (None outside a checkout)."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5, cwd=Path(__file__).parent,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
 def package_versions() -> dict[str, str]:
     versions = {}
     for name in _PACKAGES:
@@ -108,6 +120,7 @@ def write_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> di
     manifest = {
         "config": dict(config),
         "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
         "packages": package_versions(),
         "machine": machine_info(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
