@@ -25,21 +25,8 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 
-from prioritylab.cliffwalk.experiments import (
-    CAP_PER_TRANSITION,
-    default_cap,
-    default_jobs,
-    fit_log_linear,
-    format_table,
-    lookup,
-    run_grid,
-    script_parser,
-    summarise,
-    verdict_table,
-    write_outputs,
-)
+from prioritylab.cliffwalk.experiments import fit_log_linear, lookup, run_script, script_parser, script_seeds
 from prioritylab.cliffwalk.runner import RunConfig
 
 NAME = "per_fig1"
@@ -51,11 +38,6 @@ MIN_R2 = 0.9
 def templates() -> dict[str, RunConfig]:
     base = RunConfig(learner="tabular", lr=0.25, q0="normal", threshold=1e-3)
     return {"uniform": base.replace(scheme="uniform"), "oracle": base.replace(scheme="oracle")}
-
-
-def cap_for(label: str, n: int) -> int:
-    """The same cap for every label: :func:`~prioritylab.cliffwalk.experiments.default_cap`."""
-    return default_cap(n)
 
 
 def oracle_not_slower(oracle: dict, uniform: dict) -> bool | None:
@@ -141,23 +123,11 @@ def plot(summary: list[dict], ns: list[int]):
 def main(argv: list[str] | None = None) -> int:
     args = script_parser(__doc__.splitlines()[0]).parse_args(argv)
     ns = list(range(2, 9)) if args.quick else list(range(2, 17))
-    seeds = list(range(args.seeds or (3 if args.quick else 10)))
-    jobs = args.jobs or default_jobs()
-    out = args.out or f"results/{NAME}"
-    t0 = time.perf_counter()
-    rows, _ = run_grid(templates(), ns, seeds, cap_for=cap_for, jobs=jobs, progress=not args.no_progress, desc=NAME)
-    wall = time.perf_counter() - t0
-    summary = summarise(rows)
-    checks = verdict(summary, ns)
-    config = {"ns": ns, "seeds": seeds, "templates": {k: vars(v) for k, v in templates().items()}}
-    config.update(cap_per_transition=CAP_PER_TRANSITION, quick=args.quick, jobs=jobs, wall_seconds=wall)
-    write_outputs(out, NAME, rows, summary, plot(summary, ns), config, checks)
-    print(CLAIM)
-    print(format_table(summary, ["label", "n", "memory_size", "median", "min", "max", "censored"]))
-    print()
-    print(verdict_table(checks))
-    print(f"\nwall time {wall:.1f} s for {len(rows)} runs; files in {out}")
-    return 0
+    return run_script(
+        args, NAME, CLAIM, templates(), ns, script_seeds(args),
+        verdict=lambda summary: verdict(summary, ns),
+        figures=lambda summary, curves: {f"{NAME}.png": plot(summary, ns)},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -25,20 +25,8 @@ of at least 2 ("substantial", "large").
 from __future__ import annotations
 
 import sys
-import time
 
-from prioritylab.cliffwalk.experiments import (
-    CAP_PER_TRANSITION,
-    default_cap,
-    default_jobs,
-    format_table,
-    lookup,
-    run_grid,
-    script_parser,
-    summarise,
-    verdict_table,
-    write_outputs,
-)
+from prioritylab.cliffwalk.experiments import lookup, run_script, script_parser, script_seeds
 from prioritylab.cliffwalk.runner import RunConfig
 
 NAME = "per_fig2"
@@ -61,11 +49,6 @@ def templates(alphas=ALPHAS) -> dict[str, RunConfig]:
         out[f"linear/per a={a}"] = lin.replace(scheme="per", alpha=a)
         out[f"linear/per-rank a={a}"] = lin.replace(scheme="per-rank", alpha=a)
     return out
-
-
-def cap_for(label: str, n: int) -> int:
-    """The same cap for every label: :func:`~prioritylab.cliffwalk.experiments.default_cap`."""
-    return default_cap(n)
 
 
 def speedups(summary: list[dict], n: int, panel: str, methods: list[str]) -> dict[str, float]:
@@ -143,24 +126,13 @@ def plot(summary: list[dict], ns: list[int], alphas=ALPHAS):
 def main(argv: list[str] | None = None) -> int:
     args = script_parser(__doc__.splitlines()[0]).parse_args(argv)
     ns = list(range(2, 9)) if args.quick else list(range(2, 17))
-    seeds = list(range(args.seeds or (3 if args.quick else 10)))
-    jobs = args.jobs or default_jobs()
-    out = args.out or f"results/{NAME}"
-    t0 = time.perf_counter()
-    rows, _ = run_grid(templates(), ns, seeds, cap_for=cap_for, jobs=jobs, progress=not args.no_progress, desc=NAME)
-    wall = time.perf_counter() - t0
-    summary = summarise(rows)
-    checks = verdict(summary, ns[-1])
-    config = {"ns": ns, "seeds": seeds, "templates": {k: vars(v) for k, v in templates().items()}}
-    config.update(cap_per_transition=CAP_PER_TRANSITION, quick=args.quick, jobs=jobs, wall_seconds=wall)
-    write_outputs(out, NAME, rows, summary, plot(summary, ns), config, checks)
-    print(CLAIM)
-    last = [r for r in summary if r["n"] == ns[-1]]
-    print(format_table(last, ["label", "n", "memory_size", "median", "min", "max", "censored"]))
-    print()
-    print(verdict_table(checks))
-    print(f"\nwall time {wall:.1f} s for {len(rows)} runs; all n in {out}/{NAME}_summary.csv")
-    return 0
+    return run_script(
+        args, NAME, CLAIM, templates(), ns, script_seeds(args),
+        verdict=lambda summary: verdict(summary, ns[-1]),
+        figures=lambda summary, curves: {f"{NAME}.png": plot(summary, ns)},
+        last_n_only=True,
+        footer=f"all n in {{out}}/{NAME}_summary.csv",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

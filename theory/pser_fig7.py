@@ -36,26 +36,11 @@ than with the TD-error initial priority at every n.
 from __future__ import annotations
 
 import sys
-import time
-from pathlib import Path
 
 import numpy as np
 
-from prioritylab.cliffwalk.experiments import (
-    CAP_PER_TRANSITION,
-    default_cap,
-    default_jobs,
-    format_table,
-    lookup,
-    median_curve,
-    run_grid,
-    script_parser,
-    summarise,
-    verdict_table,
-)
+from prioritylab.cliffwalk.experiments import lookup, median_curve, run_script, script_parser, script_seeds
 from prioritylab.cliffwalk.runner import RunConfig
-from prioritylab.results import save_figure, write_csv, write_manifest
-from prioritylab.theory.verdict import with_verdict
 
 NAME = "pser_fig7"
 CLAIM = "PSER Fig. 2/7: PSER converges faster than PER on the Blind Cliffwalk; MaxPrio delays convergence"
@@ -78,11 +63,6 @@ def templates() -> dict[str, RunConfig]:
             for eta in ETAS:
                 out[f"{q0}/pser eta={eta} init={init}"] = base.replace(scheme="pser", init=init, eta=eta)
     return out
-
-
-def cap_for(label: str, n: int) -> int:
-    """The same cap for every label: :func:`~prioritylab.cliffwalk.experiments.default_cap`."""
-    return default_cap(n)
 
 
 def verdict(summary: list[dict], ns: list[int]) -> list[dict]:
@@ -167,31 +147,18 @@ def plot(curves: dict, ns: list[int], seeds, q0: str, eta: float):
 def main(argv: list[str] | None = None) -> int:
     args = script_parser(__doc__.splitlines()[0]).parse_args(argv)
     ns = [5, 6] if args.quick else [13, 14, 15, 16]
-    seeds = list(range(args.seeds or (3 if args.quick else 10)))
-    jobs = args.jobs or default_jobs()
-    out = Path(args.out or f"results/{NAME}")
+    seeds = script_seeds(args)
     tpl = templates()
-    t0 = time.perf_counter()
-    rows, curves = run_grid(tpl, ns, seeds, cap_for=cap_for, jobs=jobs, progress=not args.no_progress, desc=NAME)
-    wall = time.perf_counter() - t0
-    summary = summarise(rows)
-    checks = verdict(summary, ns)
-    write_csv(out / f"{NAME}_runs.csv", rows)
-    write_csv(out / f"{NAME}_summary.csv", summary)
-    write_csv(out / f"{NAME}_curves.csv", curve_rows(curves, tpl, ns, seeds))
-    for q0 in Q0S:
-        for eta in ETAS:
-            save_figure(plot(curves, ns, seeds, q0, eta), out / f"{NAME}_q0-{q0}_eta-{eta}.png")
-    config = {"ns": ns, "seeds": seeds, "templates": {k: vars(v) for k, v in tpl.items()}}
-    config.update(cap_per_transition=CAP_PER_TRANSITION, quick=args.quick, jobs=jobs, wall_seconds=wall)
-    write_manifest(out, config, extra={"verdict": with_verdict(checks)})
-    print(CLAIM)
-    last = [r for r in summary if r["n"] == ns[-1]]
-    print(format_table(last, ["label", "n", "median", "min", "max", "censored"]))
-    print()
-    print(verdict_table(checks))
-    print(f"\nwall time {wall:.1f} s for {len(rows)} runs; files in {out}")
-    return 0
+    return run_script(
+        args, NAME, CLAIM, tpl, ns, seeds,
+        verdict=lambda summary: verdict(summary, ns),
+        figures=lambda summary, curves: {
+            f"{NAME}_q0-{q0}_eta-{eta}.png": plot(curves, ns, seeds, q0, eta) for q0 in Q0S for eta in ETAS
+        },
+        tables=lambda summary, curves: {f"{NAME}_curves.csv": curve_rows(curves, tpl, ns, seeds)},
+        columns=["label", "n", "median", "min", "max", "censored"],
+        last_n_only=True,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -203,8 +204,22 @@ def verdict_table(checks: list[dict]) -> str:
     return format_table(rows, ["claim", "measured", "criterion", "verdict"])
 
 
-def write_outputs(out_dir, name: str, rows: list[dict], summary: list[dict], fig, config: dict, checks: list[dict]):
-    """``<name>_runs.csv``, ``<name>_summary.csv``, ``<name>.png`` and ``manifest.json`` in ``out_dir``."""
+def write_outputs(
+    out_dir,
+    name: str,
+    rows: list[dict],
+    summary: list[dict],
+    config: dict,
+    checks: list[dict],
+    figures: Mapping[str, object],
+    tables: Mapping[str, list[dict]] | None = None,
+):
+    """Write a grid's files into ``out_dir``.
+
+    ``<name>_runs.csv`` and ``<name>_summary.csv``, then every extra CSV of
+    ``tables`` and every figure of ``figures`` (both keyed by file name inside
+    ``out_dir``), and last ``manifest.json`` with ``config`` and the verdict rows.
+    """
     from pathlib import Path
 
     from ..results import save_figure, write_csv, write_manifest
@@ -212,5 +227,63 @@ def write_outputs(out_dir, name: str, rows: list[dict], summary: list[dict], fig
     out = Path(out_dir)
     write_csv(out / f"{name}_runs.csv", rows)
     write_csv(out / f"{name}_summary.csv", summary)
-    save_figure(fig, out / f"{name}.png")
+    for file_name, table in (tables or {}).items():
+        write_csv(out / file_name, table)
+    for file_name, fig in figures.items():
+        save_figure(fig, out / file_name)
     write_manifest(out, config, extra={"verdict": with_verdict(checks)})
+
+
+def script_seeds(args) -> list[int]:
+    """Seeds of a theory script: ``--seeds`` if given, else 10 (``--quick``: 3)."""
+    return list(range(args.seeds or (3 if args.quick else 10)))
+
+
+SUMMARY_COLUMNS = ("label", "n", "memory_size", "median", "min", "max", "censored")
+"""Columns of the summary table a theory script prints."""
+
+
+def run_script(
+    args,
+    name: str,
+    claim: str,
+    templates: Mapping[str, RunConfig],
+    ns: list[int],
+    seeds: list[int],
+    verdict: Callable[[list[dict]], list[dict]],
+    figures: Callable[[list[dict], dict], Mapping[str, object]],
+    tables: Callable[[list[dict], dict], Mapping[str, list[dict]]] | None = None,
+    columns: Sequence[str] = SUMMARY_COLUMNS,
+    last_n_only: bool = False,
+    footer: str = "files in {out}",
+) -> int:
+    """Run a theory script's grid, write its files and print its tables; return the exit code 0.
+
+    ``args`` come from :func:`script_parser`.  The grid of ``templates`` over
+    ``ns`` and ``seeds`` runs with every cap at :func:`default_cap`;
+    ``verdict(summary)`` gives the verdict rows; ``figures(summary, curves)``
+    and ``tables(summary, curves)`` map file names to the figures and extra CSV
+    rows written next to the runs, the summary and ``manifest.json``
+    (:func:`write_outputs`).  Printed: ``claim``, the summary table (its
+    ``columns``; only the largest ``n`` with ``last_n_only``), the verdict
+    table and ``footer`` (``{out}`` is the output folder).
+    """
+    jobs = args.jobs or default_jobs()
+    out = args.out or f"results/{name}"
+    t0 = time.perf_counter()
+    rows, curves = run_grid(templates, ns, seeds, cap_for=lambda label, n: default_cap(n), jobs=jobs,
+                            progress=not args.no_progress, desc=name)  # fmt: skip
+    wall = time.perf_counter() - t0
+    summary = summarise(rows)
+    checks = verdict(summary)
+    config = {"ns": ns, "seeds": seeds, "templates": {k: vars(v) for k, v in templates.items()}}
+    config.update(cap_per_transition=CAP_PER_TRANSITION, quick=args.quick, jobs=jobs, wall_seconds=wall)
+    extra = tables(summary, curves) if tables is not None else None
+    write_outputs(out, name, rows, summary, config, checks, figures(summary, curves), extra)
+    print(claim)
+    shown = [r for r in summary if r["n"] == ns[-1]] if last_n_only else summary
+    print(format_table(shown, list(columns)))
+    print()
+    print(verdict_table(checks))
+    print(f"\nwall time {wall:.1f} s for {len(rows)} runs; " + footer.format(out=out))
+    return 0
