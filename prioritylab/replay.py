@@ -45,18 +45,29 @@ class RingStorage:
         return tuple(self._data)
 
     def validate(self, transition: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Check ``transition`` against the layout (or the first one) without changing anything."""
+        """Check ``transition`` against the layout (or the first one) and cast it to the
+        storage dtypes, without changing anything; :meth:`store` of the result cannot fail."""
         values = {k: np.asarray(v) for k, v in transition.items()}
-        layout = {k: v.shape[1:] for k, v in self._data.items()} or {k: v.shape for k, v in values.items()}
+        if self._data:
+            layout = {k: (v.shape[1:], v.dtype) for k, v in self._data.items()}
+        else:
+            layout = {k: (v.shape, v.dtype) for k, v in values.items()}
         missing, extra = set(layout) - set(values), set(values) - set(layout)
         if missing or extra:
             raise ValueError(f"transition fields differ from storage: missing {sorted(missing)}, extra {sorted(extra)}")
+        out = {}
         for k, arr in values.items():
-            if arr.shape != layout[k]:
-                raise ValueError(f"field {k!r} has shape {arr.shape}, storage expects {layout[k]}")
-            if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
-                raise ValueError(f"field {k!r} holds a non-finite value: {arr}")
-        return values
+            shape, dtype = layout[k]
+            if arr.shape != shape:
+                raise ValueError(f"field {k!r} has shape {arr.shape}, storage expects {shape}")
+            if dtype.kind not in "biuf" or not np.can_cast(arr.dtype, dtype, "same_kind"):
+                raise ValueError(f"field {k!r} of dtype {arr.dtype} cannot be stored as {dtype}")
+            with np.errstate(over="ignore"):
+                arr = arr.astype(dtype, copy=False)
+            if dtype.kind == "f" and not np.all(np.isfinite(arr)):
+                raise ValueError(f"field {k!r} holds a non-finite value (as {dtype}): {arr}")
+            out[k] = arr
+        return out
 
     def store(self, slot: int, values: Mapping[str, np.ndarray]) -> None:
         """Write already validated ``values`` at ``slot``."""
@@ -75,7 +86,11 @@ class RingStorage:
         return {"capacity": self.capacity, "data": {k: v.copy() for k, v in self._data.items()}}
 
     def load_state_dict(self, state: dict) -> None:
-        self._data = self.parse_state(state)
+        self.assign(self.parse_state(state))
+
+    def assign(self, data: dict[str, np.ndarray]) -> None:
+        """Take arrays returned by :meth:`parse_state` as the storage."""
+        self._data = data
 
     def parse_state(self, state: dict) -> dict[str, np.ndarray]:
         """Check a :meth:`state_dict` and return its arrays (no side effect)."""
@@ -149,5 +164,5 @@ class ReplayBuffer:
             raise ValueError(f"state['position'] = {position} is out of range [0, {self.capacity})")
         pending = bool(state["pending_start"])
         self.sampler.load_state_dict(state["sampler"])  # atomic itself; the last step that can fail
-        self.storage.load_state_dict({"capacity": self.capacity, "data": data})
+        self.storage.assign(data)
         self.position, self._pending_start = position, pending

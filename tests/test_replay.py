@@ -94,3 +94,21 @@ def test_rejected_load_and_bad_done_leave_buffer_unchanged():
     assert after["position"] == before["position"] == 3
     assert np.array_equal(after["storage"]["data"]["obs"], before["storage"]["data"]["obs"])
     assert np.array_equal(after["sampler"]["generation"], before["sampler"]["generation"])
+
+
+def test_values_that_cannot_be_stored_are_rejected_before_any_change():
+    buf = ReplayBuffer(make_sampler("per", 4, seed=0))
+    buf.add({"obs": np.zeros(2, dtype=np.float32), "reward": 0.0, "done": False})
+    before = buf.state_dict()
+    bad = [
+        {"obs": np.array(["a", "b"]), "reward": 0.0, "done": False},  # strings into float32
+        {"obs": np.array([1e300, 0.0]), "reward": 0.0, "done": False},  # overflows float32
+        {"obs": np.zeros(2, dtype=np.float32), "reward": 1.5j, "done": False},  # complex into float64
+    ]
+    for transition_ in bad:
+        with pytest.raises(ValueError, match="obs|reward"):
+            buf.add(transition_)
+    after = buf.state_dict()
+    assert after["position"] == before["position"] == 1
+    assert after["sampler"]["writes"] == before["sampler"]["writes"]
+    assert np.array_equal(after["storage"]["data"]["obs"], before["storage"]["data"]["obs"])

@@ -488,3 +488,96 @@ def test_pser_eq10_reads_the_priority_current_when_each_item_is_set():
     assert got[2] == 10.0
     assert got[1] == pytest.approx(0.7 * 5.0)  # decay of slot 2 gave 5, then eq. 10 on slot 1
     assert got[0] == pytest.approx(max(0.7 * 5.0 * 0.5, 10.0 * 0.25, base[0]))
+
+
+# --------------------------------------------------------------------------- fused path
+
+
+@pytest.mark.parametrize("name", ["per", "lap"])
+@given(
+    ops=st.lists(
+        st.tuples(st.lists(st.integers(0, 15), min_size=1, max_size=8), st.integers(0, 10**6), st.booleans()),
+        min_size=1,
+        max_size=15,
+    ),
+    alpha=st.sampled_from([0.0, 0.4, 0.6, 1.0, 1.7]),
+)
+def test_fused_update_equals_the_generic_path(name, ops, alpha):
+    """The jitted checked update gives the same state, bit for bit, as the Python path
+    (duplicates, stale items and the max priority included)."""
+
+    class Generic(type(make_sampler(name, 1))):
+        def _raw_rule(self):
+            return None
+
+    fused = make_sampler(name, 16, alpha=alpha, seed=0)
+    generic = Generic(16, alpha=alpha, seed=0)
+    for s in (fused, generic):
+        s.add(np.arange(10))
+    for idx, seed, overwrite in ops:
+        r = np.random.default_rng(seed)
+        idx = np.array(idx) % 10
+        gens = fused.generations(idx)
+        if overwrite:
+            for s in (fused, generic):
+                s.add(idx[:1])
+        td = r.normal(size=idx.size) * r.choice([1e-3, 1.0, 30.0])
+        for s in (fused, generic):
+            s.update(idx, td, gens)
+    assert state_bytes(fused) == state_bytes(generic)
+
+
+@given(top=st.floats(1.0, 1e6), alpha=st.floats(0.05, 2.0))
+def test_new_item_matches_the_max_item_for_any_value(top, alpha):
+    """(Below the initial max priority 1, a new item enters at 1, above every stored item.)"""
+    for name in ("per", "lap", "pser"):
+        s = make_sampler(name, 8, alpha=alpha, eps=0.0, seed=0) if name != "lap" else make_sampler(
+            name, 8, alpha=alpha, kappa=1e-3, seed=0
+        )
+        s.add([0, 1])
+        s.update([0, 1], [top, top / 3])
+        s.add([2])
+        p = s.probabilities()
+        assert p[2] == p[0]
+
+
+@pytest.mark.parametrize("name", ["per", "per-rank"])
+@pytest.mark.parametrize(
+    ("spoil", "match"),
+    [
+        (lambda st: st.update(filled=np.array([5, 100])), "filled"),
+        (lambda st: st.update(filled=np.concatenate([st["filled"], st["filled"][:1]])), "filled"),
+        (lambda st: st.update(writes=3), "writes"),
+        (lambda st: st.update(max_raw=np.nan), "max_raw"),
+        (lambda st: st.update(raw=-st["raw"] - 1.0), "raw"),
+    ],
+)
+def test_inconsistent_states_are_rejected(name, spoil, match):
+    s = filled(name)
+    before = state_bytes(s)
+    bad = pickle.loads(pickle.dumps(filled(name, seed=9).state_dict()))
+    spoil(bad)
+    with pytest.raises(ValueError, match=match):
+        s.load_state_dict(bad)
+    assert state_bytes(s) == before
+
+
+def test_inconsistent_rank_order_is_rejected():
+    s = filled("per-rank")
+    bad = filled("per-rank", seed=9).state_dict()
+    bad["heap"] = np.full_like(bad["heap"], 7)
+    with pytest.raises(ValueError, match="rank order"):
+        s.load_state_dict(bad)
+
+
+def test_empty_samplers_report_zero_probabilities():
+    for name in NAMES:
+        assert not make_sampler(name, 8, seed=0).probabilities().any()
+    with pytest.raises(ValueError, match="batch size"):
+        make_sampler("per-rank", 8, within_segment="uniform", seed=0).probabilities()
+
+
+@pytest.mark.parametrize(("name", "params"), [("per", {"eps": np.inf}), ("lap", {"initial_priority": np.inf})])
+def test_infinite_settings_are_rejected(name, params):
+    with pytest.raises(ValueError, match="eps|initial_priority"):
+        make_sampler(name, 8, **params)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from prioritylab import SumTree
-from prioritylab.sumtree import FANOUT, tree_descend, tree_sample_one
+from prioritylab.sumtree import FANOUT, tree_descend, tree_sample_one, tree_set
 
 
 def reference_leaf(leaves: np.ndarray, value: float) -> int:
@@ -93,14 +93,26 @@ def test_capacity_not_power_of_fanout_pads_with_zero_mass():
         max_size=12,
     ),
     st.integers(0, 2**32 - 1),
+    st.sampled_from([(True, True), (True, False), (False, True), (False, False)]),
 )
-def test_random_operation_sequences_keep_invariants(ops, seed):
-    """Root equals the sum of leaves; every sampled slot has non-zero mass."""
-    tree = SumTree(41)
+def test_random_operation_sequences_keep_invariants(ops, seed, track):
+    """Root equals the sum of leaves; every sampled slot has non-zero mass; min/max trees
+    (each on or off) hold the extrema of the written slots, through batched and single updates."""
+    tree = SumTree(41, track_min=track[0], track_max=track[1])
     rng = np.random.default_rng(seed)
+    written = np.zeros(41, dtype=bool)
     for idx, vals, k, stratified in ops:
-        tree.update(idx, vals[: len(idx)])
+        if len(idx) == 1:
+            a = tree.arrays
+            tree_set(a.tree, a.tmin, a.tmax, a.leaf0, idx[0], vals[0])
+        else:
+            tree.update(idx, vals[: len(idx)])
+        written[idx] = True
         leaves = np.asarray(tree.leaves)
+        if track[0]:
+            assert tree.min == leaves[written].min()
+        if track[1]:
+            assert tree.max == leaves[written].max()
         assert math.isclose(tree.total, math.fsum(leaves), rel_tol=1e-12, abs_tol=0.0)
         if tree.total > 0:
             slots, mass = tree.sample_with_mass(k, rng, stratified=stratified)

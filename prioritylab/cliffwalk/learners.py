@@ -57,6 +57,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..samplers.base import mass_of
 from ..samplers.pser import pser_decay
 from ..sumtree import tree_rebuild, tree_sample_one, tree_set
 from .structures import argmax_build, argmax_fix, sample_rank, treap_build, treap_rekey, treap_select
@@ -247,12 +248,12 @@ def init_priorities(cls, c_int, c_r, q, cfg, rep):
     elif cfg.scheme == PSER and cfg.init == INIT_TD:
         # PSER's fill (Theorem 1's proof): each priority is set in memory order and decayed backwards
         for i in range(N):
-            tree_set(rep.tree, rep.tmin, rep.tmax, rep.leaf0, i, raw[i] ** cfg.alpha)
+            tree_set(rep.tree, rep.tmin, rep.tmax, rep.leaf0, i, mass_of(raw[i], cfg.alpha))
             pser_decay(raw, rep.tree, rep.tmin, rep.tmax, rep.leaf0, cfg.alpha, rep.generation,
                        rep.episode_start, i, cfg.rho, cfg.window, cfg.add_mode, rep.pmax[0])  # fmt: skip
     else:
         for i in range(N):
-            rep.tree[rep.leaf0 + i] = raw[i] ** cfg.alpha
+            rep.tree[rep.leaf0 + i] = mass_of(raw[i], cfg.alpha)
             if rep.tmin.shape[0] > 0:
                 rep.tmin[rep.leaf0 + i] = rep.tree[rep.leaf0 + i]
                 rep.tmax[rep.leaf0 + i] = rep.tree[rep.leaf0 + i]
@@ -383,7 +384,7 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
             elif sc == RANK:
                 treap_rekey(nodes, root, i, p)
             else:
-                tree_set(tree, tmin, tmax, leaf0, i, p**cfg.alpha)
+                tree_set(tree, tmin, tmax, leaf0, i, mass_of(p, cfg.alpha))
                 if sc == PSER:
                     pser_decay(raw, tree, tmin, tmax, leaf0, cfg.alpha, generation, starts, i, cfg.rho, cfg.window,
                                cfg.add_mode, pmax)  # fmt: skip

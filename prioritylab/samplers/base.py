@@ -9,7 +9,8 @@ errors with :meth:`Sampler.update`.  Every sampler owns a
 Priority domains: callers pass TD errors; a sampler turns them into a *raw*
 priority (``|delta| + eps`` for PER, ``max(|delta|, kappa)`` for LAP, ...) and
 the tree stores the sampling *mass* ``raw ** alpha``.  ``alpha`` is applied in
-exactly one place, :meth:`PrioritySampler._mass`, and the maximum priority used
+exactly one place, :func:`mass_of` (used by :meth:`PrioritySampler._mass` and
+by every kernel), and the maximum priority used
 for new items is tracked in the raw domain.
 
 Atomic calls: every public method checks all of its input (and computes what
@@ -34,8 +35,30 @@ from numba import njit
 from .._checks import as_rng, check_finite_array, check_indices, check_positive_int, check_range, check_total
 from ..sumtree import SumTree, tree_sample, tree_update
 
+_NO_STAMPS = np.empty(0, dtype=np.int64)
+
 # error codes of :func:`priority_update`
 _OK, _OUT_OF_RANGE, _NOT_FINITE, _EMPTY, _OVERFLOW = 0, 1, 2, 3, 4
+
+
+@njit(cache=True)
+def mass_of(raw, alpha):
+    """The sampling mass ``raw ** alpha`` (PER eq. 1's numerator): the one place alpha is applied.
+
+    Every kernel and :meth:`PrioritySampler._mass` call this, so a mass is
+    bit-identical whichever path computed it (NumPy's ``power`` and the
+    compiled ``**`` can differ in the last bit).
+    """
+    return raw**alpha
+
+
+@njit(cache=True)
+def masses_of(raw, alpha):
+    """:func:`mass_of` over an array."""
+    out = np.empty(raw.shape[0])
+    for i in range(raw.shape[0]):
+        out[i] = mass_of(raw[i], alpha)
+    return out
 
 
 @njit(cache=True)
@@ -68,7 +91,7 @@ def priority_update(tree, tmin, tmax, leaf0, raw, generation, indices, td, gener
         if use_gen and generation[j] != generations[i]:
             continue  # stale: checked but never written
         r = max(abs(d) + eps, floor)
-        x = r**alpha
+        x = mass_of(r, alpha)
         if not x < np.inf:
             return _OVERFLOW, i, 0.0
         keep[m] = j
@@ -113,7 +136,6 @@ class Sampler:
     """
 
     name = "base"
-    uses_is_weights = False
 
     def __init__(self, capacity: int, seed=None):
         self.capacity = check_positive_int("capacity", capacity)
@@ -173,10 +195,7 @@ class Sampler:
         td = self._check_td(td_errors, idx.shape[0])
         self._check_filled(idx)
         if generations is not None:
-            gen = np.asarray(generations, dtype=np.int64).reshape(-1)
-            if gen.shape != idx.shape:
-                raise ValueError(f"generations must have shape {idx.shape}, got {gen.shape}")
-            fresh = self._generation[idx] == gen
+            fresh = self._generation[idx] == self._check_generations(generations, idx.shape)
             if not fresh.all():
                 idx, td = idx[fresh], td[fresh]
         if idx.shape[0]:
@@ -220,14 +239,18 @@ class Sampler:
         if state["config"] != self.config():
             raise ValueError(f"state was saved with settings {state['config']}, this sampler has {self.config()}")
         cap = (self.capacity,)
+        generation = state_array(state, "generation", np.int64, cap)
+        writes = int(state["writes"])
+        if generation.min() < -1 or writes <= generation.max():
+            raise ValueError("state['generation'] must be >= -1 and below state['writes'] (the next stamp)")
         filled = np.asarray(state["filled"], dtype=np.int64)
-        if filled.ndim != 1 or filled.shape[0] > self.capacity:
-            raise ValueError(f"state['filled'] must be 1-D with at most {self.capacity} slots")
+        if filled.ndim != 1 or not np.array_equal(np.sort(filled), np.flatnonzero(generation >= 0)):
+            raise ValueError("state['filled'] must list each written slot (generation >= 0) exactly once")
         buffer = np.empty(self.capacity, dtype=np.int64)
         buffer[: filled.shape[0]] = filled
         return {
-            "_generation": state_array(state, "generation", np.int64, cap),
-            "_writes": int(state["writes"]),
+            "_generation": generation,
+            "_writes": writes,
             "_episode_start": state_array(state, "episode_start", bool, cap),
             "_filled": buffer,
             "_size": int(filled.shape[0]),
@@ -251,8 +274,11 @@ class Sampler:
     # -- checks and bookkeeping ------------------------------------------------
     def _write_stamps(self, idx: np.ndarray, starts: np.ndarray) -> None:
         n = idx.shape[0]
-        new = self._generation[idx] < 0
-        if new.any():
+        if n == 1:  # the writer's usual call: one slot per environment step
+            if self._generation[idx[0]] < 0:
+                self._filled[self._size] = idx[0]
+                self._size += 1
+        elif (new := self._generation[idx] < 0).any():
             fresh, first = np.unique(idx[new], return_index=True)
             fresh = fresh[np.argsort(first)]
             self._filled[self._size : self._size + fresh.shape[0]] = fresh
@@ -276,6 +302,12 @@ class Sampler:
         if td.shape != (n,):
             raise ValueError(f"td_errors must have shape ({n},), got {td.shape}")
         return td
+
+    def _check_generations(self, generations, shape: tuple) -> np.ndarray:
+        gen = np.asarray(generations, dtype=np.int64).reshape(-1)
+        if gen.shape != shape:
+            raise ValueError(f"generations must have shape {shape}, got {gen.shape}")
+        return gen
 
     def _check_filled(self, idx: np.ndarray) -> None:
         empty = self._generation[idx] < 0
@@ -321,7 +353,9 @@ class PrioritySampler(Sampler):
     ):
         super().__init__(capacity, seed)
         self.alpha = check_range("alpha", alpha, 0.0, np.inf)
-        self.initial_priority = check_range("initial_priority", initial_priority, 0.0, np.inf, lo_open=True)
+        self.initial_priority = check_range(
+            "initial_priority", initial_priority, 0.0, np.inf, lo_open=True, hi_open=True
+        )
         if init not in ("max", "td"):
             raise ValueError(f"init must be 'max' or 'td', got {init!r}")
         self.init = init
@@ -340,8 +374,8 @@ class PrioritySampler(Sampler):
 
     # -- the one place alpha is applied ----------------------------------------
     def _mass(self, raw: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore"):  # overflow is checked by the callers, before any change
-            return np.power(raw, self.alpha)
+        """``raw ** alpha`` through :func:`mass_of`; an overflow is checked by the callers, before any change."""
+        return masses_of(np.ascontiguousarray(raw, dtype=np.float64), self.alpha)
 
     def raw_priority(self, td: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -355,7 +389,7 @@ class PrioritySampler(Sampler):
         if self.tree is None:
             return None
         mass = self._mass(raw)
-        bad = ~np.isfinite(mass)
+        bad = ~(np.isfinite(mass) & np.isfinite(raw))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             source = f"td_errors[{i}] = {td[i]}" if td is not None else f"the max priority {raw[i]}"
@@ -373,9 +407,10 @@ class PrioritySampler(Sampler):
         return self._raw[check_indices("indices", indices, self.capacity)].copy()
 
     def probabilities(self) -> np.ndarray:
-        """Exact per-slot probability of one draw (``mass / total``)."""
+        """Exact per-slot probability of one draw (``mass / total``; zeros while empty)."""
         leaves = np.asarray(self.tree.leaves)
-        return leaves / self.tree.total
+        total = self.tree.total
+        return leaves / total if total > 0.0 else np.zeros(self.capacity)
 
     # -- writes ----------------------------------------------------------------
     def update(self, indices, td_errors, generations=None) -> None:
@@ -388,11 +423,7 @@ class PrioritySampler(Sampler):
         td = np.asarray(td_errors, dtype=np.float64).reshape(-1)
         if td.shape != idx.shape:
             raise ValueError(f"td_errors must have shape {idx.shape}, got {td.shape}")
-        gen = np.empty(0, dtype=np.int64)
-        if generations is not None:
-            gen = np.asarray(generations, dtype=np.int64).reshape(-1)
-            if gen.shape != idx.shape:
-                raise ValueError(f"generations must have shape {idx.shape}, got {gen.shape}")
+        gen = _NO_STAMPS if generations is None else self._check_generations(generations, idx.shape)
         a = self.tree.arrays
         code, pos, max_raw = priority_update(
             a.tree, a.tmin, a.tmax, a.leaf0, self._raw, self._generation, idx, td, gen, rule[0], rule[1], self.alpha
@@ -434,7 +465,8 @@ class PrioritySampler(Sampler):
     def _write(self, idx: np.ndarray, raw: np.ndarray, mass: np.ndarray | None) -> None:
         """Store checked raw priorities and masses (cannot fail)."""
         if self.tree is not None:
-            self.tree.update(idx, mass)
+            a = self.tree.arrays
+            tree_update(a.tree, a.tmin, a.tmax, a.leaf0, idx, mass)  # checked by the caller
         self._raw[idx] = raw
         self._max_raw = max(self._max_raw, float(raw.max()))
 
@@ -466,7 +498,10 @@ class PrioritySampler(Sampler):
         raw = state_array(state, "raw", np.float64, (self.capacity,))
         if not np.all(np.isfinite(raw) & (raw >= 0)):
             raise ValueError("state['raw'] must hold finite non-negative priorities")
-        values.update(_raw=raw, _max_raw=float(state["max_raw"]))
+        max_raw = float(state["max_raw"])
+        if not (np.isfinite(max_raw) and max_raw >= self.initial_priority and max_raw >= raw.max()):
+            raise ValueError(f"state['max_raw'] = {max_raw} must be finite and at least every stored priority")
+        values.update(_raw=raw, _max_raw=max_raw)
         if self.tree is not None:
             tree = SumTree(self.capacity, track_min=self.tree.track_min, track_max=self.tree.track_max)
             tree.load_state_dict(state["tree"])

@@ -37,7 +37,6 @@ class PERSampler(PrioritySampler):
     """
 
     name = "per"
-    uses_is_weights = True
 
     def __init__(
         self,
@@ -51,7 +50,7 @@ class PERSampler(PrioritySampler):
     ):
         self.normalise = check_normalise(normalise)
         self.beta = check_range("beta", beta, 0.0, 1.0)
-        self.eps = check_range("eps", eps, 0.0, np.inf)
+        self.eps = check_range("eps", eps, 0.0, np.inf, hi_open=True)
         super().__init__(capacity, alpha, seed, track_min=normalise == "global", **kwargs)
 
     def config(self) -> dict:

@@ -27,6 +27,7 @@ from numba import njit
 
 from .._checks import check_positive_int, check_range
 from ..sumtree import tree_set
+from .base import mass_of
 from .per import PERSampler
 
 MODES = ("max", "add")
@@ -62,7 +63,7 @@ def pser_decay(raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, t
         new = min(old + decayed, p_max) if add_mode else max(decayed, old)
         if new != old:
             raw[s] = new
-            tree_set(tree, tmin, tmax, leaf0, s, new**alpha)
+            tree_set(tree, tmin, tmax, leaf0, s, mass_of(new, alpha))
 
 
 @njit(cache=True)
@@ -75,7 +76,7 @@ def pser_update(
         t = indices[i]
         p = max(base[i], eta * raw[t])
         raw[t] = p
-        tree_set(tree, tmin, tmax, leaf0, t, p**alpha)
+        tree_set(tree, tmin, tmax, leaf0, t, mass_of(p, alpha))
         pser_decay(raw, tree, tmin, tmax, leaf0, alpha, generation, episode_start, t, rho, window, add_mode, p_max)
 
 
@@ -126,6 +127,15 @@ class PSERSampler(PERSampler):
 
     def _raw_rule(self):
         return None  # eq. 10 and the decay need the general path
+
+    def _prepare_update(self, idx, td):
+        """Raw ``|delta| + eps``; eq. 10 and the decay never exceed max(it, the max priority),
+        and ``x ** alpha`` is monotone, so checking that one mass suffices."""
+        base = self.raw_priority(td)
+        i = int(np.argmax(base))
+        if not (np.isfinite(base[i]) and np.isfinite(mass_of(base[i], self.alpha))):
+            raise ValueError(f"priority from td_errors[{i}] = {td[i]} overflows when raised to alpha={self.alpha}")
+        return base, None
 
     def _decay_write(self, idx: np.ndarray, base: np.ndarray, eta: float) -> None:
         """Run :func:`pser_update` on checked priorities (cannot fail)."""

@@ -90,7 +90,6 @@ class RankSampler(PrioritySampler):
     """Rank-based PER with a heap-ordered rank array (see the module docstring)."""
 
     name = "per-rank"
-    uses_is_weights = True
     _uses_tree = False
 
     def __init__(
@@ -137,8 +136,8 @@ class RankSampler(PrioritySampler):
         self._max_raw = max(self._max_raw, float(raw.max()))
         self._heap_n = heap_push_or_fix(self._heap, self._pos, self._raw, idx, raw, self._heap_n)
 
-    def _on_update(self, idx, td) -> None:
-        super()._on_update(idx, td)
+    def _on_update(self, idx, prepared) -> None:
+        super()._on_update(idx, prepared)
         self._since_sort += idx.shape[0]
         if self._since_sort >= self.sort_every:
             self.refresh()
@@ -163,8 +162,13 @@ class RankSampler(PrioritySampler):
         return self._heap[: self._heap_n].copy()
 
     def probabilities(self) -> np.ndarray:
-        """Exact per-slot probability of one draw under ``within_segment="exact"``."""
+        """Exact per-slot probability of one draw (``within_segment="exact"`` only: with
+        ``"uniform"`` it depends on the batch size; read ``SampleBatch.probs`` instead)."""
+        if self.within_segment != "exact":
+            raise ValueError("probabilities() depend on the batch size with within_segment='uniform'")
         n = self._size
+        if n == 0:
+            return np.zeros(self.capacity)
         p = np.zeros(self.capacity)
         p[self._heap[:n]] = self._rank_mass[:n] / self._cdf[n - 1]
         return p
@@ -205,12 +209,12 @@ class RankSampler(PrioritySampler):
         values = super()._parse_state(state)
         cap = (self.capacity,)
         heap_n = int(state["heap_n"])
-        if heap_n != values["_size"]:
-            raise ValueError(f"state['heap_n'] = {heap_n} differs from the number of written slots")
-        values.update(
-            _heap=state_array(state, "heap", np.int64, cap),
-            _pos=state_array(state, "pos", np.int64, cap),
-            _since_sort=int(state["since_sort"]),
-            _heap_n=heap_n,
-        )
+        heap = state_array(state, "heap", np.int64, cap)
+        pos = state_array(state, "pos", np.int64, cap)
+        expected_pos = np.full(self.capacity, -1, dtype=np.int64)
+        expected_pos[heap[:heap_n]] = np.arange(heap_n)
+        ok = heap_n == values["_size"] and np.array_equal(np.sort(heap[:heap_n]), np.sort(values["_filled"][:heap_n]))
+        if not (ok and np.array_equal(pos, expected_pos)):
+            raise ValueError("state['heap'] / state['pos'] are not a rank order of the written slots")
+        values.update(_heap=heap, _pos=pos, _since_sort=int(state["since_sort"]), _heap_n=heap_n)
         return values
