@@ -15,8 +15,9 @@ per segment).  ``within_segment="exact"`` (default) inverts the power-law CDF
 inside the segment, so a draw is exactly ``rank^-alpha / H_N``; the CDF table
 over ranks depends only on the capacity and is built once, and each draw is a
 binary search, O(log N).  ``"uniform"`` is PER's O(1) shortcut: a rank drawn
-uniformly between the segment's boundaries, whose probabilities (returned in
-``probs``) only approximate the power law.  Defaults: alpha = 0.7, beta0 = 0.5
+uniformly between the segment's boundaries (kept for the last size and batch
+size), whose probabilities (returned in ``probs``) only approximate the power
+law.  Defaults: alpha = 0.7, beta0 = 0.5
 (PER Table 3, rank-based).
 """
 
@@ -114,6 +115,7 @@ class RankSampler(PrioritySampler):
         self._pos = np.full(self.capacity, -1, dtype=np.int64)
         self._heap_n = 0
         self._since_sort = 0
+        self._segment_key: tuple[int, int] | None = None  # derived: see _segments
         ranks = np.arange(1, self.capacity + 1, dtype=np.float64)
         self._rank_mass = ranks**-self.alpha
         self._cdf = np.cumsum(self._rank_mass)  # H_r = sum_{j<=r} j^-alpha
@@ -183,14 +185,22 @@ class RankSampler(PrioritySampler):
             target = (np.arange(k) + u) * (total / k)
             r = np.minimum(np.searchsorted(self._cdf[:n], target, side="right"), n - 1)
             return r, self._rank_mass[r] / total, self._rank_mass[n - 1] / total
-        bounds = (np.arange(k + 1) / k) * total
-        edges = np.searchsorted(self._cdf[:n], bounds, side="left")
-        edges[-1] = n
-        lo = np.minimum(edges[:-1], n - 1)
-        hi = np.maximum(edges[1:], lo + 1)
+        lo, hi, seg_prob = self._segments(n, k)
         r = lo + np.floor(u * (hi - lo)).astype(np.int64)
-        seg_prob = 1.0 / (k * (hi - lo))
         return r, seg_prob, float(seg_prob.min())
+
+    def _segments(self, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rank bounds of ``k`` equal-mass segments over ``n`` ranks, kept for the last ``(n, k)``
+        (PER precomputes them), so a draw within a segment is O(1)."""
+        if self._segment_key != (n, k):
+            bounds = (np.arange(k + 1) / k) * self._cdf[n - 1]
+            edges = np.searchsorted(self._cdf[:n], bounds, side="left")
+            edges[-1] = n
+            lo = np.minimum(edges[:-1], n - 1)
+            hi = np.maximum(edges[1:], lo + 1)
+            self._segment_cache = (lo, hi, 1.0 / (k * (hi - lo)))
+            self._segment_key = (n, k)
+        return self._segment_cache
 
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
         k = self._check_batch(batch_size, beta)
