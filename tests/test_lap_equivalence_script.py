@@ -3,15 +3,14 @@
 import csv
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from theory_scripts import load_theory_script
 
 from prioritylab import equivalence as eq
 
-ROOT = Path(__file__).resolve().parents[1]
 FILES = {"checks.csv", "monte_carlo.csv", "chain.csv", "chain_summary.json", "chain_bias.png", "variance.csv",
          "manifest.json"}  # fmt: skip
 OTHER_CLAIMS = [
@@ -25,13 +24,7 @@ TORCH_CLAIMS = ["torch: LAP+Huber = uniform PAL", "torch: PER = uniform eq. 7", 
 
 
 def load():
-    name = "theory_lap_equivalence"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "theory" / "lap_equivalence.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+    return load_theory_script("lap_equivalence")
 
 
 def read_checks(path: Path) -> dict[str, dict]:

@@ -4,31 +4,21 @@ from __future__ import annotations
 
 import copy
 import csv
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from theory_scripts import load_theory_script
 
 from prioritylab.cliffwalk.env import build_memory
 from prioritylab.theory import pser_model as pm
 
-ROOT = Path(__file__).resolve().parent.parent
 Z_TEST = 4.0  # |MC - exact| / standard error; P(|z| > 4) = 6e-5 per fixed-seed comparison
 
 
 def load_script():
-    """Import theory/pser_theorem1.py (not a package) once; dataclasses need it in ``sys.modules``."""
-    name = "theory_pser_theorem1"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "theory" / "pser_theorem1.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+    return load_theory_script("pser_theorem1")
 
 
 def within(mc: pm.MCResult, exact: float) -> bool:

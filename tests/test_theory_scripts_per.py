@@ -1,21 +1,15 @@
 """The PER / PSER Blind Cliffwalk reproduction scripts: --quick runs, and verdicts that can fail."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
+from theory_scripts import load_theory_script
 
 from prioritylab.cliffwalk.experiments import verdict_table
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def load(name):
-    spec = importlib.util.spec_from_file_location(f"theory_{name}", ROOT / "theory" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_theory_script(name)
 
 
 def summary_rows(medians: dict, censored_at: dict | None = None) -> list[dict]:
