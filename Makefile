@@ -9,11 +9,11 @@ OUT ?= results/demo
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,deep]'
 	touch $@
 
 $(VENV)/.bench: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,deep,bench]'
 	touch $@
 
 demo: $(VENV)/.installed
