@@ -41,6 +41,9 @@ def check_finite_array(name: str, values, nonnegative: bool = False) -> np.ndarr
     return arr
 
 
+_INT64_MAX = np.iinfo(np.int64).max
+
+
 def as_index_array(name: str, indices) -> np.ndarray:
     """``indices`` as a 1-D contiguous int64 array (a scalar becomes length 1); no range check."""
     arr = np.asarray(indices)
@@ -50,6 +53,9 @@ def as_index_array(name: str, indices) -> np.ndarray:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.dtype.kind not in "iu" and arr.size:  # dtype.kind: np.issubdtype costs 0.4 us a call
         raise ValueError(f"{name} must be integers, got dtype {arr.dtype}")
+    if arr.dtype == np.uint64 and arr.size and arr.max() > _INT64_MAX:
+        i = int(np.argmax(arr))
+        raise ValueError(f"{name}[{i}] = {arr[i]} is out of range")
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 

@@ -50,6 +50,7 @@ descent at 2^20 slots; a constant (rather than an argument) lets the compiler
 unroll the child scan, which alone gave 1.6x."""
 
 _FANOUT_BITS = FANOUT.bit_length() - 1
+_TINY = np.nextafter(0.0, 1.0)  # smallest positive double: the floor of an IS weight
 """``log2(FANOUT)``: the ancestor of slot ``j`` ``h`` levels up sits at position
 ``j >> (h * _FANOUT_BITS)`` of its level (``FANOUT`` is a power of two)."""
 
@@ -379,25 +380,28 @@ def tree_sample_is(tree, leaf0, depth, u, stratified, n, beta, norm_mass, out, p
     ``p^alpha``); ``weights[q] = (n P(i))^-beta`` (PER Section 3.4) divided by
     the largest weight: ``(n norm_mass / total)^-beta`` when ``norm_mass > 0``
     (pass the smallest stored mass, ``tmin[0]``, for PER's global
-    normalisation), else the batch's largest weight.  ``n`` is the number of
-    stored items.  A zero smallest mass thus falls back to the batch's
-    normalisation: callers that promise global normalisation must reject it
-    first.
+    normalisation), else the batch's largest weight.  ``n`` cancels in the
+    ratio (kept in the signature for callers); the ratio is computed in log
+    space, ``exp(-beta (log mass - log mass_ref))``, and a weight below the
+    float range becomes the smallest positive double, so weights stay in (0, 1].
+    A zero smallest mass thus falls back to the batch's normalisation: callers
+    that promise global normalisation must reject it first.
     """
     tree_sample(tree, leaf0, depth, u, stratified, out, probs)
     total = tree[0]
     k = out.shape[0]
-    w_max = 0.0
+    # log space: the ratio of two masses can exceed the float range (masses span 1e-300..1e300)
+    log_ref = np.log(norm_mass) if norm_mass > 0.0 else np.inf
     for q in range(k):
-        p = probs[q] / total
-        probs[q] = p
-        w = (n * p) ** -beta
-        weights[q] = w
-        w_max = max(w_max, w)
-    if norm_mass > 0.0:
-        w_max = (n * (norm_mass / total)) ** -beta
+        m = probs[q]
+        probs[q] = m / total
+        lm = np.log(m)
+        weights[q] = lm
+        if norm_mass <= 0.0:
+            log_ref = min(log_ref, lm)
     for q in range(k):
-        weights[q] /= w_max
+        w = np.exp(-beta * (weights[q] - log_ref))
+        weights[q] = w if w > 0.0 else _TINY  # stays in (0, 1] below the float range
 
 
 @njit(cache=True)
@@ -466,7 +470,7 @@ class SumTree:
         their maximum priority in the raw domain and need no max tree.
     """
 
-    def __init__(self, capacity: int, track_min: bool = True, track_max: bool = True):
+    def __init__(self, capacity: int, track_min: bool = True, track_max: bool = False):
         self.capacity = check_positive_int("capacity", capacity)
         self.depth, self.leaf0, size = tree_shape(self.capacity)
         self._set_arrays(

@@ -36,7 +36,7 @@ def state_bytes(tree: SumTree) -> bytes:
 @pytest.mark.parametrize("capacity", [1, 2, 3, 4, 5, 17, 64, 1000, 4097])
 def test_matches_reference_on_seeded_inputs(capacity):
     rng = np.random.default_rng(capacity)
-    tree = SumTree(capacity)
+    tree = SumTree(capacity, track_max=True)
     leaves = np.zeros(capacity)
     written = np.zeros(capacity, dtype=bool)
     for _ in range(20):
@@ -242,7 +242,7 @@ def test_bad_sample_requests():
 
 
 def test_extrema_follow_overwrites():
-    tree = SumTree(6)
+    tree = SumTree(6, track_max=True)
     tree.update([0, 1, 2], [5.0, 1.0, 3.0])
     assert (tree.min, tree.max) == (1.0, 5.0)
     tree.update([1, 0], [4.0, 2.0])

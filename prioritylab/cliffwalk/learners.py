@@ -57,8 +57,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..samplers.base import mass_of
-from ..samplers.pser import pser_decay
+from ..priorities import LAP as LAP_RULE
+from ..priorities import PER as PER_RULE
+from ..priorities import mass_of, pser_anti_collapse, pser_decay, raw_priority
 from ..sumtree import tree_rebuild, tree_sample_one, tree_set
 from .structures import argmax_build, argmax_fix, sample_rank, treap_build, treap_rekey, treap_select
 
@@ -133,11 +134,13 @@ class ReplayArrays(NamedTuple):
     raw: np.ndarray  # raw priority per slot
     tree: np.ndarray  # sum tree of raw**alpha (PER, PSER, LAP)
     tmin: np.ndarray  # minimum tree (IS weights with beta > 0), else empty
-    tmax: np.ndarray
+    tmax: np.ndarray  # empty: no max tree
     leaf0: int
     depth: int
-    generation: np.ndarray  # write stamps 0..N-1 (PSER's decay walks consecutive stamps)
-    episode_start: np.ndarray
+    generation: np.ndarray  # write stamps 0..N-1
+    prev: np.ndarray  # predecessor links (PSER's decay), priorities.sequential_links
+    prev_gen: np.ndarray
+    live: np.ndarray  # every slot sampleable
     best: np.ndarray  # argmax tree (GREEDY)
     leaves: int
     nodes: np.ndarray  # treap node rows (RANK), see structures.treap_nodes
@@ -220,10 +223,10 @@ def squared_error(q, q_star):
 def raw_from_td(cfg, abs_delta):
     """Raw priority of a TD error: ``|d| + eps`` (PER, PSER), ``|d|`` (greedy, rank), ``max(|d|, kappa)`` (LAP)."""
     if cfg.scheme == PER or cfg.scheme == PSER:
-        return abs_delta + cfg.eps
+        return raw_priority(PER_RULE, abs_delta, cfg.eps)
     if cfg.scheme == LAP:
-        return max(abs_delta, cfg.kappa)
-    return abs_delta
+        return raw_priority(LAP_RULE, abs_delta, cfg.kappa)
+    return abs(abs_delta)
 
 
 @njit(cache=True)
@@ -249,14 +252,13 @@ def init_priorities(cls, c_int, c_r, q, cfg, rep):
         # PSER's fill (Theorem 1's proof): each priority is set in memory order and decayed backwards
         for i in range(N):
             tree_set(rep.tree, rep.tmin, rep.tmax, rep.leaf0, i, mass_of(raw[i], cfg.alpha))
-            pser_decay(raw, rep.tree, rep.tmin, rep.tmax, rep.leaf0, cfg.alpha, rep.generation,
-                       rep.episode_start, i, cfg.rho, cfg.window, cfg.add_mode, rep.pmax[0])  # fmt: skip
+            pser_decay(raw, rep.tree, rep.tmin, rep.leaf0, cfg.alpha, rep.prev, rep.prev_gen, rep.generation,
+                       rep.live, i, cfg.rho, cfg.window, cfg.add_mode, rep.pmax[0])  # fmt: skip
     else:
         for i in range(N):
             rep.tree[rep.leaf0 + i] = mass_of(raw[i], cfg.alpha)
             if rep.tmin.shape[0] > 0:
                 rep.tmin[rep.leaf0 + i] = rep.tree[rep.leaf0 + i]
-                rep.tmax[rep.leaf0 + i] = rep.tree[rep.leaf0 + i]
         tree_rebuild(rep.tree, rep.tmin, rep.tmax, rep.leaf0)
 
 
@@ -338,7 +340,7 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
     MSE at the next one, and NaN after it.  ``theta`` is updated in place.
     """
     cls, c_int, c_r, first = table
-    raw, tree, tmin, tmax, leaf0, depth, generation, starts, best, leaves, nodes, root, cdf, _ = rep
+    raw, tree, tmin, tmax, leaf0, depth, generation, prev, prev_gen, live, best, leaves, nodes, root, cdf, _ = rep
     n, N, sc, rec = q_star.shape[0], cls.shape[0], cfg.scheme, cfg.record_every
     q = np.empty((n, 2))
     q_from_theta(theta, cfg.linear, q)
@@ -376,7 +378,8 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
             d_new = td_error(c_int, c_r, q, cfg.gamma, c) if cfg.post_priority else delta
             p = raw_from_td(cfg, abs(d_new))
             if sc == PSER:
-                p = max(p, cfg.eta * raw[i])  # PSER eq. 10, p_old = the current raw (earlier decays included)
+                # PSER eq. 10, p_old = the current raw (earlier decays included)
+                p = pser_anti_collapse(p, cfg.eta, raw[i])
             pmax = max(pmax, p)
             raw[i] = p
             if sc == GREEDY:
@@ -386,8 +389,8 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
             else:
                 tree_set(tree, tmin, tmax, leaf0, i, mass_of(p, cfg.alpha))
                 if sc == PSER:
-                    pser_decay(raw, tree, tmin, tmax, leaf0, cfg.alpha, generation, starts, i, cfg.rho, cfg.window,
-                               cfg.add_mode, pmax)  # fmt: skip
+                    pser_decay(raw, tree, tmin, leaf0, cfg.alpha, prev, prev_gen, generation, live, i, cfg.rho,
+                               cfg.window, cfg.add_mode, pmax)  # fmt: skip
         if cfg.linear or t % RESYNC == 0:
             sse = squared_error(q, q_star)
         else:

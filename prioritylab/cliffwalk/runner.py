@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._checks import check_positive_int, check_range
+from ..priorities import sequential_links
 from ..samplers.pser import window_from_rho
 from ..sumtree import tree_shape
 from . import learners as L
@@ -192,9 +193,10 @@ def allocate(cfg: RunConfig, memory) -> L.ReplayArrays:
     nr = N if code == L.RANK else 0
     return L.ReplayArrays(
         raw=np.zeros(N), tree=np.zeros(size),
-        tmin=np.full(size, np.inf) if track else np.empty(0), tmax=np.zeros(size) if track else np.empty(0),
+        tmin=np.full(size, np.inf) if track else np.empty(0), tmax=np.empty(0),
         leaf0=int(leaf0), depth=int(depth),
-        generation=np.arange(N, dtype=np.int64), episode_start=memory.episode_start.astype(np.bool_),
+        **dict(zip(("generation", "prev", "prev_gen"), sequential_links(memory.episode_start), strict=True)),
+        live=np.ones(N, dtype=np.bool_),
         best=np.zeros(2 * leaves, dtype=np.int64), leaves=int(leaves),
         nodes=treap_nodes(nr), root=np.full(1, -1, dtype=np.int64),
         cdf=rank_cdf(N, cfg.alpha) if nr else np.empty(0), pmax=np.full(1, initial_max_priority(cfg)),

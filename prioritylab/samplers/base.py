@@ -1,23 +1,29 @@
 """The sampler protocol and the machinery shared by the prioritised samplers.
 
-A sampler is a small object over replay *slots*; it holds no transition data.
-The writer tells it which slots were (re)written with :meth:`Sampler.add`; the
-learner asks for a minibatch with :meth:`Sampler.sample` and reports fresh TD
-errors with :meth:`Sampler.update`.  Every sampler owns a
-``numpy.random.Generator`` and saves/loads its complete state.
+A sampler is a small object over replay *slots*; it holds no transition data
+and knows nothing of environments or episodes.  The writer tells it which
+slots were (re)written with :meth:`Sampler.add`, with a *predecessor link*
+per slot (the slot of the previous step of the same episode, for PSER's
+backward decay), and which slots may not be drawn yet
+(:meth:`Sampler.set_sampleable`: a frame stack or an n-step return that is
+not complete).  The learner asks for a minibatch with :meth:`Sampler.sample`
+and reports fresh TD errors with :meth:`Sampler.update`.  Every sampler owns
+a ``numpy.random.Generator`` and saves/loads its complete state.
 
-Priority domains: callers pass TD errors; a sampler turns them into a *raw*
-priority (``|delta| + eps`` for PER, ``max(|delta|, kappa)`` for LAP, ...) and
-the tree stores the sampling *mass* ``raw ** alpha``.  ``alpha`` is applied in
-exactly one place, :func:`mass_of` (used by :meth:`PrioritySampler._mass` and
-by every kernel), and the maximum priority used
-for new items is tracked in the raw domain.
+One update path: :meth:`Sampler.update` checks the call and turns TD errors
+into raw priorities with the sampler's rule from :mod:`prioritylab.priorities`
+in one jitted pass (:func:`prepare_update`), then hands the fresh items to
+the sampler's :meth:`Sampler._apply` (tree write, PSER's eq. 10 and decay,
+heap fix).  A learned sampler sets raw priorities directly with
+:meth:`Sampler.set_priorities`, which takes the same ``_apply``.
+
+Priority domains: the tree stores the sampling *mass* ``raw ** alpha``;
+alpha is applied only by :func:`prioritylab.priorities.mass_of`.
 
 Atomic calls: every public method checks all of its input (and computes what
 could fail, such as ``raw ** alpha`` overflowing) before it changes anything,
 so a call that raises ``ValueError`` leaves the sampler exactly as it was;
-``load_state_dict`` checks the whole state, including the sampler's settings
-(:meth:`Sampler.config`), before assigning any of it.
+``load_state_dict`` checks the whole state before assigning any of it.
 
 Generation stamps: every write of a slot gets the next value of a global write
 counter.  :meth:`Sampler.sample` returns the stamps of the drawn slots and
@@ -32,77 +38,92 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .._checks import as_rng, check_finite_array, check_indices, check_positive_int, check_range, check_total
-from ..sumtree import SumTree, tree_sample, tree_update
+from .._checks import as_index_array, as_rng, check_indices, check_positive_int, check_range, check_total
+from ..priorities import ABS, mass_of, masses_of, raw_priority
+from ..sumtree import SumTree, _update_levels, tree_alloc, tree_rebuild, tree_sample
 
 _NO_STAMPS = np.empty(0, dtype=np.int64)
+MAX_WRITES = 2**62  # write stamps stay far from int64 overflow
 
-# error codes of :func:`priority_update`
-_OK, _OUT_OF_RANGE, _NOT_FINITE, _EMPTY, _OVERFLOW = 0, 1, 2, 3, 4
-
-
-@njit(cache=True)
-def mass_of(raw, alpha):
-    """The sampling mass ``raw ** alpha`` (PER eq. 1's numerator): the one place alpha is applied.
-
-    Every kernel and :meth:`PrioritySampler._mass` call this, so a mass is
-    bit-identical whichever path computed it (NumPy's ``power`` and the
-    compiled ``**`` can differ in the last bit).
-    """
-    return raw**alpha
+# error codes of the jitted checks
+_OK, _OUT_OF_RANGE, _NOT_FINITE, _EMPTY, _OVERFLOW, _BAD_LINK = 0, 1, 2, 3, 4, 5
 
 
 @njit(cache=True)
-def masses_of(raw, alpha):
-    """:func:`mass_of` over an array."""
-    out = np.empty(raw.shape[0])
-    for i in range(raw.shape[0]):
-        out[i] = mass_of(raw[i], alpha)
-    return out
+def prepare_update(indices, td, generations, generation, rule, param, alpha):
+    """Check an update and compute raw priorities and masses of its fresh items.
 
-
-@njit(cache=True)
-def priority_update(tree, tmin, tmax, leaf0, raw, generation, indices, td, generations, eps, floor, alpha):
-    """Checked, fused priority update: ``raw = max(|td| + eps, floor)``, mass ``raw ** alpha``.
-
-    Returns ``(code, position, max_raw_applied)``.  Every item is checked
-    (index in range, finite TD error, slot written, finite mass) before
-    anything is written, so a rejected call changes nothing.  Items whose
-    generation stamp differs from ``generations`` (when that array is not
-    empty) are stale and skipped.  Duplicates resolve to the last value.
+    Returns ``(code, position, keep, raw, mass)``: every item is checked (index
+    in range, finite TD error, slot written, finite mass); items whose stamp
+    differs from ``generations`` (when given) are stale and dropped.
     """
     n = indices.shape[0]
-    capacity = raw.shape[0]
+    capacity = generation.shape[0]
     use_gen = generations.shape[0] > 0
     keep = np.empty(n, dtype=np.int64)
-    new_raw = np.empty(n)
+    raw = np.empty(n)
     mass = np.empty(n)
     m = 0
-    max_raw = 0.0
     for i in range(n):
         j = indices[i]
         if j < 0 or j >= capacity:
-            return _OUT_OF_RANGE, i, 0.0
+            return _OUT_OF_RANGE, i, keep[:0], raw[:0], mass[:0]
         d = td[i]
         if not np.isfinite(d):
-            return _NOT_FINITE, i, 0.0
+            return _NOT_FINITE, i, keep[:0], raw[:0], mass[:0]
         if generation[j] < 0:
-            return _EMPTY, i, 0.0
+            return _EMPTY, i, keep[:0], raw[:0], mass[:0]
         if use_gen and generation[j] != generations[i]:
-            continue  # stale: checked but never written
-        r = max(abs(d) + eps, floor)
+            continue
+        r = raw_priority(rule, d, param)
         x = mass_of(r, alpha)
-        if not x < np.inf:
-            return _OVERFLOW, i, 0.0
+        if not (r < np.inf and x < np.inf):
+            return _OVERFLOW, i, keep[:0], raw[:0], mass[:0]
         keep[m] = j
-        new_raw[m] = r
+        raw[m] = r
         mass[m] = x
-        max_raw = max(max_raw, r)
         m += 1
-    for i in range(m):
-        raw[keep[i]] = new_raw[i]
-    tree_update(tree, tmin, tmax, leaf0, keep[:m], mass[:m])
-    return _OK, -1, max_raw
+    return _OK, -1, keep[:m], raw[:m], mass[:m]
+
+
+@njit(cache=True)
+def write_masses(tree, tmin, leaf0, indices, mass, sampleable):
+    """Write masses at ``indices`` (0 in the sum tree, +inf in the min tree for slots not
+    sampleable) and bring both trees up to date level by level."""
+    for i in range(indices.shape[0]):
+        j = indices[i]
+        tree[leaf0 + j] = mass[i] if sampleable[j] else 0.0
+    _update_levels(tree, leaf0, indices, 0)
+    if tmin.shape[0] > 0:
+        for i in range(indices.shape[0]):
+            j = indices[i]
+            tmin[leaf0 + j] = mass[i] if sampleable[j] else np.inf
+        _update_levels(tmin, leaf0, indices, 1)
+
+
+@njit(cache=True)
+def link_stamps(indices, prev, generation, writes, scratch, prev_gen):
+    """Stamp of each item's predecessor at the moment the item is written.
+
+    A predecessor written earlier in the same call gets that new stamp.
+    Returns the position of the first link to an empty slot, else -1.
+    ``scratch`` (capacity, all -1) is restored before returning.
+    """
+    bad = -1
+    n = indices.shape[0]
+    for i in range(n):
+        p = prev[i]
+        if p < 0:
+            prev_gen[i] = -1
+        else:
+            g = scratch[p] if scratch[p] >= 0 else generation[p]
+            if g < 0 and bad < 0:
+                bad = i
+            prev_gen[i] = g
+        scratch[indices[i]] = writes + i
+    for i in range(n):
+        scratch[indices[i]] = -1
+    return bad
 
 
 @dataclass
@@ -114,17 +135,67 @@ class SampleBatch:
     probs: np.ndarray
     """Probability with which each slot is drawn by one draw, ``P(i)`` (1 for greedy TD)."""
     weights: np.ndarray
-    """Importance-sampling weights (all ones for methods that use none)."""
+    """Importance-sampling weights in (0, 1] (all ones for methods that use none)."""
     generations: np.ndarray
     """Write stamps of the drawn slots; pass them back to :meth:`Sampler.update`."""
 
 
-def state_array(state: dict, key: str, dtype, shape: tuple) -> np.ndarray:
-    """A copy of ``state[key]`` with the expected dtype and shape, else ``ValueError``."""
-    arr = np.array(state[key], dtype=dtype)
-    if arr.shape != shape:
-        raise ValueError(f"state[{key!r}] must have shape {shape}, got {arr.shape}")
-    return arr
+class StateError(ValueError):
+    """A ``state_dict`` that cannot be loaded (a ``ValueError`` naming the field)."""
+
+
+def state_value(state, key: str):
+    """``state[key]``, or :class:`StateError` naming the missing key."""
+    if not isinstance(state, dict):
+        raise StateError(f"state must be a dict, got {type(state).__name__}")
+    if key not in state:
+        raise StateError(f"state lacks the entry {key!r}")
+    return state[key]
+
+
+def state_int(state, key: str, lo: int = 0, hi: int = MAX_WRITES) -> int:
+    """An integer entry in ``[lo, hi]``."""
+    v = state_value(state, key)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi:
+        raise StateError(f"state[{key!r}] must be an integer in [{lo}, {hi}], got {v!r}")
+    return int(v)
+
+
+def state_array(state, key: str, dtype, shape: tuple) -> np.ndarray:
+    """A copy of ``state[key]`` with the expected dtype kind and shape, else :class:`StateError`.
+
+    Values are never cast across kinds: a float array for an int field, or
+    fractional stamps, are rejected rather than truncated.
+    """
+    v = state_value(state, key)
+    try:
+        arr = np.array(v)
+    except (TypeError, ValueError) as err:
+        raise StateError(f"state[{key!r}] is not an array: {err}") from None
+    dt = np.dtype(dtype)
+    if arr.dtype.kind not in _KINDS[dt.kind]:
+        raise StateError(f"state[{key!r}] must have dtype {dt}, got {arr.dtype}")
+    if arr.shape != shape and not (len(shape) == 1 and shape[0] < 0 and arr.ndim == 1):
+        raise StateError(f"state[{key!r}] must have shape {shape}, got {arr.shape}")
+    if dt.kind in "iu" and arr.size and arr.dtype.kind in "iu":
+        info = np.iinfo(dt)
+        if arr.min() < info.min or arr.max() > info.max:
+            raise StateError(f"state[{key!r}] holds values outside the range of {dt}")
+    return arr.astype(dt)
+
+
+_KINDS = {"b": "b", "i": "iu", "u": "iu", "f": "fiu"}
+
+
+def load_rng_state(state, bit_generator_type, key: str = "rng") -> np.random.Generator:
+    """A fresh Generator set to ``state[key]``, or :class:`StateError` naming the field."""
+    value = state_value(state, key)
+    probe = np.random.Generator(bit_generator_type())
+    try:
+        probe.bit_generator.state = value
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as err:
+        raise StateError(f"state[{key!r}] is not a {bit_generator_type.__name__} state: {err}") from None
+    return probe
 
 
 class Sampler:
@@ -132,19 +203,30 @@ class Sampler:
 
     ``seed`` is an int, a ``SeedSequence`` or a ``Generator`` (used as is);
     ``None`` draws fresh entropy from the operating system, so pass a seed for
-    reproducible runs.
+    reproducible runs.  The priority rule (a code of
+    :mod:`prioritylab.priorities`) is ``_rule``/``_rule_param``.
     """
 
     name = "base"
+    _rule = ABS
+    _rule_param = 0.0
+    _alpha_for_checks = 1.0
 
     def __init__(self, capacity: int, seed=None):
         self.capacity = check_positive_int("capacity", capacity)
         self.rng = as_rng(seed)
         self._generation = np.full(self.capacity, -1, dtype=np.int64)
         self._writes = 0  # global write counter: the next generation stamp
-        self._episode_start = np.zeros(self.capacity, dtype=bool)
+        self._prev = np.full(self.capacity, -1, dtype=np.int64)  # predecessor link per slot
+        self._prev_gen = np.full(self.capacity, -1, dtype=np.int64)  # its stamp when linked
+        self._sampleable = np.zeros(self.capacity, dtype=bool)
+        self._n_sampleable = 0
+        self._td = np.full(self.capacity, np.nan)  # last signed TD error reported per slot
         self._filled = np.empty(self.capacity, dtype=np.int64)  # written slots, first-write order
         self._size = 0
+        self._last = -1  # last slot written (for add() without explicit links)
+        self._scratch = np.full(self.capacity, -1, dtype=np.int64)
+        self._history: list[np.ndarray] | None = None  # slots drawn since start_history()
 
     def config(self) -> dict:
         """The settings that define this sampler's behaviour (saved and checked with its state)."""
@@ -156,50 +238,148 @@ class Sampler:
         """Number of slots written at least once."""
         return self._size
 
+    @property
+    def num_sampleable(self) -> int:
+        """Number of written slots that may be drawn now."""
+        return self._n_sampleable
+
     def generations(self, indices) -> np.ndarray:
         """Current write stamps of ``indices`` (-1 for a slot never written)."""
         return self._generation[check_indices("indices", indices, self.capacity)]
 
     def episode_starts(self, indices) -> np.ndarray:
-        """Whether each slot holds the first transition of an episode."""
-        return self._episode_start[check_indices("indices", indices, self.capacity)]
+        """Whether each slot has no predecessor link (first step of an episode)."""
+        return self._prev[check_indices("indices", indices, self.capacity)] < 0
+
+    def predecessors(self, indices) -> np.ndarray:
+        """Predecessor slot of each slot, -1 where there is none or it was overwritten."""
+        idx = check_indices("indices", indices, self.capacity)
+        p = self._prev[idx]
+        ok = (p >= 0) & (self._generation[np.maximum(p, 0)] == self._prev_gen[idx])
+        return np.where(ok, p, -1)
+
+    def sampleable(self, indices) -> np.ndarray:
+        return self._sampleable[check_indices("indices", indices, self.capacity)].copy()
+
+    def td_errors(self, indices) -> np.ndarray:
+        """The last signed TD error reported for each slot (NaN if none since it was written)."""
+        return self._td[check_indices("indices", indices, self.capacity)].copy()
 
     def probabilities(self) -> np.ndarray:
-        """Exact probability of every slot under one draw (zeros for empty slots)."""
+        """Exact probability of every slot under one draw (zeros for empty or held slots)."""
         raise NotImplementedError
 
     # -- protocol ------------------------------------------------------------
-    def add(self, slots, episode_start=None, td_errors=None) -> None:
+    def add(self, slots, prev=None, *, episode_start=None, td_errors=None, sampleable=True) -> None:
         """Register that ``slots`` were (re)written, in this order.
 
-        ``episode_start`` (bool per slot, or one flag for all) marks the first
-        transition of an episode (PSER never decays across it).  ``td_errors``
-        are used only by samplers configured to seed new items from their
-        current TD error (``init="td"``).
+        ``prev`` gives each slot's predecessor link (``-1``: none).  Without it,
+        the slots continue one stream: each links to the slot written just
+        before it, unless ``episode_start`` (bool per slot, or one flag) marks
+        the first step of an episode.  ``sampleable=False`` registers slots
+        that may not be drawn until :meth:`set_sampleable`.  ``td_errors`` are
+        used only by samplers that seed new items from them (``init="td"``).
         """
         idx = check_indices("slots", slots, self.capacity)
-        starts = self._check_starts(episode_start, idx.shape[0])
-        td = None if td_errors is None else self._check_td(td_errors, idx.shape[0])
-        if idx.shape[0] == 0:
+        n = idx.shape[0]
+        if prev is None:
+            starts = self._check_flags("episode_start", episode_start, n, False)
+            links = np.empty(n, dtype=np.int64)
+            if n:
+                links[0] = self._last
+                links[1:] = idx[:-1]
+                links[starts] = -1
+        else:
+            if episode_start is not None:
+                raise ValueError("give either prev or episode_start, not both")
+            links = as_index_array("prev", prev)
+            if links.shape != (n,):
+                raise ValueError(f"prev must have shape ({n},), got {links.shape}")
+            bad = (links < -1) | (links >= self.capacity)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"prev[{i}] = {links[i]} is out of range [-1, {self.capacity})")
+        flags = self._check_flags("sampleable", sampleable, n, True)
+        td = None if td_errors is None else self._check_td(td_errors, n)
+        if n == 0:
             return
+        if self._writes + n > MAX_WRITES:
+            raise ValueError(f"write counter would pass {MAX_WRITES}")
+        prev_gen = np.empty(n, dtype=np.int64)
+        bad = link_stamps(idx, links, self._generation, self._writes, self._scratch, prev_gen)
+        if bad >= 0:
+            raise ValueError(f"prev[{bad}] = {links[bad]} points at an empty slot")
         prepared = self._prepare_add(idx, td)  # everything that can fail happens here
-        self._write_stamps(idx, starts)
+        self._write_stamps(idx)
+        self._prev[idx] = links
+        self._prev_gen[idx] = prev_gen
+        self._set_flags(idx, flags)
+        self._td[idx] = np.nan
+        self._last = int(idx[-1])
         self._on_add(idx, prepared)
 
+    def set_sampleable(self, slots, sampleable) -> None:
+        """Allow (``True``) or forbid (``False``) drawing written ``slots``; priorities are kept."""
+        idx = check_indices("slots", slots, self.capacity)
+        flags = self._check_flags("sampleable", sampleable, idx.shape[0], True)
+        self._check_filled(idx)
+        if idx.shape[0]:
+            self._set_flags(idx, flags)
+            self._on_sampleable(idx)
+
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
-        raise NotImplementedError
+        """Draw ``batch_size`` slots (with replacement); recorded if a history is kept."""
+        batch = self._sample(self._check_batch(batch_size, beta), beta)
+        if self._history is not None:
+            self._history.append(batch.indices.copy())
+        return batch
 
     def update(self, indices, td_errors, generations=None) -> None:
-        """Set priorities of ``indices`` from ``td_errors`` (stale items skipped)."""
-        idx = check_indices("indices", indices, self.capacity)
-        td = self._check_td(td_errors, idx.shape[0])
-        self._check_filled(idx)
-        if generations is not None:
-            fresh = self._generation[idx] == self._check_generations(generations, idx.shape)
-            if not fresh.all():
-                idx, td = idx[fresh], td[fresh]
-        if idx.shape[0]:
-            self._on_update(idx, self._prepare_update(idx, td))
+        """Set priorities of ``indices`` from ``td_errors`` by the sampler's rule (stale items skipped)."""
+        idx, td, gen = self._check_call(indices, td_errors, generations, "td_errors")
+        code, pos, keep, raw, mass = prepare_update(
+            idx, td, gen, self._generation, self._rule, self._rule_param, self._alpha_for_checks
+        )
+        if code != _OK:
+            raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
+        if keep.shape[0]:
+            self._apply_checked(keep, raw, mass, idx, td, gen)
+
+    def set_priorities(self, indices, priorities, generations=None) -> None:
+        """Set raw priorities directly (a learned sampler's scores), stale items skipped.
+
+        Takes the same path as :meth:`update` with the identity rule; priorities
+        must be finite and non-negative.
+        """
+        idx, p, gen = self._check_call(indices, priorities, generations, "priorities")
+        neg = p < 0
+        if neg.any():
+            i = int(np.flatnonzero(neg)[0])
+            raise ValueError(f"priorities[{i}] = {p[i]} must be non-negative")
+        code, pos, keep, raw, mass = prepare_update(
+            idx, p, gen, self._generation, ABS, 0.0, self._alpha_for_checks
+        )
+        if code != _OK:
+            raise ValueError(self._update_error(code, pos, idx, p, "priorities"))
+        if keep.shape[0]:
+            self._apply(keep, raw, mass, None)
+
+    def on_evaluation(self, info: dict | None = None) -> None:
+        """Hook called by a training loop at each evaluation (a learned sampler trains here)."""
+
+    # -- history of drawn slots (for learned samplers) ------------------------------------
+    def start_history(self) -> None:
+        """Start (or restart) recording the slots drawn by :meth:`sample`."""
+        self._history = []
+
+    def history(self) -> np.ndarray:
+        """Slots drawn since :meth:`start_history`, in draw order (empty if not recording)."""
+        if not self._history:
+            return np.empty(0, dtype=np.int64)
+        return np.concatenate(self._history)
+
+    def stop_history(self) -> None:
+        self._history = None
 
     # -- state ---------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -210,50 +390,91 @@ class Sampler:
             "rng": self.rng.bit_generator.state,
             "generation": self._generation.copy(),
             "writes": self._writes,
-            "episode_start": self._episode_start.copy(),
+            "prev": self._prev.copy(),
+            "prev_gen": self._prev_gen.copy(),
+            "sampleable": self._sampleable.copy(),
+            "td": self._td.copy(),
             "filled": self._filled[: self._size].copy(),
+            "last": self._last,
+            "history": None if self._history is None else self.history(),
         }
 
     def load_state_dict(self, state: dict) -> None:
-        """Load a :meth:`state_dict`: all of it is checked before any of it is assigned."""
+        """Load a :meth:`state_dict`: all of it is checked before any of it is assigned.
+
+        Any inconsistency raises ``ValueError`` naming the field, and the
+        sampler is left unchanged.
+        """
         try:
             values = self._parse_state(state)
-        except KeyError as err:
-            raise ValueError(f"state lacks the entry {err}") from None
-        probe = np.random.Generator(type(self.rng.bit_generator)())
-        try:
-            probe.bit_generator.state = state["rng"]
-        except (TypeError, ValueError, KeyError) as err:
-            raise ValueError(f"state['rng'] is not a {type(self.rng.bit_generator).__name__} state: {err}") from None
+            probe = load_rng_state(state, type(self.rng.bit_generator))
+        except StateError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError) as err:
+            raise ValueError(f"state cannot be loaded: {type(err).__name__}: {err}") from None
         for key, value in values.items():
             setattr(self, key, value)
-        self.rng.bit_generator.state = state["rng"]
+        self.rng.bit_generator.state = probe.bit_generator.state
 
     def _parse_state(self, state: dict) -> dict:
         """Check ``state`` and return the attributes to assign (no side effect)."""
-        if state["name"] != self.name or int(state["capacity"]) != self.capacity:
-            raise ValueError(
-                f"state is for sampler {state['name']!r} with capacity {state['capacity']}, "
+        name, capacity, config = (state_value(state, k) for k in ("name", "capacity", "config"))
+        if name != self.name or capacity != self.capacity:
+            raise StateError(
+                f"state is for sampler {name!r} with capacity {capacity!r}, "
                 f"not {self.name!r} with capacity {self.capacity}"
             )
-        if state["config"] != self.config():
-            raise ValueError(f"state was saved with settings {state['config']}, this sampler has {self.config()}")
+        if config != self.config():
+            raise StateError(f"state was saved with settings {config}, this sampler has {self.config()}")
         cap = (self.capacity,)
         generation = state_array(state, "generation", np.int64, cap)
-        writes = int(state["writes"])
+        writes = state_int(state, "writes")
         if generation.min() < -1 or writes <= generation.max():
-            raise ValueError("state['generation'] must be >= -1 and below state['writes'] (the next stamp)")
-        filled = np.asarray(state["filled"], dtype=np.int64)
-        if filled.ndim != 1 or not np.array_equal(np.sort(filled), np.flatnonzero(generation >= 0)):
-            raise ValueError("state['filled'] must list each written slot (generation >= 0) exactly once")
+            raise StateError("state['generation'] must be >= -1 and below state['writes'] (the next stamp)")
+        written = generation >= 0
+        stamps = generation[written]
+        if np.unique(stamps).shape[0] != stamps.shape[0]:
+            raise StateError("state['generation'] repeats a write stamp")
+        filled = state_array(state, "filled", np.int64, (-1,))
+        if not np.array_equal(np.sort(filled), np.flatnonzero(written)):
+            raise StateError("state['filled'] must list each written slot (generation >= 0) exactly once")
+        prev = state_array(state, "prev", np.int64, cap)
+        prev_gen = state_array(state, "prev_gen", np.int64, cap)
+        if ((prev < -1) | (prev >= self.capacity)).any() or ((prev >= 0) & ~written).any():
+            raise StateError("state['prev'] must hold -1 or a slot, and only for written slots")
+        linked = prev >= 0
+        if ((prev_gen < -1) | (linked & ((prev_gen < 0) | (prev_gen >= generation)))).any() or (
+            prev_gen[~linked] != -1
+        ).any():
+            raise StateError("state['prev_gen'] must be an earlier stamp for each link and -1 elsewhere")
+        sampleable = state_array(state, "sampleable", bool, cap)
+        if (sampleable & ~written).any():
+            raise StateError("state['sampleable'] marks an empty slot")
+        td = state_array(state, "td", np.float64, cap)
+        if np.isinf(td).any():
+            raise StateError("state['td'] must hold finite TD errors or NaN")
+        last = state_int(state, "last", -1, self.capacity - 1)
+        if (last >= 0) != bool(written.any()) or (last >= 0 and generation[last] != stamps.max()):
+            raise StateError(f"state['last'] = {last} is not the last slot written")
+        history = state_value(state, "history")
+        if history is not None:
+            history = state_array(state, "history", np.int64, (-1,))
+            if ((history < 0) | (history >= self.capacity)).any():
+                raise StateError("state['history'] holds a slot out of range")
         buffer = np.empty(self.capacity, dtype=np.int64)
         buffer[: filled.shape[0]] = filled
         return {
             "_generation": generation,
             "_writes": writes,
-            "_episode_start": state_array(state, "episode_start", bool, cap),
+            "_prev": prev,
+            "_prev_gen": prev_gen,
+            "_sampleable": sampleable,
+            "_n_sampleable": int(sampleable.sum()),
+            "_td": td,
             "_filled": buffer,
             "_size": int(filled.shape[0]),
+            "_last": last,
+            "_history": None if history is None else ([history] if history.shape[0] else []),
         }
 
     # -- hooks for subclasses --------------------------------------------------
@@ -264,17 +485,52 @@ class Sampler:
     def _on_add(self, idx: np.ndarray, prepared) -> None:
         pass
 
-    def _prepare_update(self, idx: np.ndarray, td: np.ndarray):
-        """Check and compute what :meth:`_on_update` needs; must not change state."""
-        return td
+    def _on_sampleable(self, idx: np.ndarray) -> None:
+        """Slots' sampleable flags changed (already stored)."""
 
-    def _on_update(self, idx: np.ndarray, prepared) -> None:
-        pass
+    def _apply(self, idx: np.ndarray, raw: np.ndarray, mass: np.ndarray, td: np.ndarray | None) -> None:
+        """Store checked raw priorities of fresh, written slots (cannot fail)."""
+
+    def _sample(self, k: int, beta: float | None) -> SampleBatch:
+        raise NotImplementedError
 
     # -- checks and bookkeeping ------------------------------------------------
-    def _write_stamps(self, idx: np.ndarray, starts: np.ndarray) -> None:
+    def _apply_checked(self, keep, raw, mass, idx, td, gen) -> None:
+        """Record the signed TD errors of the fresh items, then :meth:`_apply`."""
+        if gen.shape[0]:
+            fresh = self._generation[idx] == gen
+            td_fresh = td[fresh] if not fresh.all() else td
+        else:
+            td_fresh = td
+        self._td[keep] = td_fresh
+        self._apply(keep, raw, mass, td_fresh)
+
+    def _check_call(self, indices, values, generations, what: str):
+        idx = np.asarray(indices)
+        if idx.dtype != np.int64 or idx.ndim != 1 or not idx.flags.c_contiguous:
+            idx = as_index_array("indices", idx)
+        val = np.asarray(values)
+        if val.dtype != np.float64 or not val.flags.c_contiguous:
+            if val.dtype.kind not in "fiub" and val.size:
+                raise ValueError(f"{what} must be numbers, got dtype {val.dtype}")
+            val = np.ascontiguousarray(val, dtype=np.float64)
+        if val.shape != idx.shape:
+            raise ValueError(f"{what} must have shape {idx.shape}, got {val.shape}")
+        gen = _NO_STAMPS if generations is None else self._check_generations(generations, idx.shape)
+        return idx, val, gen
+
+    def _update_error(self, code: int, pos: int, idx: np.ndarray, td: np.ndarray, what: str) -> str:
+        if code == _OUT_OF_RANGE:
+            return f"indices[{pos}] = {idx[pos]} is out of range [0, {self.capacity})"
+        if code == _NOT_FINITE:
+            return f"{what}[{pos}] = {td[pos]} must be finite"
+        if code == _EMPTY:
+            return f"indices[{pos}] = {idx[pos]} points at an empty slot"
+        return f"priority from {what}[{pos}] = {td[pos]} overflows when raised to alpha={self._alpha_for_checks}"
+
+    def _write_stamps(self, idx: np.ndarray) -> None:
         n = idx.shape[0]
-        if n == 1:  # the writer's usual call: one slot per environment step
+        if n == 1:
             if self._generation[idx[0]] < 0:
                 self._filled[self._size] = idx[0]
                 self._size += 1
@@ -285,29 +541,51 @@ class Sampler:
             self._size += fresh.shape[0]
         self._generation[idx] = self._writes + np.arange(n, dtype=np.int64)
         self._writes += n
-        self._episode_start[idx] = starts
 
-    def _check_starts(self, episode_start, n: int) -> np.ndarray:
-        if episode_start is None:
-            return np.zeros(n, dtype=bool)
-        starts = np.asarray(episode_start, dtype=bool).reshape(-1)
-        if starts.shape == (1,) and n != 1:
-            starts = np.repeat(starts, n)
-        if starts.shape != (n,):
-            raise ValueError(f"episode_start must have shape ({n},), got {starts.shape}")
-        return starts
+    def _set_flags(self, idx: np.ndarray, flags: np.ndarray) -> None:
+        if idx.shape[0] == 1:
+            self._n_sampleable += int(flags[0]) - int(self._sampleable[idx[0]])
+            self._sampleable[idx[0]] = flags[0]
+            return
+        touched = np.unique(idx)
+        before = np.count_nonzero(self._sampleable[touched])
+        self._sampleable[idx] = flags
+        self._n_sampleable += int(np.count_nonzero(self._sampleable[touched]) - before)
+
+    def _check_flags(self, name: str, flags, n: int, default: bool) -> np.ndarray:
+        if flags is None:
+            return np.full(n, default)
+        arr = np.asarray(flags)
+        if arr.dtype != bool:
+            raise ValueError(f"{name} must be booleans, got dtype {arr.dtype}")
+        if arr.ndim == 0 or arr.shape == (1,):
+            return np.full(n, bool(arr.reshape(-1)[0]))
+        if arr.shape != (n,):
+            raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
+        return arr
 
     def _check_td(self, td_errors, n: int) -> np.ndarray:
-        td = check_finite_array("td_errors", td_errors)
+        td = np.asarray(td_errors)
+        if td.dtype.kind not in "fiu":
+            raise ValueError(f"td_errors must be numbers, got dtype {td.dtype}")
+        td = np.ascontiguousarray(td, dtype=np.float64)
         if td.shape != (n,):
             raise ValueError(f"td_errors must have shape ({n},), got {td.shape}")
+        bad = ~np.isfinite(td)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"td_errors[{i}] = {td[i]} must be finite")
         return td
 
     def _check_generations(self, generations, shape: tuple) -> np.ndarray:
-        gen = np.asarray(generations, dtype=np.int64).reshape(-1)
+        gen = np.asarray(generations)
+        if gen.dtype.kind not in "iu":
+            raise ValueError(f"generations must be integers, got dtype {gen.dtype}")
         if gen.shape != shape:
             raise ValueError(f"generations must have shape {shape}, got {gen.shape}")
-        return gen
+        if gen.dtype == np.uint64 and gen.size and gen.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"generations hold {gen.max()}, beyond any write stamp")
+        return np.ascontiguousarray(gen, dtype=np.int64)
 
     def _check_filled(self, idx: np.ndarray) -> None:
         empty = self._generation[idx] < 0
@@ -322,6 +600,8 @@ class Sampler:
             check_range("beta", beta, 0.0, 1.0)
         if self._size == 0:
             raise ValueError("cannot sample from an empty sampler (no slot added yet)")
+        if self._n_sampleable == 0:
+            raise ValueError(f"cannot sample: none of the {self._size} written slots is sampleable yet")
         return k
 
     def __repr__(self) -> str:
@@ -331,11 +611,12 @@ class Sampler:
 class PrioritySampler(Sampler):
     """A sampler whose draws are proportional to a mass ``raw ** alpha``.
 
-    Subclasses define :meth:`raw_priority` (TD error -> raw priority).  New items
-    enter with the largest raw priority seen so far (``initial_priority`` before
-    any), unless ``init="td"``, where :meth:`add` takes their TD errors.
-    Samplers that draw from the sum tree keep one (``_uses_tree``); it tracks
-    the minimum mass only when ``track_min`` (PER's global IS normalisation).
+    The rule (``_rule``, ``_rule_param``) turns a TD error into a raw priority.
+    New items enter with the largest raw priority seen so far
+    (``initial_priority`` before any), unless ``init="td"``, where :meth:`add`
+    takes their TD errors.  Samplers that draw from the sum tree keep one
+    (``_uses_tree``), with a min tree only when ``track_min`` (PER's global IS
+    normalisation).
     """
 
     _uses_tree = True
@@ -352,17 +633,24 @@ class PrioritySampler(Sampler):
         track_min: bool = False,
     ):
         super().__init__(capacity, seed)
-        self.alpha = check_range("alpha", alpha, 0.0, np.inf)
+        self.alpha = check_range("alpha", alpha, 0.0, np.inf, hi_open=True)
         self.initial_priority = check_range(
             "initial_priority", initial_priority, 0.0, np.inf, lo_open=True, hi_open=True
         )
+        if not np.isfinite(mass_of(self.initial_priority, self.alpha)):
+            raise ValueError(f"initial_priority={initial_priority} overflows when raised to alpha={alpha}")
         if init not in ("max", "td"):
             raise ValueError(f"init must be 'max' or 'td', got {init!r}")
         self.init = init
         self.stratified = bool(stratified)
+        self._track_min = bool(track_min)
         self.tree = SumTree(capacity, track_min=track_min, track_max=False) if self._uses_tree else None
         self._raw = np.zeros(self.capacity)
         self._max_raw = self.initial_priority
+
+    @property
+    def _alpha_for_checks(self) -> float:
+        return self.alpha
 
     def config(self) -> dict:
         return {
@@ -372,29 +660,10 @@ class PrioritySampler(Sampler):
             "stratified": self.stratified,
         }
 
-    # -- the one place alpha is applied ----------------------------------------
-    def _mass(self, raw: np.ndarray) -> np.ndarray:
-        """``raw ** alpha`` through :func:`mass_of`; an overflow is checked by the callers, before any change."""
-        return masses_of(np.ascontiguousarray(raw, dtype=np.float64), self.alpha)
-
-    def raw_priority(self, td: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def _raw_rule(self) -> tuple[float, float] | None:
-        """``(eps, floor)`` if ``raw_priority(td) == max(|td| + eps, floor)``: enables the fused update."""
-        return None
-
-    def _checked_mass(self, raw: np.ndarray, td: np.ndarray | None) -> np.ndarray | None:
-        """``raw ** alpha``, rejected if it overflows; ``None`` for samplers without a tree."""
-        if self.tree is None:
-            return None
-        mass = self._mass(raw)
-        bad = ~(np.isfinite(mass) & np.isfinite(raw))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            source = f"td_errors[{i}] = {td[i]}" if td is not None else f"the max priority {raw[i]}"
-            raise ValueError(f"priority from {source} overflows when raised to alpha={self.alpha}")
-        return mass
+    def raw_priority(self, td) -> np.ndarray:
+        """The sampler's rule over an array of TD errors (see :mod:`prioritylab.priorities`)."""
+        td = np.asarray(td, dtype=np.float64).reshape(-1)
+        return np.array([raw_priority(self._rule, d, self._rule_param) for d in td])
 
     # -- reads ---------------------------------------------------------------
     @property
@@ -402,73 +671,56 @@ class PrioritySampler(Sampler):
         """Largest raw priority seen (what a new item gets)."""
         return self._max_raw
 
+    @property
+    def total(self) -> float:
+        """Total sampling mass of the sampleable slots."""
+        return self.tree.total
+
     def priorities(self, indices) -> np.ndarray:
         """Raw priorities of ``indices``."""
         return self._raw[check_indices("indices", indices, self.capacity)].copy()
 
+    def masses(self) -> np.ndarray:
+        """Sampling mass of every slot (0 for empty or held slots)."""
+        return np.array(self.tree.leaves)
+
     def probabilities(self) -> np.ndarray:
         """Exact per-slot probability of one draw (``mass / total``; zeros while empty)."""
-        leaves = np.asarray(self.tree.leaves)
+        leaves = self.masses()
         total = self.tree.total
         return leaves / total if total > 0.0 else np.zeros(self.capacity)
 
     # -- writes ----------------------------------------------------------------
-    def update(self, indices, td_errors, generations=None) -> None:
-        rule = self._raw_rule()
-        if rule is None:
-            return super().update(indices, td_errors, generations)
-        idx = np.asarray(indices)
-        if idx.dtype != np.int64 or idx.ndim != 1:
-            idx = check_indices("indices", idx, self.capacity)
-        td = np.asarray(td_errors, dtype=np.float64).reshape(-1)
-        if td.shape != idx.shape:
-            raise ValueError(f"td_errors must have shape {idx.shape}, got {td.shape}")
-        gen = _NO_STAMPS if generations is None else self._check_generations(generations, idx.shape)
-        a = self.tree.arrays
-        code, pos, max_raw = priority_update(
-            a.tree, a.tmin, a.tmax, a.leaf0, self._raw, self._generation, idx, td, gen, rule[0], rule[1], self.alpha
-        )
-        if code != _OK:
-            raise ValueError(self._update_error(code, pos, idx, td))
-        if max_raw > self._max_raw:
-            self._max_raw = max_raw
-
-    def _update_error(self, code: int, pos: int, idx: np.ndarray, td: np.ndarray) -> str:
-        if code == _OUT_OF_RANGE:
-            return f"indices[{pos}] = {idx[pos]} is out of range [0, {self.capacity})"
-        if code == _NOT_FINITE:
-            return f"td_errors[{pos}] = {td[pos]} must be finite"
-        if code == _EMPTY:
-            return f"indices[{pos}] = {idx[pos]} points at an empty slot"
-        return f"priority from td_errors[{pos}] = {td[pos]} overflows when raised to alpha={self.alpha}"
-
     def _prepare_add(self, idx, td):
         if self.init == "td":
             if td is None:
                 raise ValueError("init='td' needs td_errors in add()")
-            raw = self.raw_priority(td)
-        else:
-            raw = np.full(idx.shape[0], self._max_raw)
-            td = None
-        return raw, self._checked_mass(raw, td)
-
-    def _prepare_update(self, idx, td):
-        raw = self.raw_priority(td)
-        return raw, self._checked_mass(raw, td)
+            code, pos, _, raw, mass = prepare_update(
+                np.zeros(td.shape[0], dtype=np.int64), td, _NO_STAMPS, np.zeros(1, dtype=np.int64),
+                self._rule, self._rule_param, self.alpha,
+            )  # fmt: skip
+            if code != _OK:
+                raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
+            return raw, mass
+        raw = np.full(idx.shape[0], self._max_raw)
+        return raw, masses_of(raw, self.alpha)  # finite: the max priority's mass was checked when it was set
 
     def _on_add(self, idx, prepared) -> None:
-        self._write(idx, *prepared)
+        self._apply(idx, *prepared, None)
 
-    def _on_update(self, idx, prepared) -> None:
-        self._write(idx, *prepared)
-
-    def _write(self, idx: np.ndarray, raw: np.ndarray, mass: np.ndarray | None) -> None:
-        """Store checked raw priorities and masses (cannot fail)."""
+    def _apply(self, idx, raw, mass, td) -> None:
         if self.tree is not None:
             a = self.tree.arrays
-            tree_update(a.tree, a.tmin, a.tmax, a.leaf0, idx, mass)  # checked by the caller
+            write_masses(a.tree, a.tmin, a.leaf0, idx, mass, self._sampleable)
         self._raw[idx] = raw
-        self._max_raw = max(self._max_raw, float(raw.max()))
+        m = raw.max()
+        if m > self._max_raw:
+            self._max_raw = float(m)
+
+    def _on_sampleable(self, idx) -> None:
+        if self.tree is not None:
+            a = self.tree.arrays
+            write_masses(a.tree, a.tmin, a.leaf0, idx, masses_of(self._raw[idx], self.alpha), self._sampleable)
 
     # -- sampling ------------------------------------------------------------
     def _draw(self, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -479,8 +731,7 @@ class PrioritySampler(Sampler):
         tree_sample(a.tree, a.leaf0, a.depth, self.rng.random(k), self.stratified, out, mass)
         return out, mass
 
-    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
-        k = self._check_batch(batch_size, beta)
+    def _sample(self, k: int, beta: float | None) -> SampleBatch:
         idx, mass = self._draw(k)
         probs = mass / self.tree.total
         return SampleBatch(idx, probs, np.ones(k), self._generation[idx])
@@ -489,23 +740,39 @@ class PrioritySampler(Sampler):
     def state_dict(self) -> dict:
         state = super().state_dict()
         state.update(raw=self._raw.copy(), max_raw=self._max_raw)
-        if self.tree is not None:
-            state["tree"] = self.tree.state_dict()
         return state
 
     def _parse_state(self, state: dict) -> dict:
         values = super()._parse_state(state)
         raw = state_array(state, "raw", np.float64, (self.capacity,))
         if not np.all(np.isfinite(raw) & (raw >= 0)):
-            raise ValueError("state['raw'] must hold finite non-negative priorities")
-        max_raw = float(state["max_raw"])
+            raise StateError("state['raw'] must hold finite non-negative priorities")
+        if (raw[values["_generation"] < 0] != 0).any():
+            raise StateError("state['raw'] holds a priority on a slot never written")
+        max_raw = state_value(state, "max_raw")
+        if not isinstance(max_raw, (float, int, np.floating, np.integer)) or isinstance(max_raw, bool):
+            raise StateError(f"state['max_raw'] must be a number, got {max_raw!r}")
+        max_raw = float(max_raw)
         if not (np.isfinite(max_raw) and max_raw >= self.initial_priority and max_raw >= raw.max()):
-            raise ValueError(f"state['max_raw'] = {max_raw} must be finite and at least every stored priority")
+            raise StateError(f"state['max_raw'] = {max_raw} must be finite and at least every stored priority")
+        mass = masses_of(raw, self.alpha)
+        if not np.isfinite(mass).all() or not np.isfinite(mass_of(max_raw, self.alpha)):
+            raise StateError(f"state['raw'] holds a priority that overflows when raised to alpha={self.alpha}")
         values.update(_raw=raw, _max_raw=max_raw)
         if self.tree is not None:
-            tree = SumTree(self.capacity, track_min=self.tree.track_min, track_max=self.tree.track_max)
-            tree.load_state_dict(state["tree"])
-            values["tree"] = tree
+            a = self.tree.arrays
+            tree = tree_alloc(a.tree.shape[0])
+            tmin = tree_alloc(a.tmin.shape[0], np.inf) if self._track_min else np.empty(0)
+            live = values["_sampleable"]
+            tree[a.leaf0 : a.leaf0 + self.capacity] = np.where(live, mass, 0.0)
+            if self._track_min:
+                tmin[a.leaf0 : a.leaf0 + self.capacity] = np.where(live, mass, np.inf)
+            tree_rebuild(tree, tmin, np.empty(0), a.leaf0)
+            if not np.isfinite(tree[0]):
+                raise StateError("state['raw'] gives a total mass beyond the float range")
+            fresh = SumTree(self.capacity, track_min=self._track_min, track_max=False)
+            fresh._set_arrays(tree, tmin, np.empty(0))
+            values["tree"] = fresh
         return values
 
 
@@ -514,8 +781,18 @@ def is_weights(probs: np.ndarray, n: int, beta: float, min_prob: float | None) -
 
     ``min_prob`` given: divide by the largest weight over all stored items,
     ``(N min_j P(j))^-beta`` ("global"); ``None``: by the batch's largest.
+    Computed in log space, ``exp(-beta (log P(i) - log P_ref))``, so the ratio
+    never overflows; a weight below the float range is the smallest positive
+    double, so weights stay in (0, 1].  ``N`` cancels in the ratio.  Degenerate
+    global normalisation (``min_prob = 0``, an item that is never drawn) has an
+    infinite normaliser: every weight is 0 when ``beta > 0``.
     """
-    w = np.power(n * probs, -beta)
-    if min_prob is None:
-        return w / w.max()
-    return w / (n * min_prob) ** -beta
+    probs = np.asarray(probs, dtype=np.float64)
+    if beta == 0.0:
+        return np.ones_like(probs)
+    if min_prob is not None and min_prob <= 0.0:
+        return np.zeros_like(probs)
+    logp = np.log(probs)
+    ref = logp.min() if min_prob is None else np.log(min_prob)
+    w = np.exp(-beta * (logp - ref))
+    return np.maximum(w, np.nextafter(0.0, 1.0))

@@ -8,7 +8,7 @@ from .base import PrioritySampler, SampleBatch
 
 
 class GreedyTDSampler(PrioritySampler):
-    """Deterministically replays the ``k`` largest raw priorities ``|delta|``.
+    """Deterministically replays the ``k`` largest raw priorities ``|delta|`` among sampleable slots.
 
     New items enter at the maximum priority seen (PER Section 3.2).  Ties go to
     the lowest slot.  The draw is deterministic: ``probs`` is 1 for a drawn
@@ -22,11 +22,9 @@ class GreedyTDSampler(PrioritySampler):
     def __init__(self, capacity: int, seed=None, **kwargs):
         super().__init__(capacity, 1.0, seed, **kwargs)
 
-    def raw_priority(self, td: np.ndarray) -> np.ndarray:
-        return np.abs(td)
-
     def _order(self) -> np.ndarray:
         filled = self._filled[: self._size]
+        filled = filled[self._sampleable[filled]]
         return filled[np.lexsort((filled, -self._raw[filled]))]  # by (-priority, slot)
 
     def probabilities(self) -> np.ndarray:
@@ -35,7 +33,6 @@ class GreedyTDSampler(PrioritySampler):
             p[self._order()[0]] = 1.0
         return p
 
-    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
-        k = self._check_batch(batch_size, beta)
+    def _sample(self, k: int, beta: float | None) -> SampleBatch:
         chosen = np.resize(self._order(), k)  # the k largest; cycles if k exceeds the size
         return SampleBatch(chosen, np.ones(k), np.ones(k), self._generation[chosen])

@@ -12,24 +12,20 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_range
+from ..priorities import LAP
 from .base import PrioritySampler
 
 
 class LAPSampler(PrioritySampler):
     name = "lap"
+    _rule = LAP
 
     def __init__(self, capacity: int, alpha: float = 0.4, kappa: float = 1.0, seed=None, **kwargs):
         self.kappa = check_range("kappa", kappa, 0.0, np.inf, lo_open=True, hi_open=True)
         # New items start at the max priority: 1 as in PER, but never below LAP's floor kappa.
         kwargs.setdefault("initial_priority", max(1.0, self.kappa))
         super().__init__(capacity, alpha, seed, **kwargs)
+        self._rule_param = self.kappa
 
     def config(self) -> dict:
         return {**super().config(), "kappa": self.kappa}
-
-    def raw_priority(self, td: np.ndarray) -> np.ndarray:
-        """``max(|delta|, kappa)``; its alpha power is eq. 30's priority."""
-        return np.maximum(np.abs(td), self.kappa)
-
-    def _raw_rule(self):
-        return (0.0, self.kappa)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import check_range, check_total
+from ..priorities import PER
 from ..sumtree import tree_sample_is
 from .base import PrioritySampler, SampleBatch
 
@@ -37,6 +38,7 @@ class PERSampler(PrioritySampler):
     """
 
     name = "per"
+    _rule = PER
 
     def __init__(
         self,
@@ -52,16 +54,10 @@ class PERSampler(PrioritySampler):
         self.beta = check_range("beta", beta, 0.0, 1.0)
         self.eps = check_range("eps", eps, 0.0, np.inf, hi_open=True)
         super().__init__(capacity, alpha, seed, track_min=normalise == "global", **kwargs)
+        self._rule_param = self.eps
 
     def config(self) -> dict:
         return {**super().config(), "beta": self.beta, "eps": self.eps, "normalise": self.normalise}
-
-    def raw_priority(self, td: np.ndarray) -> np.ndarray:
-        """PER proportional priority ``|delta| + eps``."""
-        return np.abs(td) + self.eps
-
-    def _raw_rule(self):
-        return (self.eps, 0.0)
 
     def _norm_mass(self) -> float:
         """Smallest stored mass for global normalisation (0 selects the batch's largest weight)."""
@@ -75,8 +71,7 @@ class PERSampler(PrioritySampler):
             )
         return min_mass
 
-    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
-        k = self._check_batch(batch_size, beta)
+    def _sample(self, k: int, beta: float | None) -> SampleBatch:
         b = self.beta if beta is None else float(beta)
         a = self.tree.arrays
         check_total(a.tree[0])

@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from .._checks import check_indices, check_positive_int, check_range
-from .base import PrioritySampler, SampleBatch, is_weights, state_array
+from .base import PrioritySampler, SampleBatch, StateError, is_weights, state_array, state_int
 from .per import check_normalise
 
 WITHIN = ("exact", "uniform")
@@ -129,17 +129,16 @@ class RankSampler(PrioritySampler):
             "normalise": self.normalise,
         }
 
-    def raw_priority(self, td: np.ndarray) -> np.ndarray:
-        """Ranking key ``|delta|``."""
-        return np.abs(td)
+    def _on_add(self, idx, prepared) -> None:
+        self._store(idx, prepared[0])
 
-    def _write(self, idx: np.ndarray, raw: np.ndarray, mass: None) -> None:
-        """No tree: the raw priorities order the heap."""
+    def _store(self, idx: np.ndarray, raw: np.ndarray) -> None:
+        """No tree: the raw priorities (ranking key ``|delta|``) order the heap."""
         self._max_raw = max(self._max_raw, float(raw.max()))
         self._heap_n = heap_push_or_fix(self._heap, self._pos, self._raw, idx, raw, self._heap_n)
 
-    def _on_update(self, idx, prepared) -> None:
-        super()._on_update(idx, prepared)
+    def _apply(self, idx, raw, mass, td) -> None:
+        self._store(idx, raw)
         self._since_sort += idx.shape[0]
         if self._since_sort >= self.sort_every:
             self.refresh()
@@ -202,8 +201,12 @@ class RankSampler(PrioritySampler):
             self._segment_key = (n, k)
         return self._segment_cache
 
-    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
-        k = self._check_batch(batch_size, beta)
+    def _sample(self, k: int, beta: float | None) -> SampleBatch:
+        if self._n_sampleable < self._size:
+            raise ValueError(
+                "per-rank cannot sample while slots are held back from sampling "
+                f"({self._size - self._n_sampleable} held); use it where every written slot is sampleable"
+            )
         b = self.beta if beta is None else float(beta)
         r, probs, min_prob = self._draw_ranks(k)
         idx = self._heap[r]
@@ -218,13 +221,22 @@ class RankSampler(PrioritySampler):
     def _parse_state(self, state: dict) -> dict:
         values = super()._parse_state(state)
         cap = (self.capacity,)
-        heap_n = int(state["heap_n"])
+        heap_n = state_int(state, "heap_n", 0, self.capacity)
         heap = state_array(state, "heap", np.int64, cap)
         pos = state_array(state, "pos", np.int64, cap)
+        since_sort = state_int(state, "since_sort", 0, self.sort_every)
+        live = heap[:heap_n]
+        if heap_n != values["_size"] or ((live < 0) | (live >= self.capacity)).any():
+            raise StateError("state['heap'] must list the written slots")
+        if not np.array_equal(np.sort(live), np.sort(values["_filled"][:heap_n])):
+            raise StateError("state['heap'] must list each written slot exactly once")
         expected_pos = np.full(self.capacity, -1, dtype=np.int64)
-        expected_pos[heap[:heap_n]] = np.arange(heap_n)
-        ok = heap_n == values["_size"] and np.array_equal(np.sort(heap[:heap_n]), np.sort(values["_filled"][:heap_n]))
-        if not (ok and np.array_equal(pos, expected_pos)):
-            raise ValueError("state['heap'] / state['pos'] are not a rank order of the written slots")
-        values.update(_heap=heap, _pos=pos, _since_sort=int(state["since_sort"]), _heap_n=heap_n)
+        expected_pos[live] = np.arange(heap_n)
+        if not np.array_equal(pos, expected_pos):
+            raise StateError("state['pos'] must give each written slot's heap position (-1 elsewhere)")
+        key = values["_raw"][live]
+        child = np.arange(1, heap_n)
+        if (key[(child - 1) // 2] < key[child]).any():
+            raise StateError("state['heap'] is not in heap order of the raw priorities")
+        values.update(_heap=heap, _pos=pos, _since_sort=since_sort, _heap_n=heap_n)
         return values

@@ -6,19 +6,36 @@ import numpy as np
 
 from .base import SampleBatch, Sampler
 
+_REDRAWS = 64  # rounds of redrawing held slots before falling back to an explicit list
+
 
 class UniformSampler(Sampler):
-    """Draws written slots uniformly with replacement; probabilities ``1/N``."""
+    """Draws sampleable written slots uniformly with replacement; probabilities ``1/N``.
+
+    Held slots (not sampleable) are few, so a drawn held slot is redrawn:
+    exactly uniform over the sampleable ones.
+    """
 
     name = "uniform"
 
     def probabilities(self) -> np.ndarray:
         p = np.zeros(self.capacity)
-        p[self._filled[: self._size]] = 1.0 / max(self._size, 1)
+        if self._n_sampleable:
+            p[self._sampleable] = 1.0 / self._n_sampleable
         return p
 
-    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
-        k = self._check_batch(batch_size, beta)
+    def _sample(self, k: int, beta: float | None) -> SampleBatch:
         n = self._size
-        idx = self._filled[self.rng.integers(0, n, size=k)]
-        return SampleBatch(idx, np.full(k, 1.0 / n), np.ones(k), self._generation[idx])
+        filled = self._filled[:n]
+        idx = filled[self.rng.integers(0, n, size=k)]
+        if self._n_sampleable < n:
+            for _ in range(_REDRAWS):
+                held = ~self._sampleable[idx]
+                if not held.any():
+                    break
+                idx[held] = filled[self.rng.integers(0, n, size=int(held.sum()))]
+            else:
+                live = filled[self._sampleable[filled]]
+                held = ~self._sampleable[idx]
+                idx[held] = live[self.rng.integers(0, live.shape[0], size=int(held.sum()))]
+        return SampleBatch(idx, np.full(k, 1.0 / self._n_sampleable), np.ones(k), self._generation[idx])

@@ -39,7 +39,8 @@ from numba import njit
 
 from .._checks import as_rng, check_positive_int, check_range
 from ..cliffwalk.env import Memory, build_memory, discount, memory_size, right_action
-from ..samplers.pser import MODES, pser_decay, pser_set_and_decay
+from ..priorities import pser_decay, sequential_links
+from ..samplers.pser import MODES, pser_update
 from ..sumtree import SumTree, tree_sample_one, tree_set
 
 MAX_EXACT_STATES = 20
@@ -285,10 +286,10 @@ def build_model(
     a = tree.arrays
     if decay:
         w = n if window is None else window
-        generation = np.arange(big_n, dtype=np.int64)
-        pser_set_and_decay(
-            raw, a.tree, a.tmin, a.tmax, a.leaf0, alpha, generation, memory.episode_start,
-            np.arange(big_n, dtype=np.int64), td0, rho, w, mode == "add", p_max,
+        generation, prev, prev_gen = sequential_links(memory.episode_start)
+        pser_update(
+            raw, a.tree, a.tmin, a.leaf0, alpha, prev, prev_gen, generation, np.ones(big_n, dtype=np.bool_),
+            np.arange(big_n, dtype=np.int64), td0, 0.0, rho, w, mode == "add", p_max,
         )  # fmt: skip
     else:
         raw[:] = td0
@@ -486,7 +487,7 @@ def _skip_to_useful(q, pair_r, pair_next, pair_done, pair_count, pair_offset, sl
 
 
 @njit(cache=True)
-def _run_once(s_tm1, a_tm1, episode_start, generation, tables, q_star, tree, leaf0, depth, raw, params, cap, q, rng,
+def _run_once(s_tm1, a_tm1, links, tables, q_star, tree, leaf0, depth, raw, params, cap, q, rng,
               dirty, stack):  # fmt: skip
     """One run of the idealised model from the filled memory; returns (steps or -1 at the cap, dirty slots)."""
     pair_r, pair_next, pair_done, pair_count, pair_offset, slots_by_pair = tables
@@ -498,6 +499,7 @@ def _run_once(s_tm1, a_tm1, episode_start, generation, tables, q_star, tree, lea
         for b in range(2):
             wrong += abs(q[s, b] - q_star[s, b]) > TOL
     steps, n_dirty = 0, 0
+    prev, prev_gen, generation, live = links
     none = np.empty(0)  # no extrema trees
     while wrong > 0:
         if steps >= cap:
@@ -525,24 +527,23 @@ def _run_once(s_tm1, a_tm1, episode_start, generation, tables, q_star, tree, lea
         if window > 0:
             for k in range(1, window + 1):
                 n_dirty = _mark(dirty, stack, n_dirty, (i - k) % big_n)
-            pser_decay(raw, tree, none, none, leaf0, alpha, generation, episode_start, i, rho, window,
+            pser_decay(raw, tree, none, leaf0, alpha, prev, prev_gen, generation, live, i, rho, window,
                        add_mode, p_max)  # fmt: skip
     return steps, n_dirty
 
 
 @njit(cache=True)
-def _mc_runs(s_tm1, a_tm1, episode_start, tables, q_star, tree, leaf0, depth, raw, raw0, mass0, params, cap, runs,
+def _mc_runs(s_tm1, a_tm1, links, tables, q_star, tree, leaf0, depth, raw, raw0, mass0, params, cap, runs,
              rng):  # fmt: skip
     """``runs`` independent runs from the same filled memory; restores the touched slots after each."""
     big_n = s_tm1.shape[0]
-    generation = np.arange(big_n)
     q = np.zeros(q_star.shape)
     dirty = np.zeros(big_n, dtype=np.bool_)
     stack = np.empty(big_n, dtype=np.int64)
     out = np.empty(runs, dtype=np.int64)
     none = np.empty(0)
     for run in range(runs):
-        out[run], n_dirty = _run_once(s_tm1, a_tm1, episode_start, generation, tables, q_star, tree, leaf0, depth,
+        out[run], n_dirty = _run_once(s_tm1, a_tm1, links, tables, q_star, tree, leaf0, depth,
                                       raw, params, cap, q, rng, dirty, stack)  # fmt: skip
         for j in range(n_dirty):
             i = stack[j]
@@ -591,7 +592,9 @@ def simulate(
     params = (model.gamma, float(alpha), float(eps), float(rho), model.p_max, w, mode == "add", bool(fast_forward))
     tables = (model.pair_r, model.pair_next, model.pair_done, model.pair_count, model.pair_offset, model.slots_by_pair)
     raw = model.raw0.copy()
-    return _mc_runs(memory.s_tm1, memory.a_tm1, memory.episode_start, tables, model.q_star, a.tree, a.leaf0, a.depth,
+    generation, prev, prev_gen = sequential_links(memory.episode_start)
+    links = (prev, prev_gen, generation, np.ones(generation.shape[0], dtype=np.bool_))
+    return _mc_runs(memory.s_tm1, memory.a_tm1, links, tables, model.q_star, a.tree, a.leaf0, a.depth,
                     raw, model.raw0, model.mass0, params, cap, runs, rng)  # fmt: skip
 
 
