@@ -87,12 +87,13 @@ def pser_anti_collapse(base, eta, p_old):
 
 @njit(cache=True)
 def set_mass(tree, tmin, leaf0, slot, mass, sampleable):
-    """Write one slot's mass (0 in the sum tree and +inf in the min tree while not sampleable)."""
+    """Write one slot's mass (0 in the sum tree and +inf in the min tree while not sampleable;
+    the min tree holds the smallest positive mass)."""
     leaf = leaf0 + slot
     tree[leaf] = mass if sampleable else 0.0
     _refresh_path(tree, leaf)
     if tmin.shape[0] > 0:
-        tmin[leaf] = mass if sampleable else np.inf
+        tmin[leaf] = mass if sampleable and mass > 0.0 else np.inf
         _refresh_extreme(tmin, leaf, False)
 
 

@@ -1,114 +1,272 @@
-"""Storage + writer + sampler composition."""
+"""The deep agents' replay buffer: writer, frame stacks, n-step returns, PSER links, atomic calls, resume."""
+
+from __future__ import annotations
+
+import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from prioritylab import make_sampler
-from prioritylab.replay import ReplayBuffer
+from prioritylab.replay import ReplayBuffer, estimate_bytes
+from prioritylab.replay.kernels import TRANSITION
 
 
-def transition(i, done=False):
-    return {"obs": np.full(3, float(i)), "action": np.int64(i % 2), "reward": np.float64(i), "done": done}
+class Driver:
+    """Fake vectorised environments whose observations name themselves.
+
+    Frame of environment ``e``, episode ``k``, step ``t``: ``[e, k, t]``; the
+    observation is the stack of the ``stack`` newest frames, padded with the
+    episode's first frame (the usual Atari convention).  Rewards are a
+    function of ``(e, k, t)``.  Every step is recorded, so a test can rebuild
+    what any stored transition must hold.
+    """
+
+    def __init__(self, n_envs, stack, rng):
+        self.n, self.stack, self.rng = n_envs, stack, rng
+        self.episode = list(range(n_envs))
+        self.next_episode = n_envs
+        self.t = [0] * n_envs
+        self.log: dict[tuple[int, int], list[tuple[float, bool, bool]]] = {}
+
+    def frame(self, e, k, t):
+        return np.array([e, k, t], dtype=np.float32)
+
+    def obs_at(self, e, k, t):
+        frames = [self.frame(e, k, max(t - j, 0)) for j in range(self.stack - 1, -1, -1)]
+        return np.stack(frames) if self.stack > 1 else frames[0]
+
+    @staticmethod
+    def reward(e, k, t):
+        return float(e + 0.1 * k + 0.01 * t)
+
+    def step(self, p_term, p_trunc):
+        obs, nxt, rew, term, trunc = [], [], [], [], []
+        for e in range(self.n):
+            k, t = self.episode[e], self.t[e]
+            te, tr = self.rng.random() < p_term, self.rng.random() < p_trunc
+            obs.append(self.obs_at(e, k, t))
+            nxt.append(self.obs_at(e, k, t + 1))
+            rew.append(self.reward(e, k, t))
+            term.append(te)
+            trunc.append(tr and not te)
+            self.log.setdefault((e, k), []).append((rew[-1], te, trunc[-1]))
+            if te or tr:
+                self.episode[e], self.t[e] = self.next_episode, 0
+                self.next_episode += 1
+            else:
+                self.t[e] = t + 1
+        action = np.arange(self.n, dtype=np.int64)
+        return np.stack(obs), action, np.array(rew), np.stack(nxt), np.array(term), np.array(trunc)
+
+    def expected(self, e, k, t, n_step, gamma):
+        """n-step return, discount, steps and next observation, by a plain loop over the episode."""
+        steps = self.log[(e, k)]
+        g, m = 0.0, 0
+        for i in range(n_step):
+            r, te, tr = steps[t + i]
+            g += gamma**i * r
+            m = i + 1
+            if te:
+                return g, 0.0, m, self.obs_at(e, k, t + m)
+            if tr:
+                break
+        return g, gamma**m, m, self.obs_at(e, k, t + m)
 
 
-def test_ring_writes_marks_episodes_and_gathers():
-    buf = ReplayBuffer(make_sampler("pser", 5, seed=0, rho=0.5, window=4))
-    for i in range(7):
-        buf.add(transition(i, done=(i == 2)))
-    assert len(buf) == 5 and buf.position == 2
-    starts = buf.sampler.episode_starts(np.arange(5))
-    assert starts.tolist() == [False, False, False, True, False]  # slot 3 follows the done at i = 2
-    data, batch = buf.sample(4)
-    assert np.array_equal(data["obs"][:, 0], data["reward"])
-    assert set(data["reward"].tolist()) <= {2.0, 3.0, 4.0, 5.0, 6.0}
-    buf.update(batch, np.ones(4))
+def fill(buf, driver, steps, p_term=0.1, p_trunc=0.05):
+    for _ in range(steps):
+        buf.add(*driver.step(p_term, p_trunc))
 
 
-def test_stale_update_after_overwrite_is_ignored():
-    buf = ReplayBuffer(make_sampler("per", 2, seed=0))
-    buf.add(transition(0))
-    buf.add(transition(1))
-    _, batch = buf.sample(2)
-    buf.add(transition(2))  # overwrites slot 0
-    buf.update(batch, np.full(2, 5.0))
-    assert buf.sampler.priorities([0])[0] == 1.0  # new item kept its max-priority entry
+def make_buffer(cap=64, n_envs=2, stack=1, n_step=1, gamma=0.9, sampler="uniform", **params):
+    obs_shape = (stack, 3) if stack > 1 else (3,)
+    return ReplayBuffer(
+        cap, obs_shape, (), sampler=make_sampler(sampler, cap, seed=0, **params), num_envs=n_envs,
+        action_dtype=np.int64, frame_stack=stack, n_step=n_step, gamma=gamma,
+    )  # fmt: skip
 
 
-def test_bad_transition_leaves_buffer_unchanged():
-    buf = ReplayBuffer(make_sampler("per", 4, seed=0))
-    buf.add(transition(0))
-    before = buf.state_dict()
-    bad = transition(1)
-    bad["obs"] = np.array([1.0, np.nan, 0.0])
-    with pytest.raises(ValueError, match="obs"):
-        buf.add(bad)
-    with pytest.raises(ValueError, match="shape"):
-        buf.add({**transition(1), "obs": np.zeros(4)})
-    with pytest.raises(ValueError, match="td_errors"):
-        buf.add(transition(1), td_error=np.inf)
-    after = buf.state_dict()
-    assert after["position"] == before["position"] == 1
-    assert np.array_equal(after["storage"]["data"]["obs"], before["storage"]["data"]["obs"])
-    assert np.array_equal(after["sampler"]["generation"], before["sampler"]["generation"])
+@settings(max_examples=60, deadline=None)
+@given(
+    n_envs=st.integers(1, 4),
+    stack=st.integers(1, 4),
+    n_step=st.integers(1, 4),
+    steps=st.integers(1, 120),
+    p_term=st.sampled_from([0.0, 0.05, 0.3]),
+    p_trunc=st.sampled_from([0.0, 0.05, 0.3]),
+    seed=st.integers(0, 2**16),
+)
+def test_every_sampleable_slot_holds_its_stacks_and_n_step_return(n_envs, stack, n_step, steps, p_term, p_trunc, seed):
+    """No stack crosses an episode start or the write position, and every n-step return equals a
+    plain loop over the recorded episode: checked for every slot the sampler may draw."""
+    gamma = 0.9
+    cap = n_envs * 16
+    buf = make_buffer(cap, n_envs, stack, n_step, gamma)
+    driver = Driver(n_envs, stack, np.random.default_rng(seed))
+    fill(buf, driver, steps, p_term, p_trunc)
+    live = np.flatnonzero(buf.sampler.sampleable(np.arange(cap)))
+    assert live.shape[0] == len(buf)
+    if not live.shape[0]:
+        return
+    data = buf.gather(live)
+    newest = data["obs"][:, -1] if stack > 1 else data["obs"]
+    for i, slot in enumerate(live):
+        e, k, t = (int(v) for v in newest[i])
+        assert slot // (cap // n_envs) == e  # each environment writes its own segment
+        np.testing.assert_array_equal(data["obs"][i], driver.obs_at(e, k, t))
+        g, disc, m, nxt = driver.expected(e, k, t, n_step, gamma)
+        assert data["steps"][i] == m
+        np.testing.assert_allclose(data["reward"][i], g, rtol=1e-6, atol=0)  # float32 storage
+        np.testing.assert_allclose(data["discount"][i], disc, rtol=1e-6, atol=0)
+        np.testing.assert_array_equal(data["next_obs"][i], nxt)
 
 
-def test_resume_continues_exactly():
-    def run(buf, steps, start):
-        out = []
-        for i in range(start, start + steps):
-            buf.add(transition(i, done=i % 4 == 3))
-            data, batch = buf.sample(3, beta=0.5)
-            buf.update(batch, data["reward"] * 0.1 - 0.3)
-            out.append((batch.indices.copy(), batch.weights.copy()))
-        return out
-
-    a = ReplayBuffer(make_sampler("per", 8, seed=1))
-    full = run(a, 20, 0)
-    b = ReplayBuffer(make_sampler("per", 8, seed=1))
-    first = run(b, 9, 0)
-    c = ReplayBuffer(make_sampler("per", 8, seed=77))
-    c.load_state_dict(b.state_dict())
-    rest = run(c, 11, 9)
-    for (i1, w1), (i2, w2) in zip(full, first + rest, strict=True):
-        assert np.array_equal(i1, i2) and np.array_equal(w1, w2)
-
-
-def test_rejected_load_and_bad_done_leave_buffer_unchanged():
-    buf = ReplayBuffer(make_sampler("per", 4, seed=0))
-    for i in range(3):
-        buf.add(transition(i))
-    other = ReplayBuffer(make_sampler("per", 4, seed=5))
-    other.add(transition(7))
-    state = other.state_dict()
-    state["storage"]["data"]["obs"] = np.zeros((3, 3))
-    before = buf.state_dict()
-    with pytest.raises(ValueError, match="rows"):
-        buf.load_state_dict(state)
-    state = other.state_dict()
-    state["sampler"]["config"]["alpha"] = 0.1
-    with pytest.raises(ValueError, match="settings"):
-        buf.load_state_dict(state)
-    with pytest.raises(ValueError, match="done"):
-        buf.add({**transition(3), "done": np.array([True, False])})
-    after = buf.state_dict()
-    assert after["position"] == before["position"] == 3
-    assert np.array_equal(after["storage"]["data"]["obs"], before["storage"]["data"]["obs"])
-    assert np.array_equal(after["sampler"]["generation"], before["sampler"]["generation"])
+@settings(max_examples=60, deadline=None)
+@given(
+    n_envs=st.integers(1, 4),
+    steps=st.integers(5, 80),
+    p_end=st.sampled_from([0.05, 0.2, 0.5]),
+    window=st.integers(1, 6),
+    seed=st.integers(0, 2**16),
+    picks=st.lists(st.integers(0, 10**6), min_size=1, max_size=4),
+)
+def test_pser_decay_reaches_only_earlier_steps_of_the_same_episode(n_envs, steps, p_end, window, seed, picks):
+    """For any interleaving of environments and episode ends, an update changes only the updated slot
+    and earlier steps of its episode, of its environment, still in memory and within the window."""
+    cap = n_envs * 12
+    buf = make_buffer(cap, n_envs, sampler="pser", rho=0.5, window=window)
+    driver = Driver(n_envs, 1, np.random.default_rng(seed))
+    fill(buf, driver, steps, p_end, p_end / 2)
+    live = np.flatnonzero(buf.sampler.sampleable(np.arange(cap)))
+    if not live.shape[0]:
+        return
+    st_ = buf.storage
+    for pick in picks:
+        t = int(live[pick % live.shape[0]])
+        before = buf.sampler.priorities(np.arange(cap))
+        buf.sampler.update([t], [50.0])  # far above every priority: the decay must change its reach
+        changed = set(np.flatnonzero(buf.sampler.priorities(np.arange(cap)) != before).tolist()) - {t}
+        allowed = {
+            s
+            for s in range(cap)
+            if st_["kind"][s] == TRANSITION
+            and st_["episode"][s] == st_["episode"][t]
+            and s // (cap // n_envs) == t // (cap // n_envs)
+            and 0 < st_["ep_step"][t] - st_["ep_step"][s] <= window
+        }
+        assert changed <= allowed
 
 
-def test_values_that_cannot_be_stored_are_rejected_before_any_change():
-    buf = ReplayBuffer(make_sampler("per", 4, seed=0))
-    buf.add({"obs": np.zeros(2, dtype=np.float32), "reward": 0.0, "done": False})
-    before = buf.state_dict()
-    bad = [
-        {"obs": np.array(["a", "b"]), "reward": 0.0, "done": False},  # strings into float32
-        {"obs": np.array([1e300, 0.0]), "reward": 0.0, "done": False},  # overflows float32
-        {"obs": np.zeros(2, dtype=np.float32), "reward": 1.5j, "done": False},  # complex into float64
-    ]
-    for transition_ in bad:
-        with pytest.raises(ValueError, match="obs|reward"):
-            buf.add(transition_)
-    after = buf.state_dict()
-    assert after["position"] == before["position"] == 1
-    assert after["sampler"]["writes"] == before["sampler"]["writes"]
-    assert np.array_equal(after["storage"]["data"]["obs"], before["storage"]["data"]["obs"])
+def test_pser_decay_does_not_cross_environments():
+    """Two environments writing alternately: an update decays only its own episode's predecessors."""
+    buf = make_buffer(32, 2, sampler="pser", rho=0.5, window=4, alpha=1.0, eps=0.0)
+    driver = Driver(2, 1, np.random.default_rng(0))
+    fill(buf, driver, 6, p_term=0.0, p_trunc=0.0)
+    env1 = np.arange(16, 32)
+    before = buf.sampler.priorities(env1)
+    buf.sampler.update([3], [10.0])  # environment 0, step 3
+    np.testing.assert_array_equal(buf.sampler.priorities(env1), before)
+    np.testing.assert_array_equal(buf.sampler.priorities([0, 1, 2, 3]), [1.25, 2.5, 5.0, 10.0])
+
+
+def test_stack_is_padded_with_the_episode_first_frame_and_held_near_the_write_position():
+    buf = make_buffer(16, 1, stack=4, sampler="uniform")
+    driver = Driver(1, 4, np.random.default_rng(0))
+    fill(buf, driver, 40, p_term=0.0, p_trunc=0.0)  # one long episode wrapping the ring
+    ok = buf.sampler.sampleable(np.arange(16))
+    pos = int(buf.writer["pos"][0])
+    # the newest slot (no next frame yet) and the 3 oldest (their stacks lost a frame) are held
+    held = {(pos - 1) % 16, pos % 16, (pos + 1) % 16, (pos + 2) % 16}
+    assert set(np.flatnonzero(~ok).tolist()) == held
+
+
+def test_frames_are_stored_once():
+    cap = 1000
+    buf = ReplayBuffer(cap, (4, 84, 84), (), sampler=make_sampler("per", cap, seed=0), obs_dtype=np.uint8,
+                       action_dtype=np.int64, frame_stack=4)  # fmt: skip
+    assert buf.storage["obs"].shape == (cap, 84, 84)
+    stacked = 2 * cap * 4 * 84 * 84  # obs and next_obs stored as stacks per transition
+    assert buf.memory_bytes() <= stacked / 7
+    assert abs(buf.memory_bytes() - estimate_bytes(cap, (4, 84, 84), np.uint8, (), np.int64, 4)) < 0.05 * stacked / 7
+    assert estimate_bytes(10**6, (4, 84, 84), np.uint8, (), np.int64, 4) <= 7.5e9
+
+
+@pytest.mark.parametrize(
+    ("arg", "value", "match"),
+    [
+        ("action", np.array([300]), "300, outside the range of int8"),
+        ("action", np.array([1.5]), "must be integers"),
+        ("obs", np.full((1, 3), np.nan, dtype=np.float32), "non-finite"),
+        ("obs", np.full((1, 3), 1e300), "not finite as float32"),
+        ("obs", np.zeros((2, 2)), "shape"),
+        ("reward", np.zeros((2, 2)), "shape"),
+        ("terminated", np.array([1]), "booleans"),
+        ("truncated", np.zeros((1, 1), dtype=bool), "shape"),
+    ],
+)
+def test_bad_rows_are_rejected_before_anything_changes(arg, value, match):
+    buf = ReplayBuffer(16, (3,), (), sampler=make_sampler("pser", 16, seed=0), action_dtype=np.int8)
+    good = {
+        "obs": np.zeros((1, 3)), "action": np.array([1]), "reward": np.zeros(1), "next_obs": np.ones((1, 3)),
+        "terminated": np.array([False]), "truncated": np.array([False]),
+    }  # fmt: skip
+    buf.add(**good)
+    before = pickle.dumps(buf.state_dict())
+    with pytest.raises(ValueError, match=match):
+        buf.add(**{**good, arg: value})
+    assert pickle.dumps(buf.state_dict()) == before
+
+
+def test_update_accepts_torch_tensors_and_skips_stale_items():
+    torch = pytest.importorskip("torch")  # a project dependency: installed by make test
+    buf = make_buffer(16, 1, sampler="per")
+    fill(buf, Driver(1, 1, np.random.default_rng(0)), 10, 0.0, 0.0)
+    batch = buf.sample(4, device="cpu")
+    assert isinstance(batch.obs, torch.Tensor) and batch.obs.shape == (4, 3)
+    assert batch.weights.dtype == torch.float32
+    buf.update(batch, torch.full((4,), 3.0))
+    np.testing.assert_array_equal(buf.sampler.priorities(batch.indices), np.full(4, 3.0 + 1e-6))
+
+
+def run_and_record(buf, driver, steps):
+    out = []
+    for _ in range(steps):
+        buf.add(*driver.step(0.1, 0.05))
+        if len(buf) >= 4:
+            batch = buf.sample(4, beta=0.5)
+            buf.update(batch, batch.reward.astype(np.float64) * 3.0 - 1.0)
+            out.append((batch.indices.copy(), batch.weights.copy(), batch.reward.copy()))
+    return out
+
+
+@pytest.mark.parametrize("sampler", ["uniform", "per", "lap", "pser"])
+def test_resume_is_bit_identical(sampler):
+    full = make_buffer(48, 3, stack=2, n_step=2, sampler=sampler)
+    drv = Driver(3, 2, np.random.default_rng(1))
+    first = run_and_record(full, drv, 40)
+    state = pickle.loads(pickle.dumps(full.state_dict()))
+    drv_state = pickle.dumps(drv)
+    rest = run_and_record(full, drv, 40)
+
+    resumed = make_buffer(48, 3, stack=2, n_step=2, sampler=sampler)
+    resumed.load_state_dict(state)
+    again = run_and_record(resumed, pickle.loads(drv_state), 40)
+    assert first
+    for (a, b, c), (x, y, z) in zip(rest, again, strict=True):
+        assert np.array_equal(a, x) and np.array_equal(b, y) and np.array_equal(c, z)
+    assert pickle.dumps(full.state_dict()) == pickle.dumps(resumed.state_dict())
+
+
+def test_settings_are_checked():
+    s = make_sampler("per", 20, seed=0)
+    with pytest.raises(ValueError, match="multiple of num_envs"):
+        ReplayBuffer(20, (3,), sampler=s, num_envs=3)
+    with pytest.raises(ValueError, match="slots per environment"):
+        ReplayBuffer(20, (3,), sampler=s, num_envs=4, n_step=3)
+    with pytest.raises(ValueError, match="capacity"):
+        ReplayBuffer(32, (3,), sampler=s)
+    with pytest.raises(ValueError, match="frame_stack"):
+        ReplayBuffer(20, (3, 84), sampler=s, frame_stack=4)

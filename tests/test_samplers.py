@@ -355,14 +355,16 @@ def test_overflowing_priority_is_rejected_without_change():
     assert state_bytes(s) == before
 
 
-def test_global_normalisation_with_zero_probability_item_is_a_clear_error():
+def test_global_normalisation_skips_items_that_are_never_drawn():
+    """With eps = 0 a zero TD error gives mass 0: never drawn, so it does not set the normaliser;
+    the largest weight is that of the smallest positive mass (here slot 1, alpha = 0.6)."""
     s = make_sampler("per", 8, eps=0.0, seed=0)
     s.add(np.arange(3))
     s.update([0, 1, 2], [0.0, 1.0, 2.0])
-    before = state_bytes(s)
-    with pytest.raises(ValueError, match="probability 0"):
-        s.sample(2)
-    assert state_bytes(s) == before
+    b = s.sample(64, beta=1.0)
+    assert not (b.indices == 0).any()
+    expected = np.where(b.indices == 1, 1.0, (1.0 / 2.0) ** 0.6)  # (P_i / P_min)^-beta
+    np.testing.assert_allclose(b.weights, expected, rtol=1e-12, atol=0)
     batch = make_sampler("per", 8, eps=0.0, normalise="batch", seed=0)
     batch.add(np.arange(3))
     batch.update([0, 1, 2], [0.0, 1.0, 2.0])

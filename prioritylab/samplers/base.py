@@ -89,7 +89,8 @@ def prepare_update(indices, td, generations, generation, rule, param, alpha):
 @njit(cache=True)
 def write_masses(tree, tmin, leaf0, indices, mass, sampleable):
     """Write masses at ``indices`` (0 in the sum tree, +inf in the min tree for slots not
-    sampleable) and bring both trees up to date level by level."""
+    sampleable) and bring both trees up to date level by level.  The min tree holds the
+    smallest *positive* mass: a zero mass (never drawn) has no IS weight to normalise."""
     for i in range(indices.shape[0]):
         j = indices[i]
         tree[leaf0 + j] = mass[i] if sampleable[j] else 0.0
@@ -97,7 +98,7 @@ def write_masses(tree, tmin, leaf0, indices, mass, sampleable):
     if tmin.shape[0] > 0:
         for i in range(indices.shape[0]):
             j = indices[i]
-            tmin[leaf0 + j] = mass[i] if sampleable[j] else np.inf
+            tmin[leaf0 + j] = mass[i] if sampleable[j] and mass[i] > 0.0 else np.inf
         _update_levels(tmin, leaf0, indices, 1)
 
 
@@ -429,8 +430,8 @@ class Sampler:
         cap = (self.capacity,)
         generation = state_array(state, "generation", np.int64, cap)
         writes = state_int(state, "writes")
-        if generation.min() < -1 or writes <= generation.max():
-            raise StateError("state['generation'] must be >= -1 and below state['writes'] (the next stamp)")
+        if generation.min() < -1 or writes != generation.max() + 1:
+            raise StateError("state['writes'] must be one past the newest stamp in state['generation']")
         written = generation >= 0
         stamps = generation[written]
         if np.unique(stamps).shape[0] != stamps.shape[0]:
@@ -766,7 +767,7 @@ class PrioritySampler(Sampler):
             live = values["_sampleable"]
             tree[a.leaf0 : a.leaf0 + self.capacity] = np.where(live, mass, 0.0)
             if self._track_min:
-                tmin[a.leaf0 : a.leaf0 + self.capacity] = np.where(live, mass, np.inf)
+                tmin[a.leaf0 : a.leaf0 + self.capacity] = np.where(live & (mass > 0), mass, np.inf)
             tree_rebuild(tree, tmin, np.empty(0), a.leaf0)
             if not np.isfinite(tree[0]):
                 raise StateError("state['raw'] gives a total mass beyond the float range")

@@ -60,16 +60,13 @@ class PERSampler(PrioritySampler):
         return {**super().config(), "beta": self.beta, "eps": self.eps, "normalise": self.normalise}
 
     def _norm_mass(self) -> float:
-        """Smallest stored mass for global normalisation (0 selects the batch's largest weight)."""
+        """Smallest positive mass of a sampleable slot for global normalisation (0 selects the
+        batch's largest weight).  An item of zero mass is never drawn and carries no weight, so
+        it does not set the normaliser (``eps = 0`` with a zero TD error, or a mass below the
+        float range)."""
         if self.normalise != "global":
             return 0.0
-        min_mass = self.tree.arrays.tmin[0]
-        if not min_mass > 0.0:
-            raise ValueError(
-                "global IS-weight normalisation is undefined: a stored item has probability 0 "
-                f"(eps={self.eps} and a zero TD error); use eps > 0 or normalise='batch'"
-            )
-        return min_mass
+        return self.tree.arrays.tmin[0]  # finite: sampling checked that the total is positive
 
     def _sample(self, k: int, beta: float | None) -> SampleBatch:
         b = self.beta if beta is None else float(beta)

@@ -1,0 +1,462 @@
+"""The replay buffer of the deep agents: vectorised writer, observations stored once, n-step, device batches.
+
+Three parts with one job each (docs/architecture.md):
+
+* the **storage**: one array per field, one row per slot; every observation
+  (its newest frame, when frames are stacked) is stored once;
+* the **writer** (:meth:`ReplayBuffer.add`): environment ids, episodes,
+  ``terminated`` kept apart from ``truncated``, the ring position of each
+  environment, and which slots may be sampled;
+* the **sampler** (:mod:`prioritylab.samplers`): priorities over slots only.
+
+Environment ``e`` of ``num_envs`` owns the ring segment ``[e * seg, (e + 1) *
+seg)``, ``seg = capacity // num_envs``.  A step writes one *transition* slot
+per environment (its observation, action, reward, flags); a step that ends an
+episode also writes the final observation into the next slot, a *tail* slot
+that is never sampled.  The next observation of slot ``s`` is the
+observation in slot ``s + 1``, so ``obs`` and ``next_obs`` share storage.
+
+A transition becomes sampleable once its n-step return and next observation
+are written (n later slots of its episode, or its episode's end), and stops
+being sampleable when the ring overwrites a frame its stack reads.  The
+sampler receives, with each slot, a link to the previous step of the same
+episode of the same environment: PSER's backward decay follows these links,
+whatever the interleaving of environments.
+
+Memory per slot: ``obs_bytes + action_bytes + 4 (reward) + 3 (flags, kind)
++ 24 (episode step, episode id, env step)`` bytes of storage plus the
+sampler's ~90 bytes (:func:`estimate_bytes`).  For Atari (84x84 uint8
+frames, 4-stack, int64 actions): 7,056 + 8 + 31 + 90 = 7,185 bytes, 7.2 GB for
+10^6 transitions, against 56 GB for stacked ``obs`` and ``next_obs`` stored
+per transition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._checks import check_positive_int, check_range
+from ..samplers.base import Sampler, StateError, state_array, state_value
+from .kernels import EMPTY, TAIL, TRANSITION, plan_gather, plan_writes
+
+SAMPLER_BYTES_PER_SLOT = 90  # stamps, links, flags, TD, raw priority, sum and min trees (4-ary: 4/3 nodes a leaf)
+
+
+def estimate_bytes(capacity: int, obs_shape, obs_dtype, action_shape=(), action_dtype=np.float32, frame_stack=1) -> int:
+    """Resident bytes of a buffer of ``capacity`` slots (storage + sampler), from the formula above."""
+    frame_shape = tuple(obs_shape)[1:] if frame_stack > 1 else tuple(obs_shape)
+    obs = int(np.prod(frame_shape, dtype=np.int64)) * np.dtype(obs_dtype).itemsize
+    act = int(np.prod(action_shape, dtype=np.int64)) * np.dtype(action_dtype).itemsize
+    return capacity * (obs + act + 4 + 3 + 24 + SAMPLER_BYTES_PER_SLOT)
+
+
+@dataclass
+class Batch:
+    """A sampled minibatch: NumPy arrays, or torch tensors on ``device`` when one was asked for.
+
+    ``reward`` is the n-step return, ``discount`` is ``gamma^m`` after ``m``
+    steps (0 if the episode terminated within them): the TD target is
+    ``reward + discount * V(next_obs)``.
+    """
+
+    obs: Any
+    action: Any
+    reward: Any
+    next_obs: Any
+    discount: Any
+    weights: Any
+    indices: np.ndarray
+    generations: np.ndarray
+    probs: np.ndarray
+    steps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+
+def _check_rows(name: str, value, shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """``value`` as ``dtype`` with ``shape``; rejects what the cast would wrap, truncate or make non-finite."""
+    arr = np.asarray(value)
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    if arr.dtype == dtype:
+        if dtype.kind == "f" and not np.isfinite(arr).all():
+            raise ValueError(f"{name} holds a non-finite value: {arr[~np.isfinite(arr)][0]}")
+        return arr
+    kind = arr.dtype.kind
+    if dtype.kind == "b":
+        if kind != "b":
+            raise ValueError(f"{name} must be booleans, got dtype {arr.dtype}")
+        return arr
+    if dtype.kind in "iu":
+        if kind not in "iub":
+            raise ValueError(f"{name} must be integers (stored as {dtype}), got dtype {arr.dtype}")
+        info = np.iinfo(dtype)
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            bad = arr[(arr < info.min) | (arr > info.max)][0]
+            raise ValueError(f"{name} holds {bad}, outside the range of {dtype}")
+        return arr.astype(dtype)
+    if kind not in "fiub":
+        raise ValueError(f"{name} must be numbers, got dtype {arr.dtype}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(dtype)
+    if not np.isfinite(out).all():
+        bad = arr.reshape(-1)[np.flatnonzero(~np.isfinite(out.reshape(-1)))[0]]
+        raise ValueError(f"{name} holds {bad}, not finite as {dtype}")
+    return out
+
+
+def _to_device(arr: np.ndarray, device):
+    """One transfer per field; pinned host memory when the device is CUDA."""
+    import torch
+
+    t = torch.from_numpy(arr)
+    if device.type == "cpu":
+        return t
+    if device.type == "cuda":
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
+
+
+class ReplayBuffer:
+    """Replay for deep agents over ``num_envs`` environments (see the module docstring).
+
+    Parameters
+    ----------
+    capacity:
+        Slots in all (tail slots included); a multiple of ``num_envs``.
+    obs_shape, obs_dtype:
+        One environment's observation; with ``frame_stack = k > 1`` it is
+        ``(k, *frame_shape)`` and only the newest frame is stored.
+    action_shape, action_dtype:
+        One environment's action (``()`` and an integer dtype for discrete actions).
+    sampler:
+        Any :class:`prioritylab.samplers.Sampler` of the same capacity.
+    n_step, gamma:
+        Returns over ``n_step`` steps (1: PER, LAP and PSER use one-step returns).
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        obs_shape,
+        action_shape=(),
+        *,
+        sampler: Sampler,
+        num_envs: int = 1,
+        obs_dtype=np.float32,
+        action_dtype=np.float32,
+        frame_stack: int = 1,
+        n_step: int = 1,
+        gamma: float = 0.99,
+    ):
+        self.capacity = check_positive_int("capacity", capacity)
+        self.num_envs = check_positive_int("num_envs", num_envs)
+        self.frame_stack = check_positive_int("frame_stack", frame_stack)
+        self.n_step = check_positive_int("n_step", n_step)
+        self.gamma = check_range("gamma", gamma, 0.0, 1.0)
+        if capacity % num_envs:
+            raise ValueError(f"capacity={capacity} must be a multiple of num_envs={num_envs}")
+        self.seg = capacity // num_envs
+        if self.seg < self.n_step + self.frame_stack + 2:
+            raise ValueError(
+                f"capacity={capacity} gives {self.seg} slots per environment; "
+                f"need at least n_step + frame_stack + 2 = {self.n_step + self.frame_stack + 2}"
+            )
+        if not isinstance(sampler, Sampler):
+            raise ValueError(f"sampler must be a prioritylab Sampler, got {type(sampler).__name__}")
+        if sampler.capacity != capacity:
+            raise ValueError(f"sampler capacity {sampler.capacity} != buffer capacity {capacity}")
+        if getattr(sampler, "init", "max") != "max":
+            raise ValueError("the buffer adds new items at the max priority: build the sampler with init='max'")
+        if sampler.size:
+            raise ValueError("the sampler must be empty")
+        self.sampler = sampler
+        self.obs_shape = tuple(int(d) for d in obs_shape)
+        if frame_stack > 1 and (len(self.obs_shape) < 2 or self.obs_shape[0] != frame_stack):
+            raise ValueError(f"obs_shape {self.obs_shape} must start with frame_stack={frame_stack}")
+        self.frame_shape = self.obs_shape[1:] if frame_stack > 1 else self.obs_shape
+        self.action_shape = tuple(int(d) for d in action_shape)
+        self.obs_dtype, self.action_dtype = np.dtype(obs_dtype), np.dtype(action_dtype)
+        n = self.num_envs
+        self.storage = {
+            "obs": np.zeros((capacity, *self.frame_shape), dtype=self.obs_dtype),
+            "action": np.zeros((capacity, *self.action_shape), dtype=self.action_dtype),
+            "reward": np.zeros(capacity, dtype=np.float32),
+            "terminated": np.zeros(capacity, dtype=bool),
+            "truncated": np.zeros(capacity, dtype=bool),
+            "kind": np.zeros(capacity, dtype=np.int8),
+            "ep_step": np.zeros(capacity, dtype=np.int64),
+            "episode": np.full(capacity, -1, dtype=np.int64),
+            "env_step": np.full(capacity, -1, dtype=np.int64),
+        }
+        self.writer = {
+            "pos": np.zeros(n, dtype=np.int64),
+            "open": np.zeros(n, dtype=bool),
+            "last": np.full(n, -1, dtype=np.int64),
+            "cur_step": np.zeros(n, dtype=np.int64),
+            "episode_of": np.full(n, -1, dtype=np.int64),
+            "next_episode": np.zeros(1, dtype=np.int64),
+            "steps": np.zeros(1, dtype=np.int64),
+        }
+        self._plan = {
+            "slots": np.empty(2 * n, dtype=np.int64),
+            "prev": np.empty(2 * n, dtype=np.int64),
+            "kind": np.empty(2 * n, dtype=np.int8),
+            "complete": np.empty(n * (self.n_step + 1), dtype=np.int64),
+            "invalid": np.empty(2 * n * self.frame_stack, dtype=np.int64),
+        }
+        self._env_rows = np.arange(n)
+
+    # -- reads -----------------------------------------------------------------
+    def config(self) -> dict:
+        return {
+            "capacity": self.capacity,
+            "num_envs": self.num_envs,
+            "obs_shape": list(self.obs_shape),
+            "obs_dtype": self.obs_dtype.str,
+            "action_shape": list(self.action_shape),
+            "action_dtype": self.action_dtype.str,
+            "frame_stack": self.frame_stack,
+            "n_step": self.n_step,
+            "gamma": self.gamma,
+        }
+
+    def __len__(self) -> int:
+        """Transitions that may be sampled now."""
+        return self.sampler.num_sampleable
+
+    @property
+    def steps(self) -> int:
+        """Vectorised steps added so far (the writer's step counter)."""
+        return int(self.writer["steps"][0])
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the storage arrays and the sampler's per-slot arrays."""
+        total = sum(a.nbytes for a in self.storage.values())
+        s = self.sampler
+        for name in ("_generation", "_prev", "_prev_gen", "_sampleable", "_td", "_filled", "_scratch", "_raw"):
+            arr = getattr(s, name, None)
+            total += arr.nbytes if isinstance(arr, np.ndarray) else 0
+        tree = getattr(s, "tree", None)
+        if tree is not None:
+            total += sum(a.nbytes for a in tree.arrays[:3])
+        return total
+
+    # -- writes ----------------------------------------------------------------
+    def add(self, obs, action, reward, next_obs, terminated, truncated) -> None:
+        """Add one vectorised step: row ``e`` of each argument is environment ``e``'s transition.
+
+        ``obs`` must be the observation the environment was in (the previous
+        call's ``next_obs``, or the reset observation after an episode ended);
+        ``next_obs`` is stored only for the rows whose episode ends here.
+        Everything is checked before anything changes.
+        """
+        n = self.num_envs
+        obs = _check_rows("obs", obs, (n, *self.obs_shape), self.obs_dtype)
+        action = _check_rows("action", action, (n, *self.action_shape), self.action_dtype)
+        reward = _check_rows("reward", reward, (n,), np.dtype(np.float32))
+        terminated = _check_rows("terminated", terminated, (n,), np.dtype(bool))
+        truncated = _check_rows("truncated", truncated, (n,), np.dtype(bool))
+        ends = terminated | truncated
+        final = None
+        if ends.any():
+            final = _check_rows("next_obs", next_obs, (n, *self.obs_shape), self.obs_dtype)
+        p, st, w = self._plan, self.storage, self.writer
+        ns, nc, ni = plan_writes(
+            terminated, truncated, self.seg, self.n_step, self.frame_stack, w["pos"], w["open"], w["last"],
+            w["cur_step"], w["episode_of"], w["next_episode"], st["kind"], st["ep_step"], st["episode"],
+            p["slots"], p["prev"], p["kind"], p["complete"], p["invalid"],
+        )  # fmt: skip
+        slots = p["slots"][:ns]
+        frames = obs[:, -1] if self.frame_stack > 1 else obs
+        if ns == n:  # no episode ended: one transition slot per environment, in order
+            st["obs"][slots] = frames
+            st["action"][slots] = action
+            st["reward"][slots] = reward
+            st["terminated"][slots] = False
+            st["truncated"][slots] = False
+        else:
+            is_tail = p["kind"][:ns] == TAIL
+            env = np.cumsum(~is_tail) - 1  # the environment of each written slot
+            trans = slots[~is_tail]
+            st["obs"][trans] = frames
+            st["action"][trans] = action
+            st["reward"][trans] = reward
+            st["terminated"][trans] = terminated
+            st["truncated"][trans] = truncated
+            tails = slots[is_tail]
+            st["obs"][tails] = final[env[is_tail], -1] if self.frame_stack > 1 else final[env[is_tail]]
+            st["action"][tails] = 0
+            st["reward"][tails] = 0.0
+            st["terminated"][tails] = False
+            st["truncated"][tails] = False
+        st["env_step"][slots] = w["steps"][0]
+        w["steps"][0] += 1
+        self.sampler.add(slots, prev=p["prev"][:ns], sampleable=False)
+        if ni:
+            self.sampler.set_sampleable(p["invalid"][:ni], False)
+        if nc:
+            self.sampler.set_sampleable(p["complete"][:nc], True)
+
+    # -- sampling --------------------------------------------------------------
+    def gather(self, indices) -> dict[str, np.ndarray]:
+        """Observation stacks, actions, n-step returns, discounts and next-observation stacks of ``indices``."""
+        idx = np.ascontiguousarray(indices, dtype=np.int64)
+        b, k = idx.shape[0], self.frame_stack
+        obs_idx = np.empty((b, k), dtype=np.int64)
+        next_idx = np.empty((b, k), dtype=np.int64)
+        ret, disc = np.empty(b), np.empty(b)
+        steps = np.empty(b, dtype=np.int64)
+        st = self.storage
+        plan_gather(idx, self.seg, k, self.n_step, self.gamma, st["ep_step"], st["reward"], st["terminated"],
+                    st["truncated"], obs_idx, next_idx, ret, disc, steps)  # fmt: skip
+        frames = st["obs"]
+        if k == 1:
+            obs, next_obs = frames[obs_idx[:, 0]], frames[next_idx[:, 0]]
+        else:
+            obs, next_obs = frames[obs_idx], frames[next_idx]
+        return {
+            "obs": obs,
+            "action": st["action"][idx],
+            "reward": ret.astype(np.float32),
+            "next_obs": next_obs,
+            "discount": disc.astype(np.float32),
+            "steps": steps,
+        }
+
+    def sample(self, batch_size: int, beta: float | None = None, device=None) -> Batch:
+        """Draw ``batch_size`` transitions; tensors on ``device`` (a torch device or name) if given."""
+        drawn = self.sampler.sample(batch_size, beta)
+        data = self.gather(drawn.indices)
+        weights = drawn.weights.astype(np.float32)
+        if device is not None:
+            import torch
+
+            dev = torch.device(device)
+            data = {k: (v if k == "steps" else _to_device(v, dev)) for k, v in data.items()}
+            weights = _to_device(weights, dev)
+        return Batch(
+            obs=data["obs"], action=data["action"], reward=data["reward"], next_obs=data["next_obs"],
+            discount=data["discount"], weights=weights, indices=drawn.indices, generations=drawn.generations,
+            probs=drawn.probs, steps=data["steps"],
+        )  # fmt: skip
+
+    def update(self, batch: Batch, td_errors) -> None:
+        """Report the batch's TD errors (a NumPy array or a torch tensor); stale items are skipped."""
+        if hasattr(td_errors, "detach"):
+            td_errors = td_errors.detach().to("cpu").double().numpy()
+        self.sampler.update(batch.indices, td_errors, batch.generations)
+
+    # -- state -----------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {
+            "config": self.config(),
+            "storage": {k: v.copy() for k, v in self.storage.items()},
+            "writer": {k: v.copy() for k, v in self.writer.items()},
+            "sampler": self.sampler.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Load a :meth:`state_dict`; checked in full (``ValueError`` naming the field) before anything changes."""
+        try:
+            storage, writer = self._parse_state(state)
+        except StateError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError) as err:
+            raise ValueError(f"buffer state cannot be loaded: {type(err).__name__}: {err}") from None
+        self.sampler.load_state_dict(state["sampler"])  # atomic itself; the last step that can fail
+        self.storage, self.writer = storage, writer
+
+    def _parse_state(self, state) -> tuple[dict, dict]:
+        config = state_value(state, "config")
+        if config != self.config():
+            raise StateError(f"state was saved by a buffer with settings {config}, this one has {self.config()}")
+        cap, n = self.capacity, self.num_envs
+        raw_storage = state_value(state, "storage")
+        storage = {}
+        for key, arr in self.storage.items():
+            storage[key] = state_array(raw_storage, key, arr.dtype, arr.shape)
+        kind = storage["kind"]
+        if not np.isin(kind, (EMPTY, TRANSITION, TAIL)).all():
+            raise StateError("state['storage']['kind'] holds an unknown slot kind")
+        if (storage["ep_step"] < 0).any():
+            raise StateError("state['storage']['ep_step'] must be non-negative")
+        raw_writer = state_value(state, "writer")
+        writer = {}
+        for key, arr in self.writer.items():
+            writer[key] = state_array(raw_writer, key, arr.dtype, arr.shape)
+        if ((writer["pos"] < 0) | (writer["pos"] >= self.seg)).any():
+            raise StateError(f"state['writer']['pos'] must be in [0, {self.seg})")
+        last = writer["last"]
+        ok_last = (last == -1) | ((last >= 0) & (last < cap))
+        if not ok_last.all() or (writer["open"] & (last < 0)).any():
+            raise StateError("state['writer']['last'] must be a slot for every environment in an episode")
+        for e in np.flatnonzero(writer["open"]):
+            s = last[e]
+            if s // self.seg != e or kind[s] != TRANSITION or storage["ep_step"][s] != writer["cur_step"][e]:
+                raise StateError(f"state['writer'] for environment {e} disagrees with the stored episode")
+        if writer["steps"][0] < 0 or writer["next_episode"][0] < 0:
+            raise StateError("state['writer'] counters must be non-negative")
+        sampler_state = state_value(state, "sampler")
+        gen = state_array(sampler_state, "generation", np.int64, (cap,))
+        written = kind != EMPTY
+        if not np.array_equal(gen >= 0, written):
+            raise StateError("state['sampler'] and state['storage'] disagree on which slots are written")
+        live = state_array(sampler_state, "sampleable", bool, (cap,))
+        if (live & (kind != TRANSITION)).any():
+            raise StateError("state['sampler']['sampleable'] marks a slot that holds no transition")
+        for key in ("obs", "reward"):
+            if storage[key].dtype.kind == "f" and not np.isfinite(storage[key]).all():
+                raise StateError(f"state['storage'][{key!r}] holds a non-finite value")
+        for key in ("episode", "env_step"):
+            if not np.array_equal(storage[key] >= 0, written) or (storage[key] < -1).any():
+                raise StateError(f"state['storage'][{key!r}] must be >= 0 on written slots and -1 elsewhere")
+        if written.any() and (
+            storage["episode"].max() >= writer["next_episode"][0] or storage["env_step"].max() >= writer["steps"][0]
+        ):
+            raise StateError("state['writer'] counters are behind the stored slots")
+        self._check_layout(storage, writer, gen)
+        del n
+        return storage, writer
+
+    def _check_layout(self, storage, writer, gen) -> None:
+        """Each environment's segment is a ring written in order: the newest slot sits just before the
+        write position, and every slot but the oldest follows the slot before it in its episode."""
+        seg = self.seg
+        kind, ep_step, episode = storage["kind"], storage["ep_step"], storage["episode"]
+        for e in range(self.num_envs):
+            base, pos = e * seg, int(writer["pos"][e])
+            g = gen[base : base + seg]
+            newest = base + (pos - 1) % seg
+            if g.max() < 0:
+                if pos != 0 or writer["open"][e] or writer["episode_of"][e] != -1:
+                    raise StateError(f"state['writer'] for environment {e} describes writes its segment lacks")
+                continue
+            if gen[newest] != g.max():
+                raise StateError(f"state['writer']['pos'] of environment {e} is not after its newest slot")
+            if writer["episode_of"][e] != episode[newest]:
+                raise StateError(f"state['writer']['episode_of'] of environment {e} is not its newest episode")
+            if writer["open"][e] != (kind[newest] == TRANSITION) or (
+                writer["open"][e] and writer["last"][e] != newest
+            ):
+                raise StateError(f"state['writer'] of environment {e} disagrees with its newest slot")
+            for loc in range(seg):
+                s = base + loc
+                if kind[s] == EMPTY or loc == pos % seg:
+                    continue
+                p = base + (loc - 1) % seg
+                if kind[p] == EMPTY:
+                    if loc != 0 or ep_step[s] != 0:
+                        raise StateError(f"state['storage'] slot {s} follows an empty slot")
+                    continue
+                follows = episode[p] == episode[s] and ep_step[p] == ep_step[s] - 1 and kind[p] == TRANSITION
+                starts = ep_step[s] == 0 and kind[s] == TRANSITION and kind[p] == TAIL
+                if not (follows or starts) or gen[p] > gen[s]:
+                    raise StateError(f"state['storage'] slot {s} does not continue slot {p}")
+
+    def __repr__(self) -> str:
+        return (
+            f"ReplayBuffer(capacity={self.capacity}, num_envs={self.num_envs}, sampler={self.sampler.name}, "
+            f"sampleable={len(self)})"
+        )

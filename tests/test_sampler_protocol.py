@@ -1,0 +1,154 @@
+"""The parts of the sampler protocol the deep side relies on: held slots, links, direct priorities,
+the history of drawn slots, strict input, IS weights for any finite priorities."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prioritylab import make_sampler
+from prioritylab.samplers import is_weights
+
+TREE = ["per", "lap", "pser"]
+ALL = ["uniform", *TREE, "greedy-td"]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_held_slots_are_never_drawn_and_probabilities_renormalise(name):
+    s = make_sampler(name, 16, seed=0)
+    s.add(np.arange(10))
+    if name != "uniform":
+        s.update(np.arange(10), np.linspace(0.1, 5.0, 10))
+    p_all = s.probabilities()
+    s.set_sampleable(np.array([9, 3]), False)
+    assert s.num_sampleable == 8
+    drawn = np.concatenate([s.sample(64).indices for _ in range(20)])
+    assert not np.isin(drawn, [3, 9]).any()
+    p = s.probabilities()
+    assert p[3] == p[9] == 0.0
+    np.testing.assert_allclose(p.sum(), 1.0, rtol=1e-12, atol=0)
+    if name in TREE + ["uniform"]:
+        keep = np.setdiff1d(np.arange(10), [3, 9])
+        np.testing.assert_allclose(p[keep], p_all[keep] / p_all[keep].sum(), rtol=1e-12, atol=0)
+    s.set_sampleable(np.array([9, 3]), True)
+    np.testing.assert_allclose(s.probabilities(), p_all, rtol=1e-12, atol=0)
+
+
+def test_per_global_normalisation_ignores_held_slots():
+    s = make_sampler("per", 8, seed=0, alpha=1.0, beta=1.0, eps=0.0)
+    s.add(np.arange(4))
+    s.update(np.arange(4), np.array([1.0, 2.0, 4.0, 0.5]))
+    s.set_sampleable(np.array([3]), False)  # the smallest priority, held
+    batch = s.sample(32)
+    # weight = (P / P_min)^-beta over the sampleable slots: P_min is slot 0's
+    np.testing.assert_allclose(batch.weights, 1.0 / s.priorities(batch.indices), rtol=1e-12, atol=0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    exps=st.lists(st.integers(-300, 300), min_size=2, max_size=12),
+    alpha=st.sampled_from([0.5, 1.0, 2.0, 3.0]),
+    beta=st.floats(0.0, 1.0),
+    normalise=st.sampled_from(["global", "batch"]),
+)
+def test_is_weights_stay_in_the_unit_interval_for_any_finite_priorities(exps, alpha, beta, normalise):
+    td = np.array([10.0**e for e in exps])
+    s = make_sampler("per", 16, seed=0, alpha=alpha, eps=0.0, normalise=normalise)
+    s.add(np.arange(td.shape[0]))
+    try:
+        s.update(np.arange(td.shape[0]), td)
+    except ValueError as err:  # a mass beyond the float range is refused, not stored
+        assert "overflows" in str(err)
+        return
+    try:
+        batch = s.sample(64, beta=beta)
+    except ValueError as err:  # total mass beyond the float range
+        assert "total mass is inf" in str(err)
+        return
+    assert (batch.weights > 0).all() and (batch.weights <= 1).all()
+    w = is_weights(batch.probs, s.size, beta, None)
+    assert (w > 0).all() and (w <= 1).all()
+
+
+def test_the_paper_extremes_give_positive_weights():
+    s = make_sampler("per", 4, seed=0, alpha=1.0, eps=0.0)
+    s.add(np.arange(2))
+    s.update(np.arange(2), np.array([1e300, 1e-300]))
+    assert (s.sample(200, beta=1.0).weights > 0).all()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_set_priorities_takes_the_update_path_and_skips_stale_items(name):
+    s = make_sampler(name, 8, seed=0)
+    s.add(np.arange(6), episode_start=True)
+    gens = s.generations(np.arange(3))
+    s.add(np.array([1]), episode_start=True)  # slot 1 overwritten: its score is stale
+    s.set_priorities(np.arange(3), np.array([0.5, 7.0, 2.0]), gens)
+    if name != "uniform":
+        assert s.priorities([0, 2]).tolist() == [0.5, 2.0]
+        assert s.priorities([1])[0] != 7.0
+    with pytest.raises(ValueError, match="non-negative"):
+        s.set_priorities(np.arange(2), np.array([1.0, -1.0]))
+
+
+def test_history_records_draws_since_it_started_and_survives_a_checkpoint():
+    s = make_sampler("per", 16, seed=0)
+    s.add(np.arange(10))
+    s.sample(4)
+    assert s.history().shape == (0,)
+    s.start_history()
+    a, b = s.sample(4).indices, s.sample(3).indices
+    np.testing.assert_array_equal(s.history(), np.concatenate([a, b]))
+    other = make_sampler("per", 16, seed=1)
+    other.load_state_dict(pickle.loads(pickle.dumps(s.state_dict())))
+    np.testing.assert_array_equal(other.history(), s.history())
+    s.start_history()
+    assert s.history().shape == (0,)
+
+
+def test_signed_td_errors_are_kept_for_fresh_items_only():
+    s = make_sampler("lap", 8, seed=0)
+    s.add(np.arange(4))
+    gens = s.generations(np.arange(4))
+    s.add(np.array([2]))
+    s.update(np.arange(4), np.array([-1.5, 0.25, 9.0, -3.0]), gens)
+    td = s.td_errors(np.arange(4))
+    assert td[0] == -1.5 and td[1] == 0.25 and np.isnan(td[2]) and td[3] == -3.0
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda s: s.update(np.array([2**64 - 1], dtype=np.uint64), [1.0]), "18446744073709551615"),
+        (lambda s: s.update([0, 1, 2, 3], np.ones((2, 2))), "shape"),
+        (lambda s: s.update([0, 1], [1.0, 2.0], generations=np.array([0.5, 1.0])), "integers"),
+        (lambda s: s.add([5, 6], episode_start=np.zeros((2, 2), dtype=bool)), "shape"),
+        (lambda s: s.add([5, 6], prev=[4, 99]), r"prev\[1\] = 99"),
+        (lambda s: s.add([5, 6], prev=[4, 12]), r"prev\[1\] = 12 points at an empty slot"),
+        (lambda s: s.set_sampleable([0, 12], False), "empty slot"),
+        (lambda s: s.set_priorities([0], [np.inf]), "finite"),
+    ],
+)
+def test_strict_input_names_the_value_and_changes_nothing(call, match):
+    s = make_sampler("pser", 16, seed=0)
+    s.add(np.arange(5))
+    before = pickle.dumps(s.state_dict())
+    with pytest.raises(ValueError, match=match):
+        call(s)
+    assert pickle.dumps(s.state_dict()) == before
+
+
+def test_links_within_one_call_point_at_the_new_write():
+    s = make_sampler("pser", 8, seed=0, rho=0.5, window=3, alpha=1.0, eps=0.0, eta=0.0)
+    s.add(np.array([0, 1, 2]), prev=np.array([-1, 0, 1]))
+    s.update([2], [8.0])
+    np.testing.assert_array_equal(s.priorities([0, 1, 2]), [2.0, 4.0, 8.0])
+    s.add(np.array([0]), prev=np.array([-1]))  # slot 0 rewritten: slot 1's link is stale
+    s.update([0], [0.5])
+    s.update([2], [16.0])  # reaches slot 1 (8), stops before slot 0 (a link would have set 4)
+    np.testing.assert_array_equal(s.priorities([0, 1, 2]), [0.5, 8.0, 16.0])
+    np.testing.assert_array_equal(s.predecessors([0, 1, 2]), [-1, -1, 1])
