@@ -127,6 +127,62 @@ def link_stamps(indices, prev, generation, writes, scratch, prev_gen):
     return bad
 
 
+@njit(cache=True)
+def check_slots(indices, links, capacity):
+    """First slot out of ``[0, capacity)`` (code 1) or link out of ``[-1, capacity)`` (code 5), else (0, -1)."""
+    for i in range(indices.shape[0]):
+        if indices[i] < 0 or indices[i] >= capacity:
+            return _OUT_OF_RANGE, i
+    for i in range(links.shape[0]):
+        if links[i] < -1 or links[i] >= capacity:
+            return _BAD_LINK, i
+    return _OK, -1
+
+
+@njit(cache=True)
+def commit_add(indices, links, link_gen, flags, writes, generation, prev, prev_gen, sampleable, td, filled, size):
+    """Stamp, link and flag checked slots in order; returns ``(size, change in sampleable count)``."""
+    delta = 0
+    for i in range(indices.shape[0]):
+        j = indices[i]
+        if generation[j] < 0:
+            filled[size] = j
+            size += 1
+        generation[j] = writes + i
+        prev[j] = links[i]
+        prev_gen[j] = link_gen[i]
+        delta += np.int64(flags[i]) - np.int64(sampleable[j])
+        sampleable[j] = flags[i]
+        td[j] = np.nan
+    return size, delta
+
+
+@njit(cache=True)
+def commit_flags(indices, flags, generation, sampleable):
+    """Set sampleable flags of written slots; returns ``(code, position, change in count)``."""
+    for i in range(indices.shape[0]):
+        j = indices[i]
+        if j < 0 or j >= generation.shape[0]:
+            return _OUT_OF_RANGE, i, 0
+        if generation[j] < 0:
+            return _EMPTY, i, 0
+    delta = 0
+    for i in range(indices.shape[0]):
+        j = indices[i]
+        delta += np.int64(flags[i]) - np.int64(sampleable[j])
+        sampleable[j] = flags[i]
+    return _OK, -1, delta
+
+
+@njit(cache=True)
+def refresh_masses(tree, tmin, leaf0, indices, raw, alpha, sampleable):
+    """Rewrite the masses of ``indices`` from their raw priorities (after their flags changed)."""
+    mass = np.empty(indices.shape[0])
+    for i in range(indices.shape[0]):
+        mass[i] = mass_of(raw[indices[i]], alpha)
+    write_masses(tree, tmin, leaf0, indices, mass, sampleable)
+
+
 @dataclass
 class SampleBatch:
     """What :meth:`Sampler.sample` returns."""
@@ -186,6 +242,13 @@ def state_array(state, key: str, dtype, shape: tuple) -> np.ndarray:
 
 
 _KINDS = {"b": "b", "i": "iu", "u": "iu", "f": "fiu"}
+
+
+def _as_int64(values, name: str) -> np.ndarray:
+    """A 1-D contiguous int64 array (no copy when it is one already); range checks are the caller's."""
+    if type(values) is np.ndarray and values.dtype == np.int64 and values.ndim == 1 and values.flags.c_contiguous:
+        return values
+    return as_index_array(name, values)
 
 
 def load_rng_state(state, bit_generator_type, key: str = "rng") -> np.random.Generator:
@@ -281,7 +344,7 @@ class Sampler:
         that may not be drawn until :meth:`set_sampleable`.  ``td_errors`` are
         used only by samplers that seed new items from them (``init="td"``).
         """
-        idx = check_indices("slots", slots, self.capacity)
+        idx = _as_int64(slots, "slots")
         n = idx.shape[0]
         if prev is None:
             starts = self._check_flags("episode_start", episode_start, n, False)
@@ -293,39 +356,45 @@ class Sampler:
         else:
             if episode_start is not None:
                 raise ValueError("give either prev or episode_start, not both")
-            links = as_index_array("prev", prev)
+            links = _as_int64(prev, "prev")
             if links.shape != (n,):
                 raise ValueError(f"prev must have shape ({n},), got {links.shape}")
-            bad = (links < -1) | (links >= self.capacity)
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"prev[{i}] = {links[i]} is out of range [-1, {self.capacity})")
+        code, pos = check_slots(idx, links, self.capacity)
+        if code == _OUT_OF_RANGE:
+            raise ValueError(f"slots[{pos}] = {idx[pos]} is out of range [0, {self.capacity})")
+        if code == _BAD_LINK:
+            raise ValueError(f"prev[{pos}] = {links[pos]} is out of range [-1, {self.capacity})")
         flags = self._check_flags("sampleable", sampleable, n, True)
         td = None if td_errors is None else self._check_td(td_errors, n)
         if n == 0:
             return
         if self._writes + n > MAX_WRITES:
             raise ValueError(f"write counter would pass {MAX_WRITES}")
-        prev_gen = np.empty(n, dtype=np.int64)
-        bad = link_stamps(idx, links, self._generation, self._writes, self._scratch, prev_gen)
+        link_gen = np.empty(n, dtype=np.int64)
+        bad = link_stamps(idx, links, self._generation, self._writes, self._scratch, link_gen)
         if bad >= 0:
             raise ValueError(f"prev[{bad}] = {links[bad]} points at an empty slot")
         prepared = self._prepare_add(idx, td)  # everything that can fail happens here
-        self._write_stamps(idx)
-        self._prev[idx] = links
-        self._prev_gen[idx] = prev_gen
-        self._set_flags(idx, flags)
-        self._td[idx] = np.nan
+        self._size, delta = commit_add(
+            idx, links, link_gen, flags, self._writes, self._generation, self._prev, self._prev_gen,
+            self._sampleable, self._td, self._filled, self._size,
+        )  # fmt: skip
+        self._n_sampleable += delta
+        self._writes += n
         self._last = int(idx[-1])
         self._on_add(idx, prepared)
 
     def set_sampleable(self, slots, sampleable) -> None:
         """Allow (``True``) or forbid (``False``) drawing written ``slots``; priorities are kept."""
-        idx = check_indices("slots", slots, self.capacity)
+        idx = _as_int64(slots, "slots")
         flags = self._check_flags("sampleable", sampleable, idx.shape[0], True)
-        self._check_filled(idx)
+        code, pos, delta = commit_flags(idx, flags, self._generation, self._sampleable)
+        if code == _OUT_OF_RANGE:
+            raise ValueError(f"slots[{pos}] = {idx[pos]} is out of range [0, {self.capacity})")
+        if code == _EMPTY:
+            raise ValueError(f"slots[{pos}] = {idx[pos]} points at an empty slot")
+        self._n_sampleable += delta
         if idx.shape[0]:
-            self._set_flags(idx, flags)
             self._on_sampleable(idx)
 
     def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
@@ -529,33 +598,11 @@ class Sampler:
             return f"indices[{pos}] = {idx[pos]} points at an empty slot"
         return f"priority from {what}[{pos}] = {td[pos]} overflows when raised to alpha={self._alpha_for_checks}"
 
-    def _write_stamps(self, idx: np.ndarray) -> None:
-        n = idx.shape[0]
-        if n == 1:
-            if self._generation[idx[0]] < 0:
-                self._filled[self._size] = idx[0]
-                self._size += 1
-        elif (new := self._generation[idx] < 0).any():
-            fresh, first = np.unique(idx[new], return_index=True)
-            fresh = fresh[np.argsort(first)]
-            self._filled[self._size : self._size + fresh.shape[0]] = fresh
-            self._size += fresh.shape[0]
-        self._generation[idx] = self._writes + np.arange(n, dtype=np.int64)
-        self._writes += n
-
-    def _set_flags(self, idx: np.ndarray, flags: np.ndarray) -> None:
-        if idx.shape[0] == 1:
-            self._n_sampleable += int(flags[0]) - int(self._sampleable[idx[0]])
-            self._sampleable[idx[0]] = flags[0]
-            return
-        touched = np.unique(idx)
-        before = np.count_nonzero(self._sampleable[touched])
-        self._sampleable[idx] = flags
-        self._n_sampleable += int(np.count_nonzero(self._sampleable[touched]) - before)
-
     def _check_flags(self, name: str, flags, n: int, default: bool) -> np.ndarray:
         if flags is None:
             return np.full(n, default)
+        if flags is True or flags is False:
+            return np.full(n, flags)
         arr = np.asarray(flags)
         if arr.dtype != bool:
             raise ValueError(f"{name} must be booleans, got dtype {arr.dtype}")
@@ -721,7 +768,7 @@ class PrioritySampler(Sampler):
     def _on_sampleable(self, idx) -> None:
         if self.tree is not None:
             a = self.tree.arrays
-            write_masses(a.tree, a.tmin, a.leaf0, idx, masses_of(self._raw[idx], self.alpha), self._sampleable)
+            refresh_masses(a.tree, a.tmin, a.leaf0, idx, self._raw, self.alpha, self._sampleable)
 
     # -- sampling ------------------------------------------------------------
     def _draw(self, k: int) -> tuple[np.ndarray, np.ndarray]:
