@@ -20,6 +20,7 @@ SUBCOMMANDS = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="prioritylab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("train", help="train a deep agent: prioritylab train {td3,sac} --help", add_help=False)
     for name, module in SUBCOMMANDS.items():
         try:
             mod = importlib.import_module(module)
@@ -32,6 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "train":  # settings dataclasses parsed by tyro, one flag per field
+        from .deep.cli import main as train_main
+
+        return train_main(argv[1:])
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)
 

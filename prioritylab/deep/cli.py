@@ -1,0 +1,40 @@
+"""``prioritylab train {td3,sac} ...``: every field of the agent's settings is a flag (tyro)."""
+
+from __future__ import annotations
+
+import sys
+
+AGENTS = {"td3": "prioritylab.deep.td3", "sac": "prioritylab.deep.sac"}
+
+
+def main(argv: list[str]) -> int:
+    import importlib
+
+    import tyro
+
+    from .loop import train
+    from .run import SettingsError
+
+    specs, settings = {}, {}
+    for name, module in AGENTS.items():
+        mod = importlib.import_module(module)
+        specs[name] = mod.SPEC
+        settings[name] = next(v for k, v in vars(mod).items() if k.endswith("Settings") and k[:3].lower() == name[:3])
+    if not argv or argv[0] not in AGENTS:
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"prioritylab train: unknown agent {argv[0]!r}; choose one of {', '.join(AGENTS)}", file=sys.stderr)
+            return 2
+        print("usage: prioritylab train {" + ",".join(AGENTS) + "} [--help] [settings...]")
+        for name in AGENTS:
+            print(f"  {name:5s} {settings[name].__doc__.splitlines()[0]}")
+        return 0
+    agent = argv[0]
+    cfg = tyro.cli(settings[agent], args=argv[1:], prog=f"prioritylab train {agent}",
+                   description=settings[agent].__doc__)  # fmt: skip
+    try:
+        folder = train(specs[agent], cfg)
+    except SettingsError as err:
+        print(f"prioritylab train {agent}: error: {err}", file=sys.stderr)
+        return 2
+    print(f"run written to {folder}")
+    return 0

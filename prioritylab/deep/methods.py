@@ -1,0 +1,118 @@
+"""Replay methods as settings: which sampler draws the batch and which loss it is trained with.
+
+A method is a small object, not a copied training loop (LAP/PAL Section 5):
+
+| method | sampler | critic loss | IS weights |
+|---|---|---|---|
+| ``uniform`` | uniform | MSE | no |
+| ``per`` | proportional PER, ``|delta| + eps`` (PER eq. 1) | MSE | yes, beta annealed to 1 (PER Section 3.4) |
+| ``lap`` | LAP, ``max(|delta|, kappa)^alpha`` (LAP eq. 10 / 30) | Huber(kappa) (eq. 11 / 29) | no |
+| ``pal`` | uniform | PAL(alpha, kappa) (eq. 12 / 31) | no |
+| ``pser`` | PSER (PER + backward decay, eq. 6-10) | MSE | yes, annealed |
+
+Every loss comes from :mod:`prioritylab.losses_torch`.  The priority given to
+the sampler is the TD error of largest magnitude over the critics
+(LAP App. D: ``max(|delta_1|, |delta_2|)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+from .. import losses_torch as L
+from ..samplers import Sampler, make_sampler
+from ..schedules import LinearSchedule
+
+METHODS = ("uniform", "per", "lap", "pal", "pser")
+
+
+@dataclass
+class ReplaySettings:
+    """Prioritisation settings; ``None`` takes the agent's default for the chosen sampler (its paper's table)."""
+
+    alpha: float | None = None
+    """Priority exponent (TD3/SAC: PER 0.6, LAP/PAL 0.4, LAP Table 6; DDQN: 0.6, Table 7)."""
+    beta0: float | None = None
+    """Initial IS exponent for per/pser, annealed linearly to 1 over training (PER Section 3.4; 0.4, Table 6)."""
+    eps: float | None = None
+    """PER's added priority (1e-10, LAP Table 6 / Castro et al.)."""
+    kappa: float | None = None
+    """LAP/PAL's priority floor and Huber threshold (1 for TD3/SAC, eq. 10; 0.01 for DDQN, eq. 29-30)."""
+    rho: float = 0.4
+    """PSER decay coefficient (PSER Section 3.2, Atari table: 0.4)."""
+    eta: float = 0.7
+    """PSER anti-collapse factor, eq. 10 (0.7)."""
+    window: int | None = None
+    """PSER decay window; None: W = floor(ln 0.01 / ln rho), eq. 9 (5 for rho = 0.4)."""
+    mode: str = "max"
+    """PSER decay rule: 'max' (eq. 6) or 'add' (eq. 7)."""
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """An agent's defaults per sampler (the paper's table)."""
+
+    per_alpha: float
+    per_beta0: float
+    per_eps: float
+    lap_alpha: float
+    kappa: float
+
+
+class Method:
+    """A sampler plus the loss that goes with it; built from a name and :class:`ReplaySettings`."""
+
+    def __init__(self, name: str, settings: ReplaySettings, defaults: Defaults, total_steps: int):
+        if name not in METHODS:
+            raise ValueError(f"unknown sampler {name!r}; choose one of {', '.join(METHODS)}")
+        self.name = name
+        s = settings
+        prioritised_is = name in ("per", "pser")
+        self.alpha = s.alpha if s.alpha is not None else (defaults.per_alpha if prioritised_is else defaults.lap_alpha)
+        self.beta0 = s.beta0 if s.beta0 is not None else defaults.per_beta0
+        self.eps = s.eps if s.eps is not None else defaults.per_eps
+        self.kappa = s.kappa if s.kappa is not None else defaults.kappa
+        self.settings = s
+        self.uses_weights = prioritised_is
+        self.beta = LinearSchedule(self.beta0, 1.0, total_steps)
+        # build a small sampler now: a bad setting fails before any work, with the sampler's own message
+        self.make_sampler(8, seed=0)
+        if self.name == "pal":
+            L.pal(torch.zeros(1), self.alpha, self.kappa)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "alpha": self.alpha, "beta0": self.beta0, "eps": self.eps, "kappa": self.kappa,
+                **{k: v for k, v in asdict(self.settings).items() if k in ("rho", "eta", "window", "mode")}}  # fmt: skip
+
+    def make_sampler(self, capacity: int, seed) -> Sampler:
+        if self.name in ("uniform", "pal"):
+            return make_sampler("uniform", capacity, seed=seed)
+        if self.name == "per":
+            return make_sampler("per", capacity, alpha=self.alpha, beta=self.beta0, eps=self.eps, seed=seed)
+        if self.name == "lap":
+            return make_sampler("lap", capacity, alpha=self.alpha, kappa=self.kappa, seed=seed)
+        s = self.settings
+        return make_sampler("pser", capacity, alpha=self.alpha, beta=self.beta0, eps=self.eps, rho=s.rho, eta=s.eta,
+                            window=s.window, mode=s.mode, seed=seed)  # fmt: skip
+
+    def beta_at(self, step: int) -> float | None:
+        return self.beta(step) if self.uses_weights else None
+
+    def critic_loss(self, delta: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Loss over TD errors of shape ``(critics, batch)``, summed over critics, averaged over the batch."""
+        if self.name == "lap":
+            return L.huber(delta, self.kappa, check=False).mean(-1).sum()
+        if self.name == "pal":
+            lam = L.pal_lambda(delta.detach().abs().amax(0), self.alpha, self.kappa, check=False)
+            return L.pal(delta, self.alpha, self.kappa, lam=lam, check=False).mean(-1).sum()
+        loss = L.mse(delta, check=False)
+        if self.uses_weights:
+            return (loss * weights).mean(-1).sum()
+        return loss.mean(-1).sum()
+
+    @staticmethod
+    def priority(delta: torch.Tensor) -> torch.Tensor:
+        """``max_k |delta_k|`` over the critics (LAP App. D), detached."""
+        return delta.detach().abs().amax(0)

@@ -1,0 +1,204 @@
+"""TD3 (Fujimoto et al., 2018) with any replay method, settings as in LAP/PAL App. D, Table 6.
+
+Clipped double Q-learning with twin critics, target policy smoothing and
+delayed actor updates.  The critic's loss and the sampler come from the replay
+method (:mod:`prioritylab.deep.methods`); the priority of an item is
+``max(|delta_1|, |delta_2|)``.  The discount is zeroed only on termination,
+never on truncation (the buffer returns ``discount = 0`` only for terminated
+steps).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from .loop import Spec, make_gym_env
+from .methods import Defaults, Method
+from .nets import DeterministicActor, TwinQ
+from .run import RunSettings, SettingsError
+
+# LAP/PAL Table 6 (TD3 and SAC): PER alpha 0.6, beta 0.4, eps 1e-10; LAP & PAL alpha 0.4; kappa 1 (eq. 10)
+CONTINUOUS_DEFAULTS = Defaults(per_alpha=0.6, per_beta0=0.4, per_eps=1e-10, lap_alpha=0.4, kappa=1.0)
+
+
+@dataclass
+class ContinuousSettings(RunSettings):
+    """Settings shared by TD3 and SAC (LAP/PAL Table 6)."""
+
+    buffer_size: int = 1_000_000
+    """Replay capacity in transitions (the whole 1M-step run)."""
+    batch_size: int = 256
+    """Minibatch size (Table 6)."""
+    gamma: float = 0.99
+    """Discount factor (Table 6)."""
+    tau: float = 0.005
+    """Target network update rate (Table 6)."""
+    lr: float = 3e-4
+    """Adam learning rate of every network (Table 6)."""
+    start_steps: int = 25_000
+    """Initial steps with a uniformly random policy, before any update (Table 6: 25k)."""
+    hidden: int = 256
+    """Width of the two hidden layers (App. D: 256-256)."""
+
+
+@dataclass
+class TD3Settings(ContinuousSettings):
+    """TD3 on a continuous-action gymnasium environment (LAP/PAL App. D, Table 6)."""
+
+    expl_noise: float = 0.1
+    """Std of the Gaussian exploration noise, as a fraction of the action range's half-width (Table 6: 0.1)."""
+    policy_noise: float = 0.2
+    """Std of the target policy smoothing noise, scaled by the half-width (Table 6: 0.2)."""
+    noise_clip: float = 0.5
+    """Clip of the smoothing noise, scaled by the half-width (Table 6: 0.5)."""
+    policy_freq: int = 2
+    """Actor and target updates every this many critic updates (TD3's delay: 2)."""
+
+
+def make_continuous_env(env_id: str, cfg) -> gym.Env:
+    env = make_gym_env(env_id)
+    space = env.action_space
+    if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:
+        raise SettingsError(f"{env_id} has {space} actions; this agent needs a continuous (Box) action space")
+    if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+        raise SettingsError(f"{env_id} has an unbounded action space {space}")
+    if len(env.observation_space.shape or ()) != 1:
+        raise SettingsError(f"{env_id} has observations of shape {env.observation_space.shape}; expected a vector")
+    return env
+
+
+def check_continuous(cfg: ContinuousSettings) -> None:
+    for name in ("buffer_size", "batch_size", "hidden"):
+        if getattr(cfg, name) <= 0:
+            raise SettingsError(f"{name} must be positive, got {getattr(cfg, name)!r}")
+    if cfg.start_steps < 0:
+        raise SettingsError(f"start_steps must be >= 0, got {cfg.start_steps!r}")
+    for name, lo, hi in (("gamma", 0.0, 1.0), ("tau", 0.0, 1.0)):
+        if not lo <= getattr(cfg, name) <= hi:
+            raise SettingsError(f"{name} must be in [{lo}, {hi}], got {getattr(cfg, name)!r}")
+    if not cfg.lr > 0:
+        raise SettingsError(f"lr must be positive, got {cfg.lr!r}")
+
+
+def continuous_buffer_args(cfg, env) -> dict:
+    return {
+        "obs_shape": env.observation_space.shape,
+        "action_shape": env.action_space.shape,
+        "obs_dtype": np.float32,
+        "action_dtype": np.float32,
+        "gamma": cfg.gamma,
+    }
+
+
+def random_box_action(env, rng: np.random.Generator) -> np.ndarray:
+    space = env.action_space
+    return rng.uniform(space.low, space.high).astype(np.float32)
+
+
+def adam(params, lr: float) -> torch.optim.Adam:
+    """Adam with the fused kernel where the device supports it (1.07-1.11x here, NOTES-deep)."""
+    params = list(params)
+    try:
+        return torch.optim.Adam(params, lr=lr, fused=True)
+    except (RuntimeError, TypeError):  # pragma: no cover - devices without a fused Adam
+        return torch.optim.Adam(params, lr=lr)
+
+
+def polyak(target: torch.nn.Module, source: torch.nn.Module, tau: float) -> None:
+    """``target <- (1 - tau) target + tau source``, in place over all parameters at once."""
+    with torch.no_grad():
+        torch._foreach_lerp_(list(target.parameters()), list(source.parameters()), tau)
+
+
+class TD3:
+    """TD3's networks and update (Fujimoto et al., 2018, Algorithm 1)."""
+
+    stat_keys = ("critic_loss", "actor_loss")
+
+    def __init__(self, cfg: TD3Settings, env: gym.Env, device: torch.device, rng: np.random.Generator,
+                 noise: torch.Generator, method: Method):  # fmt: skip
+        obs_dim, act_dim = env.observation_space.shape[0], env.action_space.shape[0]
+        low, high = env.action_space.low.astype(np.float32), env.action_space.high.astype(np.float32)
+        self.cfg, self.device, self.rng, self.noise = cfg, device, rng, noise
+        self.actor = DeterministicActor(obs_dim, act_dim, low, high, cfg.hidden).to(device)
+        self.critic = TwinQ(obs_dim, act_dim, cfg.hidden).to(device)
+        self.actor_target = copy.deepcopy(self.actor)
+        self.critic_target = copy.deepcopy(self.critic)
+        self.actor_opt = adam(self.actor.parameters(), cfg.lr)
+        self.critic_opt = adam(self.critic.parameters(), cfg.lr)
+        self.low = torch.as_tensor(low, device=device)
+        self.high = torch.as_tensor(high, device=device)
+        self.half = (self.high - self.low) / 2
+        self._half_np = (high - low) / 2
+        self._low_np, self._high_np = low, high
+        self.updates = 0
+
+    def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
+        with torch.no_grad():
+            a = self.actor(torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None])[0].cpu().numpy()
+        if explore:
+            a = a + self.rng.normal(0.0, self.cfg.expl_noise * self._half_np)
+            a = np.clip(a, self._low_np, self._high_np)
+        return a.astype(np.float32)
+
+    def update(self, batch, method: Method) -> tuple[torch.Tensor, dict]:
+        cfg = self.cfg
+        with torch.no_grad():
+            eps = torch.randn(batch.action.shape, generator=self.noise, device=self.device)
+            smooth = (eps * cfg.policy_noise).clamp(-cfg.noise_clip, cfg.noise_clip) * self.half
+            next_action = torch.max(torch.min(self.actor_target(batch.next_obs) + smooth, self.high), self.low)
+            q_next = self.critic_target(batch.next_obs, next_action).min(0).values
+            target = batch.reward + batch.discount * q_next
+        delta = self.critic(batch.obs, batch.action) - target  # (2, batch): LAP/PAL eq. 1
+        critic_loss = method.critic_loss(delta, batch.weights)
+        self.critic_opt.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        self.critic_opt.step()
+        self.updates += 1
+        stats = {"critic_loss": critic_loss.item()}
+        if self.updates % cfg.policy_freq == 0:
+            actor_loss = -self.critic(batch.obs, self.actor(batch.obs))[0].mean()
+            self.actor_opt.zero_grad(set_to_none=True)
+            actor_loss.backward()
+            self.actor_opt.step()
+            polyak(self.critic_target, self.critic, cfg.tau)
+            polyak(self.actor_target, self.actor, cfg.tau)
+            stats["actor_loss"] = actor_loss.item()
+        return method.priority(delta), stats
+
+    def state_dict(self) -> dict:
+        return {name: getattr(self, name).state_dict() for name in self._parts} | {"updates": self.updates}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name in self._parts:
+            getattr(self, name).load_state_dict(state[name])
+        self.updates = state["updates"]
+
+    _parts = ("actor", "critic", "actor_target", "critic_target", "actor_opt", "critic_opt")
+
+
+def check_td3(cfg: TD3Settings) -> None:
+    check_continuous(cfg)
+    for name in ("expl_noise", "policy_noise", "noise_clip"):
+        if getattr(cfg, name) < 0:
+            raise SettingsError(f"{name} must be >= 0, got {getattr(cfg, name)!r}")
+    if cfg.policy_freq <= 0:
+        raise SettingsError(f"policy_freq must be positive, got {cfg.policy_freq!r}")
+
+
+SPEC = Spec(
+    name="td3",
+    make_env=make_continuous_env,
+    check=check_td3,
+    make_agent=TD3,
+    buffer_args=continuous_buffer_args,
+    learning_starts=lambda cfg: cfg.start_steps,
+    update_every=lambda cfg: 1,
+    random_action=random_box_action,
+    defaults=CONTINUOUS_DEFAULTS,
+)
