@@ -83,8 +83,9 @@ class Method:
             L.pal(torch.zeros(1), self.alpha, self.kappa)
 
     def describe(self) -> dict:
-        return {"name": self.name, "alpha": self.alpha, "beta0": self.beta0, "eps": self.eps, "kappa": self.kappa,
-                **{k: v for k, v in asdict(self.settings).items() if k in ("rho", "eta", "window", "mode")}}  # fmt: skip
+        pser = {k: v for k, v in asdict(self.settings).items() if k in ("rho", "eta", "window", "mode")}
+        base = {"name": self.name, "alpha": self.alpha, "beta0": self.beta0, "eps": self.eps, "kappa": self.kappa}
+        return {**base, **pser}
 
     def make_sampler(self, capacity: int, seed) -> Sampler:
         if self.name in ("uniform", "pal"):
