@@ -726,7 +726,7 @@ def _run_once(s_tm1, a_tm1, episode_start, generation, tables, q_star, tree, lea
               dirty, stack):  # fmt: skip
     """One run of the idealised model from the filled memory; returns (steps or -1 at the cap, dirty slots)."""
     pair_r, pair_next, pair_done, pair_count, pair_offset, slots_by_pair = tables
-    gamma, alpha, eps, rho, p_max, window, add_mode, fast_forward = params
+    gamma, alpha, eps, rho, p_max, window, add_mode, fast_forward, reading = params
     big_n = s_tm1.shape[0]
     q[:, :] = 0.0
     wrong = 0
@@ -753,16 +753,21 @@ def _run_once(s_tm1, a_tm1, episode_start, generation, tables, q_star, tree, lea
         s, b = s_tm1[i], a_tm1[i]
         p = 2 * s + b
         before = 1 if abs(q[s, b] - q_star[s, b]) > TOL else 0
-        q[s, b] = _pair_value(q, p, pair_r, pair_next, pair_done, gamma)
+        target = _pair_value(q, p, pair_r, pair_next, pair_done, gamma)
+        seen = abs(target - q[s, b]) + eps  # |delta| observed at the update
+        q[s, b] = target
         wrong += (1 if abs(q[s, b] - q_star[s, b]) > TOL else 0) - before
-        raw[i] = abs(_pair_value(q, p, pair_r, pair_next, pair_done, gamma) - q[s, b]) + eps  # post-update |delta|
+        after = abs(_pair_value(q, p, pair_r, pair_next, pair_done, gamma) - q[s, b]) + eps  # post-update |delta|
         n_dirty = _mark(dirty, stack, n_dirty, i)
-        tree_set(tree, none, none, leaf0, i, raw[i] ** alpha)
+        raw[i] = after if reading == 0 else seen  # the value the decay is triggered with
         if window > 0:
             for k in range(1, window + 1):
                 n_dirty = _mark(dirty, stack, n_dirty, (i - k) % big_n)
             pser_decay(raw, tree, none, none, leaf0, alpha, generation, episode_start, i, rho, window,
                        add_mode, p_max)  # fmt: skip
+        if reading == 1:  # re-decay: the replayed transition itself keeps its post-update |delta|
+            raw[i] = after
+        tree_set(tree, none, none, leaf0, i, raw[i] ** alpha)
     return steps, n_dirty
 
 
@@ -801,13 +806,15 @@ def simulate(
     fast_forward: bool = True,
     cap: int = 10**9,
     memory: Memory | None = None,
+    reading: str = "post",
 ) -> np.ndarray:
-    """Steps to convergence of ``runs`` independent runs of the idealised model (-1: stopped at ``cap``).
+    """Steps to convergence of ``runs`` independent runs of the model (-1: stopped at ``cap``).
 
     Faithful to the model on an actual filled memory: each step draws a slot from the
     core sum tree (``tree_sample_one``), applies the learning-rate-1 update, sets the
-    slot's raw priority to its post-update ``|delta| + eps`` and, for PSER, decays it
-    backwards with the library's ``pser_decay`` kernel.  When every mass is 0 and
+    slot's raw priority and, for PSER, decays backwards with the library's ``pser_decay``
+    kernel, as ``reading`` says (:data:`READINGS`; ``"post"``, the theorem's idealised
+    model, by default; ``"real"`` with ``eps > 0`` is PSER Algorithm 1 with ``eta = 0``).  When every mass is 0 and
     ``fast_forward`` is set, the uniform draws that cannot change Q are skipped in one
     geometric jump (exact in distribution, see :func:`_skip_to_useful`).  The runs share
     one memory (a fixed storage order): the law of the steps does not depend on the
@@ -816,6 +823,7 @@ def simulate(
     n = _check_n(n, MAX_EXACT_STATES)
     runs = check_positive_int("runs", runs)
     cap = check_positive_int("cap", cap)
+    code = _check_reading(reading)
     rng = as_rng(rng)
     if memory is None:
         memory = build_memory(n, rng)
@@ -824,7 +832,8 @@ def simulate(
     tree.update(np.arange(memory.s_tm1.shape[0]), model.mass0)
     a = tree.arrays
     w = 0 if not decay else (n if window is None else window)
-    params = (model.gamma, float(alpha), float(eps), float(rho), model.p_max, w, mode == "add", bool(fast_forward))
+    params = (model.gamma, float(alpha), float(eps), float(rho), model.p_max, w, mode == "add", bool(fast_forward),
+              code)  # fmt: skip
     tables = (model.pair_r, model.pair_next, model.pair_done, model.pair_count, model.pair_offset, model.slots_by_pair)
     raw = model.raw0.copy()
     return _mc_runs(memory.s_tm1, memory.a_tm1, memory.episode_start, tables, model.q_star, a.tree, a.leaf0, a.depth,
