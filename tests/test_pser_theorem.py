@@ -404,6 +404,12 @@ def test_script_quick_run(tmp_path):
             )
     assert {r["reading"] for r in manifest["readings"]} == set(script.READING_NAMES.values())
     assert "re-decay" in manifest["readings_table"]
+    # make demo prints the same table from the manifest
+    from prioritylab.demo import readings_table
+
+    assert readings_table(tmp_path) == manifest["readings_table"]
+    assert readings_table(tmp_path / "missing") == ""
+    assert (tmp_path / "summary.md").read_text().count("| re-decay |") == 2
 
 
 def test_verdict_flags_cases_built_to_fail():
