@@ -23,10 +23,13 @@ The derivation is in docs/theory/pser-theorem.md.  This module gives
 * exact expectations from the absorbing Markov chain over the reduced state
   (interval, set of transitions that still carry priority), built from an actual
   filled memory: :func:`e_per_exact`, :func:`e_pser_exact`;
+* the same under each of the three :data:`READINGS` of what a replay does to
+  priorities (post-update, re-decay, real = Algorithm 1): :func:`e_reading_exact`,
+  with the re-decay closed form :func:`e_redecay_closed`;
 * a brute-force solve of the unreduced chain (every slot's priority and the whole
-  Q table) for tiny ``n``: :func:`e_bruteforce`;
+  Q table) for tiny ``n``, any reading: :func:`e_bruteforce`;
 * a jitted Monte Carlo of the model on the actual memory, driving the core sum
-  tree and the PSER ``pser_decay`` kernel: :func:`e_per_mc`, :func:`e_pser_mc`.
+  tree and the PSER ``pser_decay`` kernel, any reading: :func:`e_per_mc`, :func:`e_pser_mc`.
 """
 
 from __future__ import annotations
