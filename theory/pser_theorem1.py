@@ -59,10 +59,13 @@ COLUMNS = [
     "e_pser_real_mc_ci",
     "e_pser_real_eps_mc",
     "e_pser_real_eps_mc_ci",
+    "e_pser_real_eps2_mc",
+    "e_pser_real_eps2_mc_ci",
 ]
 """CSV columns.  ``e_pser_real``/``e_per_real``: the real algorithms with eps = 1e-6 (``run_lr1``);
 ``e_pser_real_exact``/``_mc``: the real reading in the eps -> 0 limit (exact chain, model Monte Carlo);
-``e_pser_real_eps_mc``: the real reading with eps = 1e-6 in the model's kernel (Algorithm 1, eta = 0)."""
+``e_pser_real_eps_mc`` / ``_eps2_mc``: the real reading with eps = 1e-6 / 1e-12 in the model's kernel
+(Algorithm 1, eta = 0)."""
 READINGS = pm.READINGS
 READING_NAMES = {"post": "post-update", "redecay": "re-decay", "real": "real (Algorithm 1)"}
 EXACT_KEY = {"post": "e_pser_exact", "redecay": "e_pser_redecay_exact", "real": "e_pser_real_exact"}
