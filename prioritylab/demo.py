@@ -3,7 +3,8 @@
 Runs every script of :data:`SCRIPTS` found in the source checkout's
 ``theory/`` folder, each in its own process with ``--out <out>/<script>``,
 and prints one line per script: exit code, wall time and its verdict counts
-(read from the script's ``manifest.json``).  Exits 1 if a script failed (a
+(read from the script's ``manifest.json``), followed by a per-reading verdict table
+when the manifest has one (``readings_table``, PSER Theorem 1).  Exits 1 if a script failed (a
 claim that does not reproduce is not a failure) or if no script was found.
 """
 
@@ -46,6 +47,15 @@ def verdict_counts(out: Path) -> str:
     return ", ".join(f"{counts[w]} {w}" for w in (REPRODUCED, NOT_REPRODUCED, NOT_APPLICABLE))
 
 
+def readings_table(out: Path) -> str:
+    """The per-reading table a script stored under ``readings_table`` in ``out/manifest.json`` ("" if none)."""
+    try:
+        table = json.loads((out / "manifest.json").read_text()).get("readings_table", "")
+    except (OSError, ValueError):
+        return ""
+    return table if isinstance(table, str) else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/demo"), help="output folder")
@@ -68,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         line += f", {verdict_counts(out)}" if rc == 0 else ", failed"
         print(f"[demo] {line}, results in {out}", flush=True)
         summary.append(line)
+        table = readings_table(out) if rc == 0 else ""
+        if table:
+            summary += [f"  {row}" for row in table.splitlines()]
         if rc:
             failed.append(script.name)
     print("\n[demo] summary:\n" + "\n".join(f"[demo]   {line}" for line in summary))

@@ -6,6 +6,7 @@ import copy
 import csv
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,6 +113,125 @@ def test_max_and_add_agree_in_the_model():
     assert pm.e_bruteforce(3, 0.6, mode="add") == pytest.approx(pm.e_bruteforce(3, 0.6, mode="max"), rel=1e-12)
 
 
+# --------------------------------------------------------------------------- the three readings
+
+
+@pytest.mark.parametrize("reading", pm.READINGS)
+@pytest.mark.parametrize(
+    "n, kwargs",
+    [
+        (2, dict(rho=0.4)),
+        (3, dict(rho=0.4)),
+        (3, dict(rho=0.8)),  # gamma = 2/3 < rho: older decays survive MAX
+        (3, dict(rho=0.65, window=1)),
+        (3, dict(rho=0.6, mode="add")),
+        (3, dict(rho=0.5, alpha=0.5)),
+        (3, dict(rho=0.4, decay=False)),
+        (4, dict(rho=0.4, window=2)),
+        (4, dict(rho=0.65)),
+    ],
+)
+def test_reading_exact_equals_bruteforce(n, kwargs, reading):
+    # the unreduced chain (every slot, whole Q table, own replay code) against the reduced chain
+    brute = pm.e_bruteforce(n, reading=reading, **kwargs)
+    kwargs = dict(kwargs)
+    rho = kwargs.pop("rho")
+    assert pm.e_reading_exact(n, rho, reading=reading, method="chain", **kwargs) == pytest.approx(brute, rel=1e-10)
+    assert pm.e_reading_exact(n, rho, reading=reading, **kwargs) == pytest.approx(brute, rel=1e-10)
+
+
+def test_readings_differ_at_n2_by_hand():
+    # n = 2, rho = r, alpha = 1: chain c_0 (mass 1), c_1 (mass r); N = 6, c_1's pair has 2 copies
+    for r in (0.3, 0.45):
+        assert pm.e_reading_exact(2, r, reading="post") == pytest.approx(2 + 3 * r / (1 + r), rel=1e-12)
+        # re-decay: interval 1 costs 1 + r/(1+r); c_0's decay re-seeds c_1, then the only mass: 1 more
+        assert pm.e_reading_exact(2, r, reading="redecay") == pytest.approx(2 + r / (1 + r), rel=1e-12)
+        # real: as re-decay, plus c_0 keeping priority 1 against c_1's r: interval 2 costs 1 + 1/(1+r)
+        assert pm.e_reading_exact(2, r, reading="real") == pytest.approx(3.0, rel=1e-12)
+
+
+def test_post_reading_is_the_idealised_model():
+    for n in (3, 6):
+        for rho, window in ((0.4, None), (0.65, 2), (0.8, 5)):
+            post = pm.e_reading_exact(n, rho, window, reading="post")
+            assert post == pytest.approx(pm.e_pser_exact(n, rho, window), rel=1e-12)
+
+
+@pytest.mark.parametrize("n", [3, 6, 10])
+def test_redecay_closed_form_equals_chain(n):
+    for rho in (0.4, 0.65):
+        for window in (None, 1, 3, 5):
+            for alpha in (1.0, 0.6):
+                exact = pm.e_reading_exact(n, rho, window, alpha, reading="redecay", method="chain")
+                assert pm.e_redecay_closed(n, rho, window, alpha) == pytest.approx(exact, rel=1e-12)
+
+
+def test_redecay_closed_form_refuses_gamma_below_rho():
+    with pytest.raises(ValueError, match="gamma"):
+        pm.e_redecay_closed(3, 0.8)  # gamma = 2/3
+    assert pm.e_redecay_closed(5, 0.8) == pytest.approx(pm.e_reading_exact(5, 0.8, reading="redecay"), rel=1e-12)
+
+
+@pytest.mark.parametrize("reading", ["redecay", "real"])
+def test_geometric_dp_equals_general_chain(reading):
+    for n, rho, window in ((5, 0.4, None), (8, 0.4, 5), (8, 0.65, 3), (9, 0.8, None), (7, 0.5, 1)):
+        fast = pm.e_reading_exact(n, rho, window, reading=reading, method="geometric")
+        slow = pm.e_reading_exact(n, rho, window, reading=reading, method="chain")
+        assert fast == pytest.approx(slow, rel=1e-12)
+    with pytest.raises(ValueError, match="geometric"):
+        pm.e_reading_exact(3, 0.8, reading=reading, method="geometric")
+
+
+def test_real_reading_facts():
+    for n in range(2, 9):
+        # PER under the real reading: one wasted replay of each learned transition but the last
+        assert pm.e_reading_exact(n, 0.4, reading="real", decay=False) == pytest.approx(
+            pm.e_per_closed(n) + n - 1, rel=1e-12
+        )
+        for rho, window in ((0.4, 5), (0.8, None), (0.65, 2)):
+            real = pm.e_reading_exact(n, rho, window, reading="real")
+            redecay = pm.e_reading_exact(n, rho, window, reading="redecay")
+            assert redecay < real <= redecay + n - 1  # the coupling of docs section 4
+            assert redecay <= pm.e_pser_bound(n, rho, window)
+
+
+@pytest.mark.parametrize("n", [3, 8])
+def test_mc_within_ci_of_exact_per_reading(n):
+    for reading in ("redecay", "real"):
+        for rho, window in ((0.4, 5), (0.8, None), (0.65, 2)):
+            mc = pm.e_pser_mc(n, rho, window, 20_000, np.random.default_rng(300 + n), reading=reading)
+            assert within(mc, pm.e_reading_exact(n, rho, window, reading=reading))
+
+
+def test_model_mc_real_reading_matches_testbed():
+    # the model's kernel with Algorithm 1's rule and eps = 1e-6 against the cliffwalk learner
+    from prioritylab.cliffwalk import run_lr1
+
+    mc = pm.e_pser_mc(5, 0.4, 5, 4000, np.random.default_rng(7), reading="real", eps=1e-6)
+    runs = np.array([run_lr1(5, "pser", rho=0.4, window=5, eps=1e-6, seed=s) for s in range(4000)], dtype=float)
+    se = math.hypot(mc.ci / 1.96, runs.std(ddof=1) / math.sqrt(runs.size))
+    assert abs(mc.mean - runs.mean()) <= Z_TEST * se
+
+
+def test_doc_table_matches_code():
+    # the generated n = 8 table of docs/theory/pser-theorem.md against the exact chains
+    doc = (Path(__file__).resolve().parent.parent / "docs/theory/pser-theorem.md").read_text()
+    script = load_script()
+    block = doc.split(script.DOC_BEGIN)[1].split(script.DOC_END)[0]
+    rows = [line for line in block.splitlines() if line.startswith("| W = eq. 8-9 |") or line.startswith("| unlimited")]
+    rows = [r for r in rows if r.count("|") == 9]
+    assert len(rows) == 6
+    for line in rows:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rho = float(cells[1])
+        window = None if cells[2] == "unlimited" else int(cells[2])
+        assert float(cells[3]) == pytest.approx(pm.e_pser_bound(8, rho, window), abs=1e-4)
+        for cell, reading in zip(cells[4:7], pm.READINGS, strict=True):
+            value = pm.e_reading_exact(8, rho, window, reading=reading)
+            assert float(cell.split()[0]) == pytest.approx(value, abs=1e-4)
+            assert cell.endswith("✗") == (value > pm.e_pser_bound(8, rho, window))
+
+
 # --------------------------------------------------------------------------- the bound
 
 
@@ -214,6 +334,9 @@ def test_cap_is_reported():
         (lambda: pm.e_pser_exact(4, 0.4, mode="mul"), "mode"),
         (lambda: pm.e_pser_mc(4, 0.4, runs=0), "runs"),
         (lambda: pm.interval_copies(4, 5), "interval"),
+        (lambda: pm.e_reading_exact(4, 0.4, reading="pre"), "reading"),
+        (lambda: pm.e_reading_exact(4, 0.4, method="fast"), "method"),
+        (lambda: pm.e_pser_mc(4, 0.4, runs=10, reading="max"), "reading"),
     ],
 )
 def test_bad_input_raises(call, match):
@@ -231,6 +354,24 @@ def test_growth_classifier():
     assert script.growth(ns, 3 * ns + 2)["kind"] == "linear"
     assert script.growth(ns, 3 * ns - 4)["kind"] == "linear"
     assert script.growth(ns, ns**2)["kind"] == "superlinear"
+    assert script.growth(ns, ns**2)["power"] == pytest.approx(2.0)
+
+
+def test_growth_test_decides_and_keeps_its_error_rate():
+    script = load_script()
+    ns = np.arange(2, 17).astype(float)
+    se = np.full(ns.shape, 0.5)
+    rng = np.random.default_rng(0)
+    linear = [script.growth_test(ns, 3 * ns + 2 + rng.normal(0, 0.5, ns.size), se)["kind"] for _ in range(400)]
+    # one-sided 1% tests: a linear series is called superlinear about 1% of the time
+    assert linear.count("superlinear") <= 12
+    assert linear.count("linear") >= 380
+    quad = [script.growth_test(ns, 0.2 * ns**2 + rng.normal(0, 0.5, ns.size), se)["kind"] for _ in range(100)]
+    assert quad.count("superlinear") >= 95 and quad.count("linear") == 0
+    # too noisy to tell: undecided, never "linear"
+    wide = script.growth_test(ns, 0.2 * ns**2, np.full(ns.shape, 30.0))
+    assert wide["kind"] == "undecided"
+    assert script.growth_test(ns, 2.0**ns, 0.01 * 2.0**ns)["kind"] == "exponential"
 
 
 def test_script_quick_run(tmp_path):
@@ -247,11 +388,30 @@ def test_script_quick_run(tmp_path):
     words = {True: "reproduced", False: "not reproduced"}
     assert all(v["verdict"] == words[v["reproduced"]] for v in manifest["verdict"])
     assert verdict["E_PER closed form (eq. 28) = exact chain"]
-    assert verdict["E_PSER derived closed form = exact chain"]
+    assert verdict["E_PSER derived closed form = exact chain, post-update"]
+    assert verdict["E_PSER closed form = exact chain, re-decay (gamma >= rho)"]
     assert verdict["PER grows exponentially (2^n)"]
-    assert not verdict["PSER bound (eq. 31) >= exact, unlimited W"]
+    assert not verdict["PSER bound (eq. 31) >= exact, post-update, unlimited W"]
+    assert verdict["PSER bound (eq. 31) >= exact, re-decay, unlimited W"]
+    assert not verdict["PSER bound (eq. 31) >= exact, real (Algorithm 1), unlimited W"]
+    assert verdict["real PER follows E_PER + (n - 1)"]
+    assert verdict["real PER data reject E_PER without the (n - 1) term"]
     for r in rows:
         assert math.isfinite(float(r["e_pser_real"])) and math.isfinite(float(r["e_per_real"]))
+        for reading, key in script.EXACT_KEY.items():
+            n, rho = int(r["n"]), float(r["rho"])
+            assert float(r[key]) == pytest.approx(
+                pm.e_reading_exact(n, rho, 5 if rho == 0.4 else None, reading=reading)
+            )
+    assert {r["reading"] for r in manifest["readings"]} == set(script.READING_NAMES.values())
+    assert "re-decay" in manifest["readings_table"]
+    # make demo prints the same table from the manifest
+    from prioritylab.demo import readings_table
+
+    assert readings_table(tmp_path) == manifest["readings_table"]
+    assert readings_table(tmp_path / "missing") == ""
+    summary = (tmp_path / "summary.md").read_text().splitlines()
+    assert sum(line.startswith("| re-decay |") for line in summary) == 2
 
 
 def test_verdict_flags_cases_built_to_fail():
@@ -260,21 +420,52 @@ def test_verdict_flags_cases_built_to_fail():
     tables, _, variants = script.compute(cfg)
     base = {v["claim"]: v["reproduced"] for v in script.verdict(tables, variants)}
     assert base["E_PER closed form (eq. 28) = exact chain"]
-    assert base["Monte Carlo within 95% CI of exact"]
-    assert not base["PSER bound (eq. 31) >= exact, W = eq. 8-9"]
+    assert base["Monte Carlo within 95% CI of exact, post-update"]
+    assert base["Monte Carlo within 95% CI of exact, re-decay"]
+    assert not base["PSER bound (eq. 31) >= exact, post-update, W = eq. 8-9"]
+    assert base["PSER bound (eq. 31) >= exact, re-decay, W = eq. 8-9"]
+    assert base["0 <= E_real - E_redecay <= n - 1 (exact)"]
 
     bad = copy.deepcopy(tables)
     bad["eq8-9"][3]["e_per_closed"] *= 1.001  # a perturbed closed form
     bad["unlimited"][5]["e_pser_closed"] *= 1 - 1e-6
+    bad["unlimited"][6]["e_pser_redecay_closed"] *= 1 + 1e-6
     for r in bad["unlimited"]:  # Monte Carlo far from exact
         r["e_pser_mc"] = r["e_pser_exact"] + 10 * r["e_pser_mc_ci"]
-    for kind in ("eq8-9", "unlimited"):  # a bound that would hold
+        r["e_pser_real_mc"] = r["e_pser_real_exact"] - 10 * r["e_pser_real_mc_ci"]
+    for kind in ("eq8-9", "unlimited"):  # a bound that would hold, one that would fail
         for r in bad[kind]:
             r["e_pser_bound"] = 2 * r["e_pser_exact"]
+            r["e_pser_redecay_exact"] = r["e_pser_real_exact"] + r["n"]  # breaks the coupling gap too
     flagged = {v["claim"]: v["reproduced"] for v in script.verdict(bad, variants)}
     assert not flagged["E_PER closed form (eq. 28) = exact chain"]
-    assert not flagged["E_PSER derived closed form = exact chain"]
-    assert not flagged["Monte Carlo within 95% CI of exact"]
-    assert flagged["PSER bound (eq. 31) >= exact, W = eq. 8-9"]
-    assert flagged["PSER bound (eq. 31) >= exact, unlimited W"]
+    assert not flagged["E_PSER derived closed form = exact chain, post-update"]
+    assert not flagged["E_PSER closed form = exact chain, re-decay (gamma >= rho)"]
+    assert not flagged["Monte Carlo within 95% CI of exact, post-update"]
+    assert not flagged["Monte Carlo within 95% CI of exact, real (Algorithm 1)"]
+    assert flagged["PSER bound (eq. 31) >= exact, post-update, W = eq. 8-9"]
+    assert flagged["PSER bound (eq. 31) >= exact, post-update, unlimited W"]
+    assert not flagged["0 <= E_real - E_redecay <= n - 1 (exact)"]
     assert "not reproduced" in script.format_verdict(script.verdict(bad, variants))
+
+
+def test_wrong_per_hypothesis_fails():
+    # real PER at n = 2, 3, 4 with enough runs: E_PER + (n - 1) is accepted and E_PER alone is rejected
+    script = load_script()
+    cfg = script.Config(n_max=4, per_seeds=1500)
+    check = script.per_hypotheses(cfg, script._Cache(cfg))
+    assert [r["n"] for r in check] == [2, 3, 4]
+    for r in check:
+        assert r["e_per_real_exact"] == pytest.approx(r["e_per_exact"] + r["n"] - 1, rel=1e-12)
+    right = script.per_hypothesis(check, lambda n: n - 1)
+    wrong = script.per_hypothesis(check, lambda n: 0)
+    assert right["accepted"] and right["zmax"] <= script.Z_MAX
+    assert not wrong["accepted"] and wrong["zmax"] > 2 * script.Z_MAX
+    claims = {v["claim"]: v["reproduced"] for v in script._per_claims({"per_check": check, "eq8-9": []})}
+    assert claims == {
+        "real PER follows E_PER + (n - 1)": True,
+        "real PER data reject E_PER without the (n - 1) term": True,
+    }
+    # a sample too small to separate them: the rejection claim is not reproduced
+    small = script.per_hypotheses(script.Config(n_max=4, per_seeds=5, seed=3), script._Cache(script.Config(seed=3)))
+    assert not script._per_claims({"per_check": small, "eq8-9": []})[1]["reproduced"]

@@ -23,10 +23,13 @@ The derivation is in docs/theory/pser-theorem.md.  This module gives
 * exact expectations from the absorbing Markov chain over the reduced state
   (interval, set of transitions that still carry priority), built from an actual
   filled memory: :func:`e_per_exact`, :func:`e_pser_exact`;
+* the same under each of the three :data:`READINGS` of what a replay does to
+  priorities (post-update, re-decay, real = Algorithm 1): :func:`e_reading_exact`,
+  with the re-decay closed form :func:`e_redecay_closed`;
 * a brute-force solve of the unreduced chain (every slot's priority and the whole
-  Q table) for tiny ``n``: :func:`e_bruteforce`;
+  Q table) for tiny ``n``, any reading: :func:`e_bruteforce`;
 * a jitted Monte Carlo of the model on the actual memory, driving the core sum
-  tree and the PSER ``pser_decay`` kernel: :func:`e_per_mc`, :func:`e_pser_mc`.
+  tree and the PSER ``pser_decay`` kernel, any reading: :func:`e_per_mc`, :func:`e_pser_mc`.
 """
 
 from __future__ import annotations
@@ -48,6 +51,22 @@ MAX_EXACT_STATES = 20
 
 TOL = 1e-12
 """Absolute tolerance of ``|Q - Q*|`` for convergence (the lr-1 updates reproduce Q* bit for bit)."""
+
+
+READINGS = ("post", "redecay", "real")
+"""What a replay does to the replayed transition's priority and which value triggers the decay.
+
+* ``"post"``: priority = post-update ``|delta|`` (0 here), decay triggered with that value;
+* ``"redecay"``: priority = post-update ``|delta|``, decay triggered with the ``|delta|``
+  observed at the update (before Q changed);
+* ``"real"`` (PSER Algorithm 1): priority = the observed ``|delta|``, decay triggered with it.
+"""
+
+
+def _check_reading(reading) -> int:
+    if reading not in READINGS:
+        raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
+    return READINGS.index(reading)
 
 
 class MCResult(NamedTuple):
@@ -370,18 +389,235 @@ def e_pser_exact(n: int, rho: float, window: int | None = None, alpha: float = 1
     return _exact_from_model(build_model(n, rho, window, alpha, 0.0, mode, True, seed=seed), n)
 
 
-def _replay_python(model: Model, q, raw, i, rho, window, alpha, eps, add_mode, decay):
+MAX_READING_STATES = 2_000_000
+"""Largest number of reduced states :func:`e_reading_exact` will visit before giving up."""
+
+
+def _rewarded_chain(model: Model, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Slots ``c_0..c_(n-1)`` of the rewarded episode (``c_j`` holds ``(s_(n-j), right)``) and their fill priorities."""
+    mem = model.memory
+    t = int(np.flatnonzero(mem.r_t > 0)[0])
+    chain = t - np.arange(n)
+    if not mem.episode_start[chain[-1]] or mem.episode_start[chain[:-1]].any():
+        raise RuntimeError("the rewarded episode is not stored contiguously")  # pragma: no cover
+    return chain, model.raw0[chain]
+
+
+class _ReadingChain:
+    """Absorbing chain of one reading on the reduced state ``(k, raw priorities of c_0..c_(n-1))``.
+
+    Why this state is enough (docs/theory/pser-theorem.md, section 5): Q is a function of
+    the interval ``k``; only a replay that ends an interval has a non-zero ``|delta|``
+    (``v_k = Q*(s_(n-k+1), right)``) and so is the only one that can decay a non-zero
+    value; predecessors of a right action in its episode are right actions, so decay only
+    reaches copies of the pairs of later intervals.  Slots outside the rewarded episode get
+    priority only from a decay started in their episode, i.e. after a uniform draw (all
+    masses 0) ended an interval there; at that moment every slot is at 0, so that
+    episode is interchangeable with the rewarded one and the ender is relabelled
+    ``c_(k-1)``.  All other slots are at 0, interchangeable, and enter only through
+    ``N / 2^(k-1)``, the mean uniform wait for the next ender.
+    """
+
+    def __init__(self, n, values, big_n, rho, window, alpha, add_mode, p_max, reading):
+        self.n, self.values, self.big_n = n, values, big_n
+        self.rho, self.window, self.alpha = rho, window, alpha
+        self.add_mode, self.p_max, self.reading = add_mode, p_max, reading
+        self.memo: dict = {}
+
+    def end_interval(self, k: int, raw: tuple) -> tuple:
+        """Replay of ``c_(k-1)``, which ends interval ``k``: set its priority and decay eq. 6/7."""
+        seen, after = self.values[k - 1], 0.0
+        out = list(raw)
+        out[k - 1] = seen if self.reading == "real" else after
+        decayed = after if self.reading == "post" else seen
+        for j in range(k, min(k - 1 + self.window, self.n - 1) + 1):
+            decayed *= self.rho
+            out[j] = min(out[j] + decayed, self.p_max) if self.add_mode else max(decayed, out[j])
+        return tuple(out)
+
+    def expected(self, k: int, raw: tuple) -> float:
+        """Expected replays from state ``(k, raw)`` to convergence (iterative post-order, no recursion limit)."""
+        stack = [(k, raw)]
+        while stack:
+            key = stack[-1]
+            if key in self.memo:
+                stack.pop()
+                continue
+            nxt = self._successors(*key)
+            todo = [s for _, s in nxt if s[0] <= self.n and s not in self.memo]
+            if todo:
+                stack.extend(todo)
+                if len(self.memo) + len(stack) > MAX_READING_STATES:
+                    raise ValueError(f"more than {MAX_READING_STATES} reduced states; use a smaller n")
+                continue
+            stack.pop()
+            cost = self.big_n / 2.0 ** (key[0] - 1) if len(nxt) == 1 and nxt[0][0] < 0 else 1.0
+            self.memo[key] = cost + sum(abs(p) * (self.memo[s] if s[0] <= self.n else 0.0) for p, s in nxt)
+        return self.memo[(k, raw)]
+
+    def _successors(self, k: int, raw: tuple) -> list:
+        """``[(probability, next state)]``; a single ``(-1, state)`` marks a uniform wait (all masses 0)."""
+        mass = [x**self.alpha if x > 0.0 else 0.0 for x in raw]
+        total = sum(mass)
+        if total == 0.0:
+            return [(-1.0, (k + 1, self.end_interval(k, raw)))]
+        out = []
+        for j, w in enumerate(mass):
+            if w == 0.0:
+                continue
+            if j == k - 1:
+                out.append((w / total, (k + 1, self.end_interval(k, raw))))
+            else:  # |delta| = 0 before and after: the slot drops to 0 and decays nothing
+                out.append((w / total, (k, raw[:j] + (0.0,) + raw[j + 1 :])))
+        return out
+
+
+@njit(cache=True)
+def _geometric_dp(col_mass, col_len, stale_mass, keep_ender):
+    """Expected steps for the re-decay / real readings when every interval starts from a fresh geometric chain.
+
+    State within interval k (0-based ``k`` here): which of the ``col_len[k]`` chain items
+    (item 0 is the interval's pair) still carry priority (``col``, item 0 always set) and
+    which earlier enders still carry their observed ``|delta|`` (``stale``, real reading
+    only).  ``col_mass[k, i]``: mass of chain item i; ``stale_mass[i]``: mass of the
+    ender of interval i.  Index ``stale | col << k``.
+    """
+    n = col_len.shape[0]
+    nxt = np.zeros(1)
+    for k in range(n - 1, -1, -1):
+        size = 1 << (k + col_len[k])
+        cur = np.full(size, np.nan)
+        for idx in range(size):
+            stale = idx & ((1 << k) - 1)
+            col = idx >> k
+            if not col & 1:
+                continue
+            total = 0.0
+            for i in range(col_len[k]):
+                if col >> i & 1:
+                    total += col_mass[k, i]
+            for i in range(k):
+                if stale >> i & 1:
+                    total += stale_mass[i]
+            if k == n - 1:
+                acc = 0.0
+            else:
+                full = (1 << col_len[k + 1]) - 1
+                acc = col_mass[k, 0] / total * nxt[(stale | (1 << k if keep_ender else 0)) | full << (k + 1)]
+            for i in range(1, col_len[k]):
+                if col >> i & 1:
+                    acc += col_mass[k, i] / total * cur[idx ^ (1 << (k + i))]
+            for i in range(k):
+                if stale >> i & 1:
+                    acc += stale_mass[i] / total * cur[idx ^ (1 << i)]
+            cur[idx] = 1.0 + acc
+        nxt = cur
+    return nxt[((1 << col_len[0]) - 1)]
+
+
+def _geometric_applies(model: Model, n: int, rho: float, mode: str, reading: str, decay: bool, window) -> bool:
+    """Whether :func:`_geometric_dp` is exact: MAX decay, a non-zero re-decay and ``gamma >= rho``.
+
+    With ``gamma >= rho`` a new decay ``v_k rho^j`` is never below an older one
+    (``v_(k-1) rho^(j+1)``), so MAX rewrites the whole window; beyond it nothing was ever decayed.
+    """
+    return mode == "max" and decay and reading != "post" and window != 0 and model.gamma >= rho
+
+
+def _geometric_expected(model: Model, n: int, rho: float, window: int, alpha: float, reading: str) -> float:
+    _, raw0 = _rewarded_chain(model, n)
+    right = right_action(n)
+    values = np.array([model.q_star[n - k, right[n - k]] for k in range(1, n + 1)])
+    col_len = np.array([min(window, n - 1) + 1] + [min(window, n - k) for k in range(1, n)], dtype=np.int64)
+    col_mass = np.zeros((n, int(col_len.max())))
+    col_mass[0, : col_len[0]] = raw0[: col_len[0]] ** alpha
+    for k in range(1, n):
+        decayed = values[k - 1]
+        for i in range(col_len[k]):
+            decayed *= rho
+            col_mass[k, i] = decayed**alpha
+    return float(_geometric_dp(col_mass, col_len, values**alpha, reading == "real"))
+
+
+def e_reading_exact(
+    n: int,
+    rho: float,
+    window: int | None = None,
+    alpha: float = 1.0,
+    mode: str = "max",
+    reading: str = "post",
+    decay: bool = True,
+    seed=0,
+    method: str = "auto",
+) -> float:
+    """Exact expected steps under one of the :data:`READINGS` (``eps -> 0``), on a filled memory.
+
+    The fill (priorities, fill-time decay) is the library's kernel on an actual memory, as
+    for :func:`e_pser_exact`.  ``method="chain"``: the general reduced chain
+    :class:`_ReadingChain` (any mode, reading and gamma; its cost grows with the number of
+    reachable priority patterns, about ``n 2^(n-1)`` for ``"real"`` with an unlimited
+    window, see :data:`MAX_READING_STATES`).  ``"geometric"``: the jitted
+    :func:`_geometric_dp`, exact only where :func:`_geometric_applies`.  ``"auto"``: the
+    latter where it applies, else the chain.  ``"post"`` equals :func:`e_pser_exact`;
+    ``decay=False`` is PER under the same reading.
+    """
+    n = _check_n(n, MAX_EXACT_STATES)
+    _check_reading(reading)
+    if method not in ("auto", "chain", "geometric"):
+        raise ValueError(f"method must be 'auto', 'chain' or 'geometric', got {method!r}")
+    model = build_model(n, rho, window, alpha, 0.0, mode, decay, seed=seed)
+    w = 0 if not decay else (n if window is None else window)
+    fast = _geometric_applies(model, n, rho, mode, reading, decay, w)
+    if method == "geometric" and not fast:
+        raise ValueError("the geometric DP needs mode='max', decay, reading 'redecay' or 'real' and gamma >= rho")
+    if fast and method != "chain":
+        return _geometric_expected(model, n, rho, w, alpha, reading)
+    _, raw0 = _rewarded_chain(model, n)
+    right = right_action(n)
+    values = [float(model.q_star[n - k, right[n - k]]) for k in range(1, n + 1)]
+    chain = _ReadingChain(n, values, float(model.memory.s_tm1.shape[0]), rho, w, alpha, mode == "add",
+                          model.p_max, reading)  # fmt: skip
+    return float(chain.expected(1, tuple(float(x) for x in raw0)))
+
+
+def e_redecay_closed(n: int, rho: float, window: int | None = None, alpha: float = 1.0) -> float:
+    """Closed form of the re-decay reading (MAX, ``gamma >= rho``; derived in docs/theory/pser-theorem.md).
+
+    ``E = sum_(k=1)^n (1 + sum_(j=1)^(L_k - 1) r^j / (1 + r^j))`` with ``r = rho^alpha``,
+    ``L_1 = min(W, n - 1) + 1`` and ``L_k = min(W, n - k + 1)`` for ``k >= 2``: at the start
+    of interval k the priorities are a geometric chain of ``L_k`` items headed by the
+    interval's pair, and item j is replayed before the head with probability
+    ``r^j / (1 + r^j)``.  Needs ``gamma = 1 - 1/n >= rho`` (else a decay can leave older,
+    larger priorities in place); raises otherwise.
+    """
+    n = _check_n(n)
+    rho, alpha, _ = _check_common(rho, alpha)
+    window = _check_window(window)
+    if discount(n) < rho:
+        raise ValueError(f"closed form needs gamma = {discount(n):.3g} >= rho = {rho}")
+    r = rho**alpha
+    w = n if window is None else window
+    if w == 0:
+        raise ValueError("window must be at least 1 (window 0 is PER)")
+    lengths = [min(w, n - 1) + 1] + [min(w, n - k + 1) for k in range(2, n + 1)]
+    return float(sum(1.0 + sum(r**j / (1.0 + r**j) for j in range(1, ell)) for ell in lengths))
+
+
+def _replay_python(model: Model, q, raw, i, rho, window, alpha, eps, add_mode, decay, reading="post"):
     """One learning-rate-1 replay of slot ``i`` on plain Python lists (the brute force's own step)."""
     mem = model.memory
     s, a = int(mem.s_tm1[i]), int(mem.a_tm1[i])
     boot = 0.0 if mem.done_t[i] else model.gamma * max(q[2 * mem.s_t[i]], q[2 * mem.s_t[i] + 1])
+    seen = abs(float(mem.r_t[i]) + boot - q[2 * s + a]) + eps  # |delta| observed at the update
     q[2 * s + a] = float(mem.r_t[i]) + boot
     boot = 0.0 if mem.done_t[i] else model.gamma * max(q[2 * mem.s_t[i]], q[2 * mem.s_t[i] + 1])
-    raw[i] = abs(float(mem.r_t[i]) + boot - q[2 * s + a]) + eps
+    after = abs(float(mem.r_t[i]) + boot - q[2 * s + a]) + eps
+    raw[i] = seen if reading == "real" else after
+    source = after if reading == "post" else seen
     for k in range(1, (window if decay else 0) + 1):
         if i - k < 0 or mem.episode_start[i - k + 1]:
             break
-        dec = raw[i] * rho**k
+        dec = source * rho**k
         raw[i - k] = min(raw[i - k] + dec, model.p_max) if add_mode else max(dec, raw[i - k])
 
 
@@ -394,15 +630,18 @@ def e_bruteforce(
     decay: bool = True,
     seed=0,
     max_states: int = 20_000,
+    reading: str = "post",
 ) -> float:
     """Expected steps by solving the *unreduced* absorbing chain (tiny ``n`` only).
 
     A state is the whole Q table plus every slot's raw priority; each slot is a possible
     next replay, with probability ``mass / total`` or ``1 / N`` when the total is 0.  The
     replay and decay are re-implemented here in plain Python, independently of the
-    kernels, and the linear system ``(I - P) t = 1`` is solved densely.
+    kernels, and the linear system ``(I - P) t = 1`` is solved densely.  ``reading``
+    is one of :data:`READINGS`.
     """
     n = _check_n(n, 5)
+    _check_reading(reading)
     model = build_model(n, rho, window, alpha, 0.0, mode, decay, seed=seed)
     w = n if window is None else window
     big_n = model.memory.s_tm1.shape[0]
@@ -420,7 +659,7 @@ def e_bruteforce(
                 if p == 0.0:
                     continue
                 q, raw = list(q_t), list(raw_t)
-                _replay_python(model, q, raw, i, rho, w, alpha, 0.0, mode == "add", decay)
+                _replay_python(model, q, raw, i, rho, w, alpha, 0.0, mode == "add", decay, reading)
                 nxt = (tuple(q), tuple(raw))
                 if nxt not in index:
                     if len(index) >= max_states:
@@ -491,7 +730,7 @@ def _run_once(s_tm1, a_tm1, links, tables, q_star, tree, leaf0, depth, raw, para
               dirty, stack):  # fmt: skip
     """One run of the idealised model from the filled memory; returns (steps or -1 at the cap, dirty slots)."""
     pair_r, pair_next, pair_done, pair_count, pair_offset, slots_by_pair = tables
-    gamma, alpha, eps, rho, p_max, window, add_mode, fast_forward = params
+    gamma, alpha, eps, rho, p_max, window, add_mode, fast_forward, reading = params
     big_n = s_tm1.shape[0]
     q[:, :] = 0.0
     wrong = 0
@@ -519,16 +758,21 @@ def _run_once(s_tm1, a_tm1, links, tables, q_star, tree, leaf0, depth, raw, para
         s, b = s_tm1[i], a_tm1[i]
         p = 2 * s + b
         before = 1 if abs(q[s, b] - q_star[s, b]) > TOL else 0
-        q[s, b] = _pair_value(q, p, pair_r, pair_next, pair_done, gamma)
+        target = _pair_value(q, p, pair_r, pair_next, pair_done, gamma)
+        seen = abs(target - q[s, b]) + eps  # |delta| observed at the update
+        q[s, b] = target
         wrong += (1 if abs(q[s, b] - q_star[s, b]) > TOL else 0) - before
-        raw[i] = abs(_pair_value(q, p, pair_r, pair_next, pair_done, gamma) - q[s, b]) + eps  # post-update |delta|
+        after = abs(_pair_value(q, p, pair_r, pair_next, pair_done, gamma) - q[s, b]) + eps  # post-update |delta|
         n_dirty = _mark(dirty, stack, n_dirty, i)
-        tree_set(tree, none, none, leaf0, i, raw[i] ** alpha)
+        raw[i] = after if reading == 0 else seen  # the value the decay is triggered with
         if window > 0:
             for k in range(1, window + 1):
                 n_dirty = _mark(dirty, stack, n_dirty, (i - k) % big_n)
             pser_decay(raw, tree, none, leaf0, alpha, prev, prev_gen, generation, live, i, rho, window,
                        add_mode, p_max)  # fmt: skip
+        if reading == 1:  # re-decay: the replayed transition itself keeps its post-update |delta|
+            raw[i] = after
+        tree_set(tree, none, none, leaf0, i, raw[i] ** alpha)
     return steps, n_dirty
 
 
@@ -566,13 +810,15 @@ def simulate(
     fast_forward: bool = True,
     cap: int = 10**9,
     memory: Memory | None = None,
+    reading: str = "post",
 ) -> np.ndarray:
-    """Steps to convergence of ``runs`` independent runs of the idealised model (-1: stopped at ``cap``).
+    """Steps to convergence of ``runs`` independent runs of the model (-1: stopped at ``cap``).
 
     Faithful to the model on an actual filled memory: each step draws a slot from the
     core sum tree (``tree_sample_one``), applies the learning-rate-1 update, sets the
-    slot's raw priority to its post-update ``|delta| + eps`` and, for PSER, decays it
-    backwards with the library's ``pser_decay`` kernel.  When every mass is 0 and
+    slot's raw priority and, for PSER, decays backwards with the library's ``pser_decay``
+    kernel, as ``reading`` says (:data:`READINGS`; ``"post"``, the theorem's idealised
+    model, by default; ``"real"`` with ``eps > 0`` is PSER Algorithm 1 with ``eta = 0``).  When every mass is 0 and
     ``fast_forward`` is set, the uniform draws that cannot change Q are skipped in one
     geometric jump (exact in distribution, see :func:`_skip_to_useful`).  The runs share
     one memory (a fixed storage order): the law of the steps does not depend on the
@@ -581,6 +827,7 @@ def simulate(
     n = _check_n(n, MAX_EXACT_STATES)
     runs = check_positive_int("runs", runs)
     cap = check_positive_int("cap", cap)
+    code = _check_reading(reading)
     rng = as_rng(rng)
     if memory is None:
         memory = build_memory(n, rng)
@@ -589,7 +836,8 @@ def simulate(
     tree.update(np.arange(memory.s_tm1.shape[0]), model.mass0)
     a = tree.arrays
     w = 0 if not decay else (n if window is None else window)
-    params = (model.gamma, float(alpha), float(eps), float(rho), model.p_max, w, mode == "add", bool(fast_forward))
+    params = (model.gamma, float(alpha), float(eps), float(rho), model.p_max, w, mode == "add", bool(fast_forward),
+              code)  # fmt: skip
     tables = (model.pair_r, model.pair_next, model.pair_done, model.pair_count, model.pair_offset, model.slots_by_pair)
     raw = model.raw0.copy()
     generation, prev, prev_gen = sequential_links(memory.episode_start)
@@ -622,6 +870,7 @@ def e_pser_mc(
 __all__ = [
     "MAX_EXACT_STATES",
     "MCResult",
+    "READINGS",
     "Model",
     "build_model",
     "chain_length",
@@ -634,6 +883,8 @@ __all__ = [
     "e_pser_closed",
     "e_pser_exact",
     "e_pser_mc",
+    "e_reading_exact",
+    "e_redecay_closed",
     "in_order_probability",
     "interval_copies",
     "simulate",
