@@ -146,7 +146,7 @@ def test_pser_eq10_reads_the_current_priority_as_the_library_does(mode):
     assert raised > before  # the decay from t raised t - 1
     ref.reprioritise(t - 1, 0.0)
     lib.update(np.array([t - 1]), np.array([0.0]))
-    assert ref.raw[t - 1] == pytest.approx(cfg.eta * raised, rel=1e-15)
+    assert ref.raw[t - 1] == pytest.approx(cfg.eta * raised, rel=1e-15, abs=0)
     rng = np.random.default_rng(1)
     for _ in range(300):
         i = int(rng.integers(size))
@@ -193,7 +193,7 @@ def test_curve_is_mse_over_all_pairs_and_ends_below_threshold():
     rng = np.random.default_rng(0)
     build_memory(7, rng)
     theta = initial_theta(q0, rng)
-    assert first.curve[0] == pytest.approx(np.mean((theta.T - q_star(7)) ** 2), rel=1e-12)
+    assert first.curve[0] == pytest.approx(np.mean((theta.T - q_star(7)) ** 2), rel=1e-12, abs=0)
 
 
 def test_censoring_reported():
