@@ -21,7 +21,18 @@ def test_ring_writes_marks_episodes_and_gathers():
     data, batch = buf.sample(4)
     assert np.array_equal(data["obs"][:, 0], data["reward"])
     assert set(data["reward"].tolist()) <= {2.0, 3.0, 4.0, 5.0, 6.0}
-    buf.update(batch, np.ones(4))
+    td = np.array([4.0, 1.0, 2.0, 3.0])
+    buf.update(batch, td)
+    # Expected raw priorities, by item number (slot = item % 5): all start at the max priority 1;
+    # PSER item by item: eq. 10 p = max(|delta| + eps, eta * p_old) with eta = 0.7, then MAX decay
+    # p_(i-k) = max(p_(i-k), p * rho^k) for k <= 4 within the episode that starts at item 3.
+    raw = {i: 1.0 for i in range(2, 7)}
+    for i, d in zip(data["reward"].astype(int).tolist(), td, strict=True):
+        raw[i] = max(d + 1e-6, 0.7 * raw[i])
+        for j in range(i - 1, max(3, i - 4) - 1, -1):
+            raw[j] = max(raw[j], raw[i] * 0.5 ** (i - j))
+    expect = [raw[i] for i in (5, 6, 2, 3, 4)]
+    np.testing.assert_allclose(buf.sampler.priorities(np.arange(5)), expect, rtol=1e-15, atol=0)
 
 
 def test_stale_update_after_overwrite_is_ignored():
