@@ -190,6 +190,12 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="prioritylab-mutants-") as tmp:
         copy = Path(tmp) / "repo"
         copy_repository(copy)
+        env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+        where = subprocess.run([sys.executable, "-c", "import prioritylab; print(prioritylab.__file__)"], cwd=copy,
+                               env=env, capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        if not Path(where).resolve().is_relative_to(copy.resolve()):
+            print(f"the copy's tests would import prioritylab from {where}, not from {copy}")
+            return 1
         all_tests = sorted({t for m in mutants for t in m.tests})
         outcome, detail, seconds = run_tests(copy, all_tests, args.timeout)
         print(f"unmutated: {outcome} in {seconds:.0f} s {detail}", flush=True)

@@ -178,6 +178,20 @@ def test_pser_decay_along_episode_stops_at_episode_start(mode):
     np.testing.assert_allclose(got, expect, rtol=1e-15, atol=0)
 
 
+@pytest.mark.parametrize("window", [1, 3, 4])
+def test_pser_decay_reaches_exactly_window_predecessors(window):
+    """One long episode: an update of slot 8 reaches slots 8 - k for k = 1..window and no further."""
+    s = make_sampler("pser", 16, rho=0.5, window=window, eta=0.0, eps=0.0, seed=0)
+    s.add(np.arange(12))
+    s.update(np.arange(12), np.zeros(12))
+    s.update([8], [8.0])
+    expect = np.zeros(12)
+    expect[8] = 8.0
+    for k in range(1, window + 1):
+        expect[8 - k] = 8.0 * 0.5**k
+    np.testing.assert_array_equal(s.priorities(np.arange(12)), expect)  # powers of two: exact
+
+
 def test_pser_decay_never_wraps_past_the_write_position():
     s = make_sampler("pser", 6, rho=0.5, window=5, eta=0.0, eps=0.0, seed=0)
     s.add(np.arange(6))
@@ -471,6 +485,25 @@ def test_rank_uniform_segments_weights_never_exceed_one():
     s.refresh()
     for _ in range(50):
         assert s.sample(32, beta=1.0).weights.max() <= 1.0
+
+
+@pytest.mark.parametrize("normalise", ["global", "batch"])
+def test_rank_is_weights_follow_from_rank_probabilities(normalise):
+    """PER Section 3.4 with P(r) = r^-alpha / H_n: w = (n P(r))^-beta / (n P(n))^-beta = (r / n)^(alpha beta)
+    over all stored items ("global"), or divided by the batch's largest weight ("batch")."""
+    alpha, beta, n = 0.7, 0.6, 50
+    s = make_sampler("per-rank", 64, alpha=alpha, normalise=normalise, seed=4)
+    s.add(np.arange(n))
+    s.update(np.arange(n), np.random.default_rng(2).permutation(n) + 1.0)
+    s.refresh()
+    for _ in range(20):
+        b = s.sample(8, beta=beta)
+        r = s.ranks(b.indices).astype(float)
+        h = sum(j**-alpha for j in range(1, n + 1))
+        np.testing.assert_allclose(b.probs, r**-alpha / h, rtol=1e-13, atol=0)
+        w = (r / n) ** (alpha * beta)
+        expect = w if normalise == "global" else w / w.max()
+        np.testing.assert_allclose(b.weights, expect, rtol=1e-12, atol=0)
 
 
 def test_rank_ranks_are_range_checked():

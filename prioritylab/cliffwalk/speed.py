@@ -31,7 +31,7 @@ import numpy as np
 from . import learners as L
 from .env import build_memory, q_star
 from .reference import Reference
-from .runner import RunConfig, allocate, initial_theta, run, settings, validate
+from .runner import SCHEMES, RunConfig, allocate, initial_theta, run, settings, validate
 
 CASES = (("uniform", {}), ("per", {"alpha": 0.7}))
 COLUMNS = [
@@ -114,6 +114,23 @@ def benchmark(
     return rows
 
 
+def scheme_costs(
+    n: int = 16, learner: str = "tabular", updates: int = 1_000_000, seed=0, repeats: int = 5,
+    min_seconds: float = 0.5,
+):  # fmt: skip
+    """Nanoseconds per jitted update of every replay scheme (default settings, alpha = 0.7):
+    median, min and max over repeats (the jitted kernel only, as in :func:`benchmark`)."""
+    rows = []
+    for scheme in SCHEMES:
+        cfg = RunConfig(n=n, learner=learner, scheme=scheme, stop_at_convergence=False, cap=updates)
+        _jit_job(cfg, seed)()
+        rates = repeated_rates(lambda c=cfg: _jit_job(c, seed), updates, repeats, min_seconds)
+        ns = 1e9 / rates
+        rows.append({"n": n, "learner": learner, "scheme": scheme, "ns_per_update": float(np.median(ns)),
+                     "ns_min": float(ns.min()), "ns_max": float(ns.max()), "updates": updates, "repeats": repeats})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=16, help="number of states")
@@ -122,10 +139,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ref-updates", type=int, default=20_000, help="updates per timed run of the reference loop")
     p.add_argument("--repeats", type=int, default=5, help="repeats (median, min and max are reported)")
     p.add_argument("--min-seconds", type=float, default=0.5, help="timed seconds per repeat, at least")
+    p.add_argument("--per-scheme", action="store_true",
+                   help="instead: ns per jitted update of every scheme (1 M updates per timed run)")
     p.add_argument("--out", default=None, help="folder for speed.csv and manifest.json")
     args = p.parse_args(argv)
     from .experiments import format_table
 
+    if args.per_scheme:
+        rows = scheme_costs(args.n, args.learner, 1_000_000, 0, args.repeats, args.min_seconds)
+        print(format_table(rows, ["n", "learner", "scheme", "ns_per_update", "ns_min", "ns_max"]))
+        return 0
     rows = benchmark(args.n, args.learner, args.jit_updates, args.ref_updates, 0, args.repeats, args.min_seconds)
     print(format_table(rows, COLUMNS))
     if args.out:
