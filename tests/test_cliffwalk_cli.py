@@ -8,7 +8,8 @@ import pytest
 
 from prioritylab.cli import main
 from prioritylab.cliffwalk.experiments import fit_log_linear, median_curve, summarise
-from prioritylab.cliffwalk.speed import COLUMNS
+from prioritylab.cliffwalk.runner import SCHEMES
+from prioritylab.cliffwalk.speed import COLUMNS, SCHEME_COLUMNS
 from prioritylab.cliffwalk.speed import main as speed_main
 
 
@@ -43,6 +44,14 @@ def test_speed_benchmark_runs_and_reports_its_columns(tmp_path, capsys):
         assert set(COLUMNS) <= set(r)
         assert r["identical_after_reference_updates"] == "True"
         assert r["repeats"] == "2" and r["jit_updates"] == "2000"
+
+
+def test_speed_per_scheme_runs_and_reports_every_scheme(capsys):
+    argv = ["--n", "4", "--per-scheme", "--scheme-updates", "500", "--repeats", "1", "--min-seconds", "0"]
+    assert speed_main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == SCHEME_COLUMNS
+    assert [line.split()[2] for line in lines[2:]] == list(SCHEMES)
 
 
 def test_summarise_counts_censored_runs_at_their_cap():

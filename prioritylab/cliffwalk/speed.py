@@ -15,7 +15,10 @@ always positive and each timing is long against the clock's resolution.  The
 report gives the median rate over ``repeats`` repeats and their minimum and
 maximum.
 
-Run: ``python -m prioritylab.cliffwalk.speed [--out DIR]`` or
+``--per-scheme`` instead times the jitted kernel alone for every replay scheme and reports
+nanoseconds per update, with the same repeats.
+
+Run: ``python -m prioritylab.cliffwalk.speed [--per-scheme] [--out DIR]`` or
 ``prioritylab cliffwalk --benchmark``.
 """
 
@@ -38,6 +41,7 @@ COLUMNS = [
     "n", "learner", "scheme", "jit_updates_per_s", "jit_min", "jit_max", "reference_updates_per_s",
     "reference_min", "reference_max", "speedup", "identical_after_reference_updates",
 ]  # fmt: skip
+SCHEME_COLUMNS = ["n", "learner", "scheme", "ns_per_update", "ns_min", "ns_max"]
 
 
 def _jit_job(cfg: RunConfig, seed) -> Callable[[], None]:
@@ -139,24 +143,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ref-updates", type=int, default=20_000, help="updates per timed run of the reference loop")
     p.add_argument("--repeats", type=int, default=5, help="repeats (median, min and max are reported)")
     p.add_argument("--min-seconds", type=float, default=0.5, help="timed seconds per repeat, at least")
-    p.add_argument("--per-scheme", action="store_true",
-                   help="instead: ns per jitted update of every scheme (1 M updates per timed run)")
-    p.add_argument("--out", default=None, help="folder for speed.csv and manifest.json")
+    p.add_argument("--per-scheme", action="store_true", help="instead: ns per jitted update of every scheme")
+    p.add_argument("--scheme-updates", type=int, default=1_000_000, help="updates per timed run with --per-scheme")
+    p.add_argument("--out", default=None, help="folder for speed.csv (schemes.csv) and manifest.json")
     args = p.parse_args(argv)
     from .experiments import format_table
 
     if args.per_scheme:
-        rows = scheme_costs(args.n, args.learner, 1_000_000, 0, args.repeats, args.min_seconds)
-        print(format_table(rows, ["n", "learner", "scheme", "ns_per_update", "ns_min", "ns_max"]))
-        return 0
-    rows = benchmark(args.n, args.learner, args.jit_updates, args.ref_updates, 0, args.repeats, args.min_seconds)
-    print(format_table(rows, COLUMNS))
+        rows = scheme_costs(args.n, args.learner, args.scheme_updates, 0, args.repeats, args.min_seconds)
+        print(format_table(rows, SCHEME_COLUMNS))
+    else:
+        rows = benchmark(args.n, args.learner, args.jit_updates, args.ref_updates, 0, args.repeats, args.min_seconds)
+        print(format_table(rows, COLUMNS))
     if args.out:
         from pathlib import Path
 
         from ..results import write_csv, write_manifest
 
-        write_csv(Path(args.out) / "speed.csv", rows)
+        write_csv(Path(args.out) / ("schemes.csv" if args.per_scheme else "speed.csv"), rows)
         write_manifest(args.out, vars(args))
     return 0
 
