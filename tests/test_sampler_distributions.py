@@ -131,18 +131,20 @@ def test_rank_uniform_within_segment_matches_an_independent_segment_model(n, k, 
         counts[np.arange(k), ranks] += 1
         sizes = np.array([len(segments[q]) for q in range(k)])
         np.testing.assert_allclose(b.probs, 1.0 / (k * sizes), rtol=1e-15, atol=0)
-    # every rank is reachable, and is drawn exactly at the batch positions of its segments
-    assert sorted(set().union(*map(set, segments))) == list(range(n))
+    observed = [np.flatnonzero(counts[q]).tolist() for q in range(k)]  # the sampler's segments, as drawn
+    # every rank is reachable
+    assert sorted(set().union(*map(set, observed))) == list(range(n))
+    # each segment of the sampler is a run of ranks holding 1/k of the power-law mass, up to one boundary
+    # rank on either side: F(a-1) < q/k <= F(a) and F(b-1) < (q+1)/k <= F(b) for a segment [a, b)
     for q in range(k):
-        assert np.flatnonzero(counts[q]).tolist() == segments[q], f"segment {q}"
-    # each segment holds 1/k of the power-law mass, up to one boundary rank on either side:
-    # F(a-1) < q/k <= F(a) and F(b-1) < (q+1)/k <= F(b) for a segment [a, b)
-    for q in range(k):
-        a, last = segments[q][0], segments[q][-1]
+        a, last = observed[q][0], observed[q][-1]
+        assert observed[q] == list(range(a, last + 1)), f"segment {q}"
         if not fallback[q]:
             excess = p[a : last + 1].sum() - 1 / k
             upper_slack = p[last + 1] if last + 1 < n else 0.0
             assert -upper_slack <= excess <= p[a], f"segment {q} holds {excess + 1 / k}"
+    # and they are exactly the segments of the model
+    assert observed == segments
     # draws at each position are uniform over its segment (chi-square, Bonferroni to 1e-3 in total)
     for q in range(k):
         if len(segments[q]) == 1:
