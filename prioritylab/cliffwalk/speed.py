@@ -8,7 +8,8 @@ jitted kernel (:func:`prioritylab.cliffwalk.learners.run_kernel`, as called by
 reach bit-identical parameters after the reference's updates.
 
 Setup (building the memory, the trees, compiling) is prepared before the clock
-starts and is never timed: only the update loop is.  One *repeat* runs fresh
+starts and is never timed: only the kernel call (which also fills the initial priorities,
+one pass over the memory) and the reference's update loop are.  One *repeat* runs fresh
 runs of a fixed number of updates until the timed seconds reach
 ``min_seconds``; its rate is the updates done over those seconds, so it is
 always positive and each timing is long against the clock's resolution.  The
