@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= results/demo
 
-.PHONY: demo test test-slow lint bench clean clean-cache
+.PHONY: demo test test-slow mutants lint bench clean clean-cache
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ test: $(VENV)/.installed
 
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m slow
+
+# One-line mutations of the core maths, one at a time in a temporary copy: each must fail a test.
+mutants: $(VENV)/.installed
+	$(PY) scripts/mutants.py
 
 bench: $(VENV)/.bench
 	$(PY) -m prioritylab bench sumtree

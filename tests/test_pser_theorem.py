@@ -35,23 +35,23 @@ def test_per_closed_form_values():
     assert pm.e_per_closed(2) == 4.0  # 1 + 6/2
     assert pm.e_per_closed(3) == 11.5  # 1 + 14/2 + 14/4
     for n in range(2, 25):
-        assert pm.e_per_closed(n) == pytest.approx(2.0 ** (n + 1) - 5 + 2.0 ** (2 - n), rel=1e-14)
+        assert pm.e_per_closed(n) == pytest.approx(2.0 ** (n + 1) - 5 + 2.0 ** (2 - n), rel=1e-14, abs=0)
 
 
 def test_pser_closed_form_special_cases():
     for n in range(2, 12):
         # no decay (window 0) is PER; the bound then is PER as well
-        assert pm.e_pser_closed(n, 0.4, window=0) == pytest.approx(pm.e_per_closed(n), rel=1e-14)
-        assert pm.e_pser_bound(n, 0.4, window=0) == pytest.approx(pm.e_per_closed(n), rel=1e-14)
+        assert pm.e_pser_closed(n, 0.4, window=0) == pytest.approx(pm.e_per_closed(n), rel=1e-14, abs=0)
+        assert pm.e_pser_bound(n, 0.4, window=0) == pytest.approx(pm.e_per_closed(n), rel=1e-14, abs=0)
         # rho -> 0: the chain is replayed in order, n steps
-        assert pm.e_pser_closed(n, 1e-12) == pytest.approx(n, rel=1e-9)
+        assert pm.e_pser_closed(n, 1e-12) == pytest.approx(n, rel=1e-9, abs=0)
         # alpha enters only through r = rho^alpha
-        assert pm.e_pser_closed(n, 0.64, alpha=0.5) == pytest.approx(pm.e_pser_closed(n, 0.8), rel=1e-14)
+        assert pm.e_pser_closed(n, 0.64, alpha=0.5) == pytest.approx(pm.e_pser_closed(n, 0.8), rel=1e-14, abs=0)
     # n = 2 by hand: 2 + 3 r / (1 + r)
     for r in (0.1, 0.4, 0.9):
-        assert pm.e_pser_closed(2, r) == pytest.approx(2 + 3 * r / (1 + r), rel=1e-14)
+        assert pm.e_pser_closed(2, r) == pytest.approx(2 + 3 * r / (1 + r), rel=1e-14, abs=0)
     # rho -> 1: uniform random order, q_k -> 1/k!
-    assert pm.in_order_probability(4, 1 - 1e-9) == pytest.approx(1 / 24, rel=1e-6)
+    assert pm.in_order_probability(4, 1 - 1e-9) == pytest.approx(1 / 24, rel=1e-6, abs=0)
 
 
 def test_interval_copies_count_the_memory():
@@ -71,13 +71,13 @@ def test_window_reaches_only_the_episode():
 
 @pytest.mark.parametrize("n", range(2, 9))
 def test_closed_forms_equal_exact_chain(n):
-    assert pm.e_per_exact(n) == pytest.approx(pm.e_per_closed(n), rel=1e-12)
+    assert pm.e_per_exact(n) == pytest.approx(pm.e_per_closed(n), rel=1e-12, abs=0)
     for rho in (0.4, 0.65, 0.8):
         for window in (None, 1, 3, 5):
             exact = pm.e_pser_exact(n, rho, window)
-            assert exact == pytest.approx(pm.e_pser_closed(n, rho, window), rel=1e-12)
-    assert pm.e_pser_exact(n, 0.5, 3, mode="add") == pytest.approx(pm.e_pser_closed(n, 0.5, 3), rel=1e-12)
-    assert pm.e_pser_exact(n, 0.5, alpha=0.6) == pytest.approx(pm.e_pser_closed(n, 0.5, alpha=0.6), rel=1e-12)
+            assert exact == pytest.approx(pm.e_pser_closed(n, rho, window), rel=1e-12, abs=0)
+    assert pm.e_pser_exact(n, 0.5, 3, mode="add") == pytest.approx(pm.e_pser_closed(n, 0.5, 3), rel=1e-12, abs=0)
+    assert pm.e_pser_exact(n, 0.5, alpha=0.6) == pytest.approx(pm.e_pser_closed(n, 0.5, alpha=0.6), rel=1e-12, abs=0)
 
 
 def test_exact_does_not_depend_on_storage_order():
@@ -106,11 +106,11 @@ def test_exact_chain_equals_bruteforce(n, kwargs):
         exact = pm.e_pser_exact(n, rho, **args)
     else:
         exact = pm.e_per_exact(n)
-    assert brute == pytest.approx(exact, rel=1e-10)
+    assert brute == pytest.approx(exact, rel=1e-10, abs=0)
 
 
 def test_max_and_add_agree_in_the_model():
-    assert pm.e_bruteforce(3, 0.6, mode="add") == pytest.approx(pm.e_bruteforce(3, 0.6, mode="max"), rel=1e-12)
+    assert pm.e_bruteforce(3, 0.6, mode="add") == pytest.approx(pm.e_bruteforce(3, 0.6, mode="max"), rel=1e-12, abs=0)
 
 
 # --------------------------------------------------------------------------- the three readings
@@ -239,7 +239,7 @@ def test_proof_bound_fails_at_n2_by_hand():
     # exact 2 + 3r/(1+r) against the proof's 2 + r: the gap r(2 - r)/(1 + r) is positive for every r
     for r in (0.05, 0.4, 0.65, 0.8, 0.95):
         gap = pm.e_pser_exact(2, r) - pm.e_pser_bound(2, r)
-        assert gap == pytest.approx(r * (2 - r) / (1 + r), rel=1e-10)
+        assert gap == pytest.approx(r * (2 - r) / (1 + r), rel=1e-10, abs=0)
         assert gap > 0
 
 
@@ -260,7 +260,7 @@ def test_pser_is_still_exponential():
     for rho in (0.4, 0.8):
         ratio = [pm.e_pser_closed(n, rho) / pm.e_per_closed(n) for n in (14, 16, 18, 20)]
         limit = sum((1 - pm.in_order_probability(k, rho)) / 2 ** (k - 1) for k in range(2, 80))
-        assert ratio[-1] == pytest.approx(limit, rel=1e-3)
+        assert ratio[-1] == pytest.approx(limit, rel=1e-3, abs=0)
         assert 0.3 < limit < 1
 
 

@@ -36,7 +36,7 @@ def test_proportional_frequencies_match_p_alpha(name, params, raw):
         np.add.at(counts, s.sample(500).indices, 1)
     p = np.zeros(16)
     p[: TD.size] = raw ** params["alpha"]
-    assert np.allclose(s.probabilities(), p / p.sum(), rtol=1e-12)
+    np.testing.assert_allclose(s.probabilities(), p / p.sum(), rtol=1e-12, atol=0)
     assert chi_square_pvalue(counts, p) > 1e-3  # false-failure probability 1e-3
 
 
@@ -92,3 +92,63 @@ def test_rank_uniform_within_segment_reports_its_own_probabilities():
         probs.update(zip(r.tolist(), b.probs.tolist(), strict=True))
     p = np.array([probs.get(r, 0.0) for r in range(40)])
     assert chi_square_pvalue(counts, p) > 1e-3
+
+
+def per_uniform_segment_model(n: int, k: int, alpha: float):
+    """PER Section 3.3 written out independently of the sampler: ``P(r) = r^-alpha / sum_j j^-alpha``
+    over ranks ``1..n``; the CDF is split into ``k`` segments of mass ``1/k``, rank ``r`` belonging to
+    the segment that holds its cumulative mass ``F(r)`` (``q/k <= F(r) < (q+1)/k``); a segment that
+    no rank ends in holds the single rank whose mass spans its lower bound.  A batch draws one rank
+    uniformly from each segment.  Returns the power law, the 0-based ranks of each segment, and
+    whether each segment is such a fallback."""
+    p = np.array([r**-alpha for r in range(1, n + 1)])
+    p /= p.sum()
+    cum = np.cumsum(p)
+    segments, fallback = [], []
+    for q in range(k):
+        upper = np.inf if q == k - 1 else (q + 1) / k
+        members = [r for r in range(n) if q / k <= cum[r] < upper]
+        fallback.append(not members)
+        segments.append(members or [next(r for r in range(n) if cum[r] >= q / k)])
+    return p, segments, fallback
+
+
+@pytest.mark.parametrize(("n", "k", "batches"), [(100, 8, 4000), (60, 32, 3000)])
+def test_rank_uniform_within_segment_matches_an_independent_segment_model(n, k, batches):
+    """(100, 8): every segment has ranks of its own; (60, 32): rank 1 alone holds more than 1/32 of
+    the mass, so the first segments are empty and all fall back to it."""
+    alpha = 0.7
+    p, segments, fallback = per_uniform_segment_model(n, k, alpha)
+    assert any(fallback) == (k == 32)
+    s = make_sampler("per-rank", 128, alpha=alpha, within_segment="uniform", seed=11)
+    s.add(np.arange(n))
+    s.update(np.arange(n), np.random.default_rng(1).permutation(n) + 1.0)
+    s.refresh()
+    counts = np.zeros((k, n))
+    for _ in range(batches):
+        b = s.sample(k)
+        ranks = s.ranks(b.indices) - 1
+        counts[np.arange(k), ranks] += 1
+        sizes = np.array([len(segments[q]) for q in range(k)])
+        np.testing.assert_allclose(b.probs, 1.0 / (k * sizes), rtol=1e-15, atol=0)
+    observed = [np.flatnonzero(counts[q]).tolist() for q in range(k)]  # the sampler's segments, as drawn
+    # every rank is reachable
+    assert sorted(set().union(*map(set, observed))) == list(range(n))
+    # each segment of the sampler is a run of ranks holding 1/k of the power-law mass, up to one boundary
+    # rank on either side: F(a-1) < q/k <= F(a) and F(b-1) < (q+1)/k <= F(b) for a segment [a, b)
+    for q in range(k):
+        a, last = observed[q][0], observed[q][-1]
+        assert observed[q] == list(range(a, last + 1)), f"segment {q}"
+        if not fallback[q]:
+            excess = p[a : last + 1].sum() - 1 / k
+            upper_slack = p[last + 1] if last + 1 < n else 0.0
+            assert -upper_slack <= excess <= p[a], f"segment {q} holds {excess + 1 / k}"
+    # and they are exactly the segments of the model
+    assert observed == segments
+    # draws at each position are uniform over its segment (chi-square, Bonferroni to 1e-3 in total)
+    for q in range(k):
+        if len(segments[q]) == 1:
+            continue  # a single rank: already checked above
+        support = np.zeros(n)
+        support[segments[q]] = 1.0
+        assert chi_square_pvalue(counts[q], support) > 1e-3 / k, f"segment {q}"

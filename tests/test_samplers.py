@@ -53,7 +53,7 @@ def test_probabilities_sum_to_one_and_match_drawn_probs(name):
     p = s.probabilities()
     assert abs(p.sum() - 1.0) < 1e-12
     b = s.sample(32)
-    assert np.allclose(b.probs, p[b.indices], rtol=1e-12)
+    np.testing.assert_allclose(b.probs, p[b.indices], rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize(
@@ -90,7 +90,7 @@ def test_per_priorities_are_raw_and_mass_is_alpha_power():
     raw = np.array([2.01, 0.01, 1.01, 3.01])
     assert np.array_equal(s.priorities(np.arange(4)), raw)
     expect = raw**0.5 / np.sum(raw**0.5)
-    assert np.allclose(s.probabilities()[:4], expect, rtol=1e-14)
+    np.testing.assert_allclose(s.probabilities()[:4], expect, rtol=1e-14, atol=0)
     assert s.max_priority == 3.01
 
 
@@ -100,7 +100,7 @@ def test_lap_priority_is_clipped_at_kappa():
     s.update([0, 1, 2], [0.1, -0.5, 2.0])
     assert s.priorities([0, 1, 2]).tolist() == [0.5, 0.5, 2.0]
     m = np.maximum(np.abs([0.1, -0.5, 2.0]) ** 0.4, 0.5**0.4)
-    assert np.allclose(s.probabilities()[:3], m / m.sum(), rtol=1e-14)
+    np.testing.assert_allclose(s.probabilities()[:3], m / m.sum(), rtol=1e-14, atol=0)
     assert np.all(s.sample(8).weights == 1.0)
 
 
@@ -111,8 +111,8 @@ def test_per_is_weights_global_and_batch_normalisation():
     assert np.array_equal(bg.indices, bb.indices)  # same seed, same tree
     n, p = g.size, g.probabilities()
     w = (n * bg.probs) ** -0.7
-    assert np.allclose(bg.weights, w / (n * p[p > 0].min()) ** -0.7, rtol=1e-12)
-    assert np.allclose(bb.weights, w / w.max(), rtol=1e-12)
+    np.testing.assert_allclose(bg.weights, w / (n * p[p > 0].min()) ** -0.7, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(bb.weights, w / w.max(), rtol=1e-12, atol=0)
     assert bb.weights.max() == 1.0 and bg.weights.max() <= 1.0
     assert np.all(g.sample(8, beta=0.0).weights == 1.0)
 
@@ -175,7 +175,21 @@ def test_pser_decay_along_episode_stops_at_episode_start(mode):
             expect[slot] = max(8.0 * 0.5**k, base[slot])
         else:
             expect[slot] = min(base[slot] + 8.0 * 0.5**k, 8.0)
-    assert np.allclose(got, expect, rtol=1e-15)
+    np.testing.assert_allclose(got, expect, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("window", [1, 3, 4])
+def test_pser_decay_reaches_exactly_window_predecessors(window):
+    """One long episode: an update of slot 8 reaches slots 8 - k for k = 1..window and no further."""
+    s = make_sampler("pser", 16, rho=0.5, window=window, eta=0.0, eps=0.0, seed=0)
+    s.add(np.arange(12))
+    s.update(np.arange(12), np.zeros(12))
+    s.update([8], [8.0])
+    expect = np.zeros(12)
+    expect[8] = 8.0
+    for k in range(1, window + 1):
+        expect[8 - k] = 8.0 * 0.5**k
+    np.testing.assert_array_equal(s.priorities(np.arange(12)), expect)  # powers of two: exact
 
 
 def test_pser_decay_never_wraps_past_the_write_position():
@@ -201,7 +215,7 @@ def test_pser_anti_collapse_eq10():
 def test_pser_current_td_initialisation_decays_at_fill():
     s = make_sampler("pser", 8, rho=0.5, window=5, init="td", eps=0.0, seed=0)
     s.add(np.arange(4), episode_start=[True, False, False, False], td_errors=[0.0, 0.0, 0.0, 1.0])
-    assert np.allclose(s.priorities(np.arange(4)), [0.125, 0.25, 0.5, 1.0])
+    np.testing.assert_allclose(s.priorities(np.arange(4)), [0.125, 0.25, 0.5, 1.0], rtol=1e-15, atol=0)
     with pytest.raises(ValueError, match="td_errors"):
         s.add([4])
 
@@ -232,7 +246,7 @@ def test_rank_probabilities_are_power_law():
     p = s.probabilities()
     ranks = s.ranks(np.arange(40))
     expect = ranks**-0.7 / np.sum(np.arange(1, 41) ** -0.7)
-    assert np.allclose(p[:40], expect, rtol=1e-12)
+    np.testing.assert_allclose(p[:40], expect, rtol=1e-12, atol=0)
 
 
 # --------------------------------------------------------------------------- state
@@ -483,6 +497,25 @@ def test_rank_uniform_segments_weights_never_exceed_one():
     s.refresh()
     for _ in range(50):
         assert s.sample(32, beta=1.0).weights.max() <= 1.0
+
+
+@pytest.mark.parametrize("normalise", ["global", "batch"])
+def test_rank_is_weights_follow_from_rank_probabilities(normalise):
+    """PER Section 3.4 with P(r) = r^-alpha / H_n: w = (n P(r))^-beta / (n P(n))^-beta = (r / n)^(alpha beta)
+    over all stored items ("global"), or divided by the batch's largest weight ("batch")."""
+    alpha, beta, n = 0.7, 0.6, 50
+    s = make_sampler("per-rank", 64, alpha=alpha, normalise=normalise, seed=4)
+    s.add(np.arange(n))
+    s.update(np.arange(n), np.random.default_rng(2).permutation(n) + 1.0)
+    s.refresh()
+    for _ in range(20):
+        b = s.sample(8, beta=beta)
+        r = s.ranks(b.indices).astype(float)
+        h = sum(j**-alpha for j in range(1, n + 1))
+        np.testing.assert_allclose(b.probs, r**-alpha / h, rtol=1e-13, atol=0)
+        w = (r / n) ** (alpha * beta)
+        expect = w if normalise == "global" else w / w.max()
+        np.testing.assert_allclose(b.weights, expect, rtol=1e-12, atol=0)
 
 
 def test_rank_ranks_are_range_checked():

@@ -147,6 +147,18 @@ def test_rounding_edge_never_returns_zero_mass_leaf(stratified):
     assert all(vals[tree_sample_one(a.tree, a.leaf0, a.depth, rng)] > 0 for _ in range(2000))
 
 
+def test_sample_one_is_the_first_leaf_whose_running_sum_exceeds_u_times_total():
+    """The testbed's single draw against the slow reference, with the same uniforms (depth 4 tree)."""
+    leaves = np.random.default_rng(3).random(70) * (np.arange(70) % 3 > 0)
+    tree = SumTree(70, track_min=False, track_max=False)
+    tree.update(np.arange(70), leaves)
+    a = tree.arrays
+    fast, slow = np.random.default_rng(9), np.random.default_rng(9)
+    got = [tree_sample_one(a.tree, a.leaf0, a.depth, fast) for _ in range(5000)]
+    expect = [reference_leaf(leaves, slow.random() * a.tree[0]) for _ in range(5000)]
+    assert got == expect
+
+
 def test_stratified_positions_follow_exact_distribution():
     """Position q of a stratified batch is drawn from [q/k, (q+1)/k) of the mass: chi-square per position."""
     leaves = np.array([0.5, 3.0, 0.0, 1.2, 2.3, 0.7, 1.3, 0.0, 2.0, 0.4, 4.1, 1.0])

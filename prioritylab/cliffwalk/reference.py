@@ -27,7 +27,16 @@ from ..sumtree import FANOUT, tree_shape
 from . import learners as L
 from .env import build_memory, discount, q_star
 from .runner import RunConfig, RunResult, initial_theta, validate
-from .structures import rank_cdf
+
+
+def power_law_cdf(n: int, alpha: float) -> np.ndarray:
+    """Cumulative rank masses ``C[r-1] = 1^-a + 2^-a + ... + r^-a`` for ranks ``1..n`` (PER Section 3.3).
+
+    Written here rather than imported from the jitted structures, so that the tests compare two
+    derivations of the rank distribution.  Left-to-right summation, as the jitted loop's table.
+    """
+    ranks = np.arange(1, n + 1, dtype=np.float64)
+    return np.cumsum(np.power(ranks, -float(alpha)))
 
 
 class PyTree:
@@ -111,7 +120,7 @@ class Reference:
         if cfg.scheme in ("greedy-td", "per", "per-rank", "pser", "lap"):
             self._init_priorities()
         if cfg.scheme == "per-rank":
-            self.cdf = rank_cdf(self.N, cfg.alpha)
+            self.cdf = power_law_cdf(self.N, cfg.alpha)
 
     # -- learner -----------------------------------------------------------
     def values(self, theta) -> np.ndarray:

@@ -2,14 +2,24 @@
 
 Measures Q-updates per second of one learner at ``n = 16`` (131,070
 transitions) with uniform and with proportional (sum tree) replay, for the
-jitted kernel (:func:`prioritylab.cliffwalk.runner.run`) and for the reference
-loop (:mod:`prioritylab.cliffwalk.reference`), in one process, and checks
-that both reach bit-identical parameters after the reference's updates.
-Setup (building the memory, the trees, compiling) is not timed: the jitted
-rate is ``(K - k) / (t_K - t_k)`` from two runs of ``K`` and ``k`` updates,
-the reference rate times its update loop only.
+jitted kernel (:func:`prioritylab.cliffwalk.learners.run_kernel`, as called by
+:func:`prioritylab.cliffwalk.runner.run`) and for the reference loop
+(:mod:`prioritylab.cliffwalk.reference`), in one process, and checks that both
+reach bit-identical parameters after the reference's updates.
 
-Run: ``python -m prioritylab.cliffwalk.speed [--out DIR]`` or
+Setup (building the memory, the trees, compiling) is prepared before the clock
+starts and is never timed: only the kernel call (which also fills the initial priorities,
+one pass over the memory) and the reference's update loop are.  One *repeat* runs fresh
+runs of a fixed number of updates until the timed seconds reach
+``min_seconds``; its rate is the updates done over those seconds, so it is
+always positive and each timing is long against the clock's resolution.  The
+report gives the median rate over ``repeats`` repeats and their minimum and
+maximum.
+
+``--per-scheme`` instead times the jitted kernel alone for every replay scheme and reports
+nanoseconds per update, with the same repeats.
+
+Run: ``python -m prioritylab.cliffwalk.speed [--per-scheme] [--out DIR]`` or
 ``prioritylab cliffwalk --benchmark``.
 """
 
@@ -18,49 +28,111 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
+from . import learners as L
+from .env import build_memory, q_star
 from .reference import Reference
-from .runner import RunConfig, run
+from .runner import SCHEMES, RunConfig, allocate, initial_theta, run, settings, validate
 
 CASES = (("uniform", {}), ("per", {"alpha": 0.7}))
+COLUMNS = [
+    "n", "learner", "scheme", "jit_updates_per_s", "jit_min", "jit_max", "reference_updates_per_s",
+    "reference_min", "reference_max", "speedup", "identical_after_reference_updates",
+]  # fmt: skip
+SCHEME_COLUMNS = ["n", "learner", "scheme", "ns_per_update", "ns_min", "ns_max"]
 
 
-def _jit_rate(cfg: RunConfig, seed: int, big: int, small: int) -> float:
-    run(cfg.replace(cap=small), seed)  # compile / load the cache, warm the memory
-    best = np.inf
-    for _ in range(3):
-        t0 = time.perf_counter()
-        run(cfg.replace(cap=small), seed)
-        t1 = time.perf_counter()
-        run(cfg.replace(cap=big), seed)
-        t2 = time.perf_counter()
-        best = min(best, (t2 - t1) - (t1 - t0))
-    return (big - small) / best
+def _jit_job(cfg: RunConfig, seed) -> Callable[[], None]:
+    """Everything :func:`run` does before its kernel call; the returned closure is the kernel call."""
+    validate(cfg)
+    rng = np.random.default_rng(seed)
+    memory = build_memory(cfg.n, rng)
+    theta = initial_theta(cfg, rng)
+    rep = allocate(cfg, memory)
+    curve = np.empty(-(-cfg.cap // cfg.record_every) + 1 if cfg.record_every else 0)
+    table = L.transition_table(memory, cfg.n)
+    qs, s = q_star(cfg.n), settings(cfg)
+    return lambda: L.run_kernel(table, qs, theta, s, rep, rng, curve)
 
 
-def _reference_rate(cfg: RunConfig, seed: int, updates: int) -> tuple[float, np.ndarray]:
+def _reference_job(cfg: RunConfig, seed, updates: int) -> Callable[[], None]:
     ref = Reference(cfg, seed)
-    t0 = time.perf_counter()
-    for _ in range(updates):
-        ref.step()
-    return updates / (time.perf_counter() - t0), ref.theta
+
+    def job():
+        for _ in range(updates):
+            ref.step()
+
+    return job
 
 
-def benchmark(n: int = 16, learner: str = "tabular", jit_updates: int = 2_000_000, ref_updates: int = 20_000, seed=0):
-    """One row per scheme: jitted and reference Q-updates/s, their ratio, and the identity check."""
+def repeated_rates(prepare: Callable[[], Callable[[], None]], updates: int, repeats: int, min_seconds: float):
+    """Updates per second of ``repeats`` repeats; a repeat times fresh jobs from ``prepare``
+    (each doing ``updates`` updates, setup untimed) until ``min_seconds`` of timed work."""
+    rates = []
+    for _ in range(repeats):
+        done, seconds = 0, 0.0
+        while True:  # at least one job, so a rate is never 0 / 0
+            job = prepare()
+            t0 = time.perf_counter()
+            job()
+            seconds += time.perf_counter() - t0
+            done += updates
+            if seconds >= min_seconds:
+                break
+        rates.append(done / seconds)
+    return np.array(rates)
+
+
+def benchmark(
+    n: int = 16,
+    learner: str = "tabular",
+    jit_updates: int = 2_000_000,
+    ref_updates: int = 20_000,
+    seed=0,
+    repeats: int = 5,
+    min_seconds: float = 0.5,
+):
+    """One row per scheme: median, min and max jitted and reference Q-updates/s, the ratio of the
+    medians, and whether both reach the same parameters after ``ref_updates`` updates."""
     rows = []
     for scheme, extra in CASES:
         cfg = RunConfig(n=n, learner=learner, scheme=scheme, stop_at_convergence=False, **extra)
-        jit = _jit_rate(cfg, seed, jit_updates, jit_updates // 20)
-        ref, theta_ref = _reference_rate(cfg, seed, ref_updates)
-        same = bool(np.array_equal(run(cfg.replace(cap=ref_updates), seed).theta, theta_ref))
+        jit_cfg = cfg.replace(cap=jit_updates)
+        _jit_job(jit_cfg, seed)()  # compile or load the cache
+        jit = repeated_rates(lambda c=jit_cfg: _jit_job(c, seed), jit_updates, repeats, min_seconds)
+        ref = repeated_rates(lambda c=cfg: _reference_job(c, seed, ref_updates), ref_updates, repeats, min_seconds)
+        first = Reference(cfg, seed)
+        for _ in range(ref_updates):
+            first.step()
+        same = bool(np.array_equal(run(cfg.replace(cap=ref_updates), seed).theta, first.theta))
         rows.append({
             "n": n, "learner": learner, "scheme": scheme, "alpha": extra.get("alpha", ""),
-            "jit_updates_per_s": jit, "reference_updates_per_s": ref, "speedup": jit / ref,
+            "jit_updates_per_s": float(np.median(jit)), "jit_min": float(jit.min()), "jit_max": float(jit.max()),
+            "reference_updates_per_s": float(np.median(ref)), "reference_min": float(ref.min()),
+            "reference_max": float(ref.max()), "speedup": float(np.median(jit) / np.median(ref)),
             "identical_after_reference_updates": same, "reference_updates": ref_updates,
+            "jit_updates": jit_updates, "repeats": repeats, "min_seconds": min_seconds,
         })  # fmt: skip
+    return rows
+
+
+def scheme_costs(
+    n: int = 16, learner: str = "tabular", updates: int = 1_000_000, seed=0, repeats: int = 5,
+    min_seconds: float = 0.5,
+):  # fmt: skip
+    """Nanoseconds per jitted update of every replay scheme (default settings, alpha = 0.7):
+    median, min and max over repeats (the jitted kernel only, as in :func:`benchmark`)."""
+    rows = []
+    for scheme in SCHEMES:
+        cfg = RunConfig(n=n, learner=learner, scheme=scheme, stop_at_convergence=False, cap=updates)
+        _jit_job(cfg, seed)()
+        rates = repeated_rates(lambda c=cfg: _jit_job(c, seed), updates, repeats, min_seconds)
+        ns = 1e9 / rates
+        rows.append({"n": n, "learner": learner, "scheme": scheme, "ns_per_update": float(np.median(ns)),
+                     "ns_min": float(ns.min()), "ns_max": float(ns.max()), "updates": updates, "repeats": repeats})
     return rows
 
 
@@ -68,21 +140,28 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=16, help="number of states")
     p.add_argument("--learner", choices=("tabular", "linear"), default="tabular", help="learner")
-    p.add_argument("--jit-updates", type=int, default=2_000_000, help="updates timed for the jitted kernel")
-    p.add_argument("--ref-updates", type=int, default=20_000, help="updates timed for the reference loop")
-    p.add_argument("--out", default=None, help="folder for speed.csv and manifest.json")
+    p.add_argument("--jit-updates", type=int, default=2_000_000, help="updates per timed run of the jitted kernel")
+    p.add_argument("--ref-updates", type=int, default=20_000, help="updates per timed run of the reference loop")
+    p.add_argument("--repeats", type=int, default=5, help="repeats (median, min and max are reported)")
+    p.add_argument("--min-seconds", type=float, default=0.5, help="timed seconds per repeat, at least")
+    p.add_argument("--per-scheme", action="store_true", help="instead: ns per jitted update of every scheme")
+    p.add_argument("--scheme-updates", type=int, default=1_000_000, help="updates per timed run with --per-scheme")
+    p.add_argument("--out", default=None, help="folder for speed.csv (schemes.csv) and manifest.json")
     args = p.parse_args(argv)
     from .experiments import format_table
 
-    rows = benchmark(args.n, args.learner, args.jit_updates, args.ref_updates)
-    print(format_table(rows, ["n", "learner", "scheme", "jit_updates_per_s", "reference_updates_per_s", "speedup",
-                              "identical_after_reference_updates"]))  # fmt: skip
+    if args.per_scheme:
+        rows = scheme_costs(args.n, args.learner, args.scheme_updates, 0, args.repeats, args.min_seconds)
+        print(format_table(rows, SCHEME_COLUMNS))
+    else:
+        rows = benchmark(args.n, args.learner, args.jit_updates, args.ref_updates, 0, args.repeats, args.min_seconds)
+        print(format_table(rows, COLUMNS))
     if args.out:
         from pathlib import Path
 
         from ..results import write_csv, write_manifest
 
-        write_csv(Path(args.out) / "speed.csv", rows)
+        write_csv(Path(args.out) / ("schemes.csv" if args.per_scheme else "speed.csv"), rows)
         write_manifest(args.out, vars(args))
     return 0
 

@@ -1,0 +1,226 @@
+"""Mutation check of the core maths: ``make mutants`` (not part of the default test run).
+
+Each mutant below is one exact text replacement in one file, with the test files that
+should catch it.  The script copies the repository to a temporary folder, runs the listed
+tests once unmutated (they must pass), then applies the mutants one at a time, runs only
+their tests (one pytest process, a fresh Numba cache folder per mutant, no bytecode files)
+and prints mutant -> killed/survived -> the first failing test.
+
+Exit status: 0 if every mutant is killed; 1 if any survives, if the unmutated tests fail,
+or if a mutant's target text is not found exactly once (so the list follows the code).
+
+    python scripts/mutants.py [--only NAME ...] [--list] [--timeout SECONDS]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str  # relative to the repository root
+    old: str  # must occur exactly once in the file
+    new: str
+    tests: tuple[str, ...]
+
+
+SUMTREE_TESTS = ("tests/test_sumtree.py",)
+SAMPLER_TESTS = ("tests/test_samplers.py", "tests/test_sampler_distributions.py")
+TESTBED_TESTS = ("tests/test_cliffwalk_learners.py",)
+
+# (name, file, exact old text, new text, tests to run)
+MUTANTS = [
+    Mutant(*m)
+    for m in [
+        # -- sum tree ------------------------------------------------------------------------------
+        ("tree_update: leaf written one slot to the right", "prioritylab/sumtree.py",
+         "        tree[leaf0 + indices[i]] = values[i]\n", "        tree[leaf0 + indices[i] + 1] = values[i]\n",
+         SUMTREE_TESTS),
+        ("tree_update: ancestor index shifted by one bit per level", "prioritylab/sumtree.py",
+         "        shift += _FANOUT_BITS\n", "        shift += 1\n", SUMTREE_TESTS),
+        ("tree_update: parent sums its first three children only", "prioritylab/sumtree.py",
+         "        for j in range(FANOUT):\n            s += t[first + np.uint64(j)]\n",
+         "        for j in range(FANOUT - 1):\n            s += t[first + np.uint64(j)]\n", SUMTREE_TESTS),
+        ("tree_set: path refresh reads the wrong children", "prioritylab/sumtree.py",
+         "        first = np.uint64(parent * FANOUT + 1)  # unsigned, as in _child\n",
+         "        first = np.uint64(parent * FANOUT)  # unsigned, as in _child\n", SUMTREE_TESTS),
+        ("min tree keeps maxima", "prioritylab/sumtree.py",
+         "        e = max(e, v) if is_max else min(e, v)\n", "        e = max(e, v)\n", SUMTREE_TESTS),
+        ("descend: remainder not reduced by the left siblings' mass", "prioritylab/sumtree.py",
+         "    return first + c, v - prev\n", "    return first + c, v\n", SUMTREE_TESTS),
+        ("sorted descend: merged level keeps the whole query value", "prioritylab/sumtree.py",
+         "            values[q] = v - below\n", "            values[q] = v\n", SUMTREE_TESTS),
+        ("tree_sample_one: draws below the first child's mass only", "prioritylab/sumtree.py",
+         "    v = rng.random() * tree[0]\n", "    v = rng.random() * tree[1]\n", SUMTREE_TESTS + TESTBED_TESTS),
+        # -- samplers ------------------------------------------------------------------------------
+        ("stratified segment width total / (k + 1)", "prioritylab/sumtree.py",
+         "        seg = total / k\n", "        seg = total / (k + 1)\n", SUMTREE_TESTS + SAMPLER_TESTS),
+        ("IS weights normalised by the batch's largest weight, not the global one", "prioritylab/sumtree.py",
+         "    if norm_mass > 0.0:\n        w_max", "    if norm_mass < 0.0:\n        w_max", SAMPLER_TESTS),
+        ("alpha applied twice in the fused priority update", "prioritylab/samplers/base.py",
+         "        x = mass_of(r, alpha)\n", "        x = mass_of(mass_of(r, alpha), alpha)\n", SAMPLER_TESTS),
+        ("alpha applied twice in the sampler's mass", "prioritylab/samplers/base.py",
+         "        return masses_of(np.ascontiguousarray(raw, dtype=np.float64), self.alpha)\n",
+         "        return masses_of(masses_of(np.ascontiguousarray(raw, dtype=np.float64), self.alpha), self.alpha)\n",
+         SAMPLER_TESTS),
+        ("PER priority drops eps", "prioritylab/samplers/per.py",
+         "        return np.abs(td) + self.eps\n", "        return np.abs(td)\n", SAMPLER_TESTS),
+        ("PER fused update drops eps", "prioritylab/samplers/per.py",
+         "        return (self.eps, 0.0)\n", "        return (0.0, 0.0)\n", SAMPLER_TESTS),
+        ("LAP priority drops the kappa floor", "prioritylab/samplers/lap.py",
+         "        return np.maximum(np.abs(td), self.kappa)\n", "        return np.abs(td)\n", SAMPLER_TESTS),
+        ("LAP fused update drops the kappa floor", "prioritylab/samplers/lap.py",
+         "        return (0.0, self.kappa)\n", "        return (0.0, 0.0)\n", SAMPLER_TESTS),
+        ("global IS weights (rank) normalised by the batch maximum", "prioritylab/samplers/base.py",
+         "    return w / (n * min_prob) ** -beta\n", "    return w / w.max()\n", SAMPLER_TESTS),
+        ("rank, uniform within segment: lower bounds shifted by one rank", "prioritylab/samplers/rank.py",
+         "            lo = np.minimum(edges[:-1], n - 1)\n", "            lo = np.minimum(edges[:-1] + 1, n - 1)\n",
+         SAMPLER_TESTS),
+        ("rank, exact within segment: segment width total / (k + 1)", "prioritylab/samplers/rank.py",
+         "            target = (np.arange(k) + u) * (total / k)\n",
+         "            target = (np.arange(k) + u) * (total / (k + 1))\n", SAMPLER_TESTS),
+        ("rank: smallest probability taken at rank 1", "prioritylab/samplers/rank.py",
+         "self._rank_mass[n - 1] / total\n", "self._rank_mass[0] / total\n", SAMPLER_TESTS),
+        ("PSER decay starts one power of rho lower", "prioritylab/samplers/pser.py",
+         "    decayed = raw[t]\n", "    decayed = raw[t] * rho\n", SAMPLER_TESTS + ("tests/test_replay.py",)),
+        ("PSER window one step short", "prioritylab/samplers/pser.py",
+         "    for k in range(1, window + 1):\n", "    for k in range(1, window):\n",
+         SAMPLER_TESTS + ("tests/test_replay.py",)),
+        ("PSER decay crosses the episode start", "prioritylab/samplers/pser.py",
+         "        if episode_start[(t - k + 1) % cap]:\n", "        if episode_start[(t - k) % cap]:\n",
+         SAMPLER_TESTS + ("tests/test_replay.py",)),
+        ("PSER eq. 10 with eta = 1", "prioritylab/samplers/pser.py",
+         "        p = max(base[i], eta * raw[t])\n", "        p = max(base[i], raw[t])\n",
+         SAMPLER_TESTS + ("tests/test_replay.py",)),
+        ("PSER window rounds up", "prioritylab/samplers/pser.py",
+         "int(math.floor(math.log(threshold) / math.log(rho)))", "int(math.ceil(math.log(threshold) / math.log(rho)))",
+         SAMPLER_TESTS),
+        # -- losses --------------------------------------------------------------------------------
+        ("PAL large branch without kappa", "prioritylab/losses.py",
+         "k * np.power(ad, 1.0 + a) / (1.0 + a)", "np.power(ad, 1.0 + a) / (1.0 + a)", ("tests/test_losses.py",)),
+        ("PAL large-branch gradient without kappa", "prioritylab/losses.py",
+         "k * np.power(ad, a) * np.sign(d)", "np.power(ad, a) * np.sign(d)", ("tests/test_losses.py",)),
+        ("Huber linear branch without its kappa factor", "prioritylab/losses.py",
+         "k * (a - 0.5 * k))", "(a - 0.5 * k))", ("tests/test_losses.py",)),
+        ("Huber switches at 1 whatever kappa", "prioritylab/losses.py",
+         "    small = a <= k\n", "    small = a <= 1.0\n", ("tests/test_losses.py",)),
+        # -- testbed -------------------------------------------------------------------------------
+        ("testbed PER priority drops eps", "prioritylab/cliffwalk/learners.py",
+         "        return abs_delta + cfg.eps\n", "        return abs_delta\n", TESTBED_TESTS),
+        ("testbed LAP priority drops the kappa floor", "prioritylab/cliffwalk/learners.py",
+         "        return max(abs_delta, cfg.kappa)\n", "        return abs_delta\n", TESTBED_TESTS),
+        ("testbed PSER eq. 10 with eta = 1", "prioritylab/cliffwalk/learners.py",
+         "                p = max(p, cfg.eta * raw[i])", "                p = max(p, raw[i])", TESTBED_TESTS),
+        ("testbed rank CDF exponent x 1.1", "prioritylab/cliffwalk/structures.py",
+         "dtype=np.float64) ** -float(alpha))", "dtype=np.float64) ** -(1.1 * float(alpha)))", TESTBED_TESTS),
+        ("argmax tree: ties go to the right", "prioritylab/cliffwalk/structures.py",
+         "    return y if key[y] > key[x] else x\n", "    return y if key[y] >= key[x] else x\n", TESTBED_TESTS),
+        ("argmax tree: repair starts one level too high", "prioritylab/cliffwalk/structures.py",
+         "    node = (leaves + slot) // 2\n", "    node = (leaves + slot) // 4\n", TESTBED_TESTS),
+    ]
+]  # fmt: skip
+
+
+def check_targets(mutants) -> list[str]:
+    """Mutants whose target text is not found exactly once in the current sources."""
+    problems = []
+    for m in mutants:
+        count = (ROOT / m.path).read_text().count(m.old)
+        if count != 1:
+            problems.append(f"{m.name}: target found {count} times in {m.path}")
+    return problems
+
+
+def copy_repository(dest: Path) -> None:
+    ignore = shutil.ignore_patterns(".git", ".venv", "results", "__pycache__", "*.nbi", "*.nbc", "*.egg-info")
+    shutil.copytree(ROOT, dest, ignore=ignore)
+
+
+def run_tests(copy: Path, tests, timeout: float) -> tuple[str, str, float]:
+    """(outcome, first failing test or message, seconds) of one pytest process in ``copy``."""
+    with tempfile.TemporaryDirectory(prefix="numba-cache-") as cache:
+        env = {**os.environ, "PYTHONPATH": str(copy), "NUMBA_CACHE_DIR": cache, "PYTHONDONTWRITEBYTECODE": "1"}
+        env.pop("HYPOTHESIS_PROFILE", None)  # the derandomized default profile
+        cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-rfE", "-p", "no:cacheprovider", *tests]
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "timeout", f"no result within {timeout:.0f} s", time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", proc.stdout, flags=re.M)
+    if proc.returncode == 0:
+        return "passed", "", seconds
+    if proc.returncode == 1 and failed:
+        return "failed", failed[0], seconds
+    tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [""]
+    return f"error (exit {proc.returncode})", failed[0] if failed else tail[0], seconds
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", nargs="+", default=None, help="run only mutants whose name contains one of these")
+    p.add_argument("--list", action="store_true", help="list the mutants and check their targets, run nothing")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per pytest run")
+    args = p.parse_args(argv)
+    mutants = MUTANTS if args.only is None else [m for m in MUTANTS if any(s in m.name for s in args.only)]
+    problems = check_targets(MUTANTS)
+    for line in problems:
+        print(f"OUT OF SYNC  {line}")
+    if args.list:
+        for m in mutants:
+            print(f"{m.name}  [{m.path}]  -> {' '.join(m.tests)}")
+        return 1 if problems else 0
+    if problems:
+        return 1
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="prioritylab-mutants-") as tmp:
+        copy = Path(tmp) / "repo"
+        copy_repository(copy)
+        env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+        where = subprocess.run([sys.executable, "-c", "import prioritylab; print(prioritylab.__file__)"], cwd=copy,
+                               env=env, capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        if not Path(where).resolve().is_relative_to(copy.resolve()):
+            print(f"the copy's tests would import prioritylab from {where}, not from {copy}")
+            return 1
+        all_tests = sorted({t for m in mutants for t in m.tests})
+        outcome, detail, seconds = run_tests(copy, all_tests, args.timeout)
+        print(f"unmutated: {outcome} in {seconds:.0f} s {detail}", flush=True)
+        if outcome != "passed":
+            return 1
+        for m in mutants:
+            target = copy / m.path
+            original = target.read_text()
+            target.write_text(original.replace(m.old, m.new, 1))
+            try:
+                outcome, detail, seconds = run_tests(copy, m.tests, args.timeout)
+            finally:
+                target.write_text(original)
+            status = "survived" if outcome == "passed" else "killed"
+            rows.append((m.name, status, outcome, detail, seconds))
+            print(f"{status:8s}  {m.name}  ({outcome}, {seconds:.0f} s)  {detail}", flush=True)
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'mutant'.ljust(width)}  status    killed by")
+    for name, status, outcome, detail, _ in rows:
+        by = detail if outcome == "failed" else f"{outcome}: {detail}"
+        print(f"{name.ljust(width)}  {status:8s}  {by if status == 'killed' else ''}")
+    survivors = [r for r in rows if r[1] == "survived"]
+    print(f"\n{len(rows) - len(survivors)} of {len(rows)} killed")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
