@@ -127,3 +127,81 @@ def test_td3_uniform_learns_pendulum(tmp_path):
                           out=tmp_path, progress=False)  # fmt: skip
     rows = read_rows(train(td3.SPEC, cfg) / "evaluations.csv")
     assert float(rows[-1]["return_mean"]) > -400
+
+
+def tiny_agent(cls, settings_cls, **kw):
+    import gymnasium as gym
+
+    from prioritylab.deep.methods import Method, ReplaySettings
+
+    env = gym.make("Pendulum-v1")
+    cfg = settings_cls(hidden=8, **kw)
+    method = Method("uniform", ReplaySettings(), td3.CONTINUOUS_DEFAULTS, 100)
+    gen = torch.Generator().manual_seed(3)
+    torch.manual_seed(0)
+    return cls(cfg, env, torch.device("cpu"), np.random.default_rng(0), gen, method), method
+
+
+def fake_batch(n=6):
+    from prioritylab.replay import Batch
+
+    g = torch.Generator().manual_seed(1)
+    return Batch(
+        obs=torch.randn(n, 3, generator=g), action=torch.rand(n, 1, generator=g) * 4 - 2,
+        reward=torch.randn(n, generator=g), next_obs=torch.randn(n, 3, generator=g),
+        discount=torch.tensor([0.99, 0.0, 0.99, 0.5, 0.0, 0.99])[:n], weights=torch.ones(n),
+        indices=np.arange(n), generations=np.arange(n), probs=np.full(n, 1 / n),
+    )  # fmt: skip
+
+
+def test_td3_update_follows_its_equations():
+    """Target r + discount * min_k Q'_k(s', clip(pi'(s'))) (no smoothing noise here), priority max_k |delta_k|,
+    actor and targets moved only every policy_freq updates, targets by Polyak averaging with tau."""
+    import copy
+
+    agent, method = tiny_agent(td3.TD3, td3.TD3Settings, policy_noise=0.0, tau=0.1, policy_freq=2)
+    b = fake_batch()
+    with torch.no_grad():
+        a_next = agent.actor_target(b.next_obs).clamp(-2, 2)
+        y = b.reward + b.discount * agent.critic_target(b.next_obs, a_next).min(0).values
+        delta = agent.critic(b.obs, b.action) - y
+    actor0, target0 = copy.deepcopy(agent.actor.state_dict()), copy.deepcopy(agent.critic_target.state_dict())
+    priority, _ = agent.update(b, method)
+    torch.testing.assert_close(priority, delta.abs().amax(0), rtol=1e-6, atol=0)
+    for k, v in agent.actor.state_dict().items():  # first update: the actor waits
+        assert torch.equal(v, actor0[k])
+    for k, v in agent.critic_target.state_dict().items():
+        assert torch.equal(v, target0[k])
+    agent.update(b, method)
+    assert any(not torch.equal(v, actor0[k]) for k, v in agent.actor.state_dict().items())
+    for k, v in agent.critic_target.state_dict().items():
+        torch.testing.assert_close(v, torch.lerp(target0[k], agent.critic.state_dict()[k], 0.1), rtol=1e-6, atol=1e-7)
+
+
+def test_sac_target_includes_the_entropy_term():
+    agent, method = tiny_agent(sac.SAC, sac.SACSettings, initial_temperature=0.5)
+    b = fake_batch()
+    state = agent.noise.get_state()
+    with torch.no_grad():
+        g = torch.Generator().manual_seed(0)
+        g.set_state(state)
+        a_next, logp = agent.actor(b.next_obs, g)
+        q_next = agent.critic_target(b.next_obs, a_next).min(0).values - 0.5 * logp
+        delta = agent.critic(b.obs, b.action) - (b.reward + b.discount * q_next)
+    priority, stats = agent.update(b, method)
+    torch.testing.assert_close(priority, delta.abs().amax(0), rtol=1e-5, atol=1e-6)
+    assert stats["temperature"] == pytest.approx(0.5, rel=1e-6, abs=0)
+
+
+def test_pal_loss_uses_the_twin_critic_priority_for_lambda():
+    """PAL (LAP/PAL eq. 12) with lambda = mean_i max(max_k |delta_ki|, kappa)^alpha over the batch."""
+    from prioritylab.deep.methods import Method, ReplaySettings
+
+    m = Method("pal", ReplaySettings(), td3.CONTINUOUS_DEFAULTS, 10)
+    delta = torch.tensor([[0.5, -3.0, 0.1], [2.0, 0.2, -0.05]], dtype=torch.float64)
+    a, k = 0.4, 1.0
+    lam = np.mean(np.maximum(np.abs(delta.numpy()).max(0), k) ** a)
+    d = np.abs(delta.numpy())
+    per_item = np.where(d <= k, 0.5 * k**a * d**2, k * d ** (1 + a) / (1 + a)) / lam
+    expected = per_item.mean(1).sum()
+    assert float(m.critic_loss(delta, torch.ones(3))) == pytest.approx(expected, rel=1e-12, abs=0)
