@@ -1,4 +1,4 @@
-"""``make demo``: run the theory reproductions on their embedded defaults.
+"""``make demo``: run the theory reproductions on their embedded defaults, then a short deep run.
 
 Runs every script of :data:`SCRIPTS` found in the source checkout's
 ``theory/`` folder, each in its own process with ``--out <out>/<script>``,
@@ -25,6 +25,8 @@ THEORY_DIR = ROOT / "theory"
 """Folder of the theory scripts (present in a source checkout, not in an installed wheel)."""
 SCRIPTS = ("per_fig1.py", "per_fig2.py", "pser_theorem1.py", "pser_fig7.py", "lap_equivalence.py")
 """The scripts run, in this order."""
+DEEP_SCRIPT = ROOT / "deep" / "pendulum_demo.py"
+"""The deep half: TD3 on Pendulum-v1, uniform vs per, about a minute."""
 
 
 def find_scripts(theory_dir: Path) -> tuple[list[Path], list[str]]:
@@ -47,6 +49,15 @@ def verdict_counts(out: Path) -> str:
     return ", ".join(f"{counts[w]} {w}" for w in (REPRODUCED, NOT_REPRODUCED, NOT_APPLICABLE))
 
 
+def deep_summary(out: Path) -> str:
+    """The deep demo's result lines, stored under ``summary`` in ``out/manifest.json`` ("" if none)."""
+    try:
+        text = json.loads((out / "manifest.json").read_text()).get("summary", "")
+    except (OSError, ValueError):
+        return ""
+    return text if isinstance(text, str) else ""
+
+
 def readings_table(out: Path) -> str:
     """The per-reading table a script stored under ``readings_table`` in ``out/manifest.json`` ("" if none)."""
     try:
@@ -60,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/demo"), help="output folder")
     parser.add_argument("--quick", action="store_true", help="pass --quick to every script")
+    parser.add_argument("--no-deep", action="store_true", help="skip the deep half (TD3 on Pendulum-v1)")
     args = parser.parse_args(argv)
     scripts, missing = find_scripts(THEORY_DIR)
     for name in missing:
@@ -83,6 +95,16 @@ def main(argv: list[str] | None = None) -> int:
             summary += [f"  {row}" for row in table.splitlines()]
         if rc:
             failed.append(script.name)
+    if not args.no_deep and DEEP_SCRIPT.is_file():
+        out = args.out / DEEP_SCRIPT.stem
+        cmd = [sys.executable, str(DEEP_SCRIPT), "--out", str(out)] + (["--quick"] if args.quick else [])
+        print(f"\n[demo] {' '.join(cmd)}", flush=True)
+        t0 = time.perf_counter()
+        rc = subprocess.call(cmd)
+        summary.append(f"{DEEP_SCRIPT.name}: exit {rc}, {time.perf_counter() - t0:.1f} s, results in {out}")
+        summary += [f"  {row}" for row in deep_summary(out).splitlines()] if rc == 0 else []
+        if rc:
+            failed.append(DEEP_SCRIPT.name)
     print("\n[demo] summary:\n" + "\n".join(f"[demo]   {line}" for line in summary))
     if failed:
         print(f"[demo] failed: {', '.join(failed)}")

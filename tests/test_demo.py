@@ -42,7 +42,7 @@ def test_runs_every_script_and_reports_a_failure(tmp_path, monkeypatch, capsys):
     folder = fake_theory(tmp_path, {"per_fig1.py": 0, "per_fig2.py": 3, "lap_equivalence.py": 0})
     monkeypatch.setattr(demo, "THEORY_DIR", folder)
     out = tmp_path / "results"
-    assert demo.main(["--out", str(out), "--quick"]) == 1
+    assert demo.main(["--out", str(out), "--quick", "--no-deep"]) == 1
     text = capsys.readouterr().out
     assert "skipping pser_theorem1.py" in text and "skipping pser_fig7.py" in text
     assert "per_fig1.py: exit 0" in text and "2 reproduced, 1 not reproduced, 1 n/a" in text
@@ -55,7 +55,7 @@ def test_all_scripts_succeeding_exit_0_without_quick(tmp_path, monkeypatch, caps
     folder = fake_theory(tmp_path, {"per_fig1.py": 0})
     monkeypatch.setattr(demo, "THEORY_DIR", folder)
     out = tmp_path / "r"
-    assert demo.main(["--out", str(out)]) == 0
+    assert demo.main(["--out", str(out), "--no-deep"]) == 0
     assert json.loads((out / "per_fig1" / "argv.json").read_text()) == ["--out", str(out / "per_fig1")]
     assert "failed" not in capsys.readouterr().out
 
@@ -81,4 +81,9 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
         rows = json.loads((tmp_path / stem / "manifest.json").read_text())["verdict"]
         assert rows and {r["verdict"] for r in rows} <= {"reproduced", "not reproduced", "n/a"}, stem
         assert f"{name}: exit 0" in text
+    deep = tmp_path / "pendulum_demo"
+    assert "pendulum_demo.py: exit 0" in text and (deep / "curves.png").exists()
+    with open(deep / "curves.csv") as fh:
+        assert {line.split(",")[0] for line in fh.readlines()[1:]} == {"uniform", "per"}
+    assert "uniform  final return" in text and "per      final return" in text
 
