@@ -37,6 +37,16 @@ def test_every_agent_and_sampler_trains_on_hopper(agent, sampler, tmp_path):
     assert int(rows[-1]["updates"]) == 201  # one update per step from step 100 on
     for r in rows:
         assert np.isfinite(float(r["return_mean"])) and np.isfinite(float(r["critic_loss"]))
+    from prioritylab.replay.diagnostics import COLUMNS
+
+    last = rows[-1]
+    assert set(COLUMNS) <= set(last)
+    for key in ("ess_mean", "age_median", "coverage", "prob_n_p50", "td_mean", "q_mean", "weight_mean"):
+        assert np.isfinite(float(last[key])), key
+    if sampler in ("per", "pser"):
+        assert 0 < float(last["ess_mean"]) <= 1 and 0.4 < float(last["beta"]) <= 1
+    else:
+        assert float(last["ess_mean"]) == 1.0
     state = torch.load(folder / "checkpoint.pt", weights_only=False)
     sampler_state = state["buffer"]["sampler"]
     if "raw" in sampler_state:

@@ -123,6 +123,8 @@ VALID = {
     ("max_raw", "plus-1"),
     ("since_sort", "plus-1"),
     ("terminated", "flipped"),
+    ("counts", "huge"),  # draw counts of the diagnostics: any non-negative count is a history
+    ("ages", "list"),  # two ages drawn so far: another valid window
     ("truncated", "flipped"),
 }
 

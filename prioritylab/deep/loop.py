@@ -123,7 +123,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     agent = spec.make_agent(cfg, env, device, rng, noise, method)
     capacity = min(cfg.buffer_size, max(cfg.steps, 64))
     buffer = ReplayBuffer(capacity, sampler=method.make_sampler(capacity, np.random.default_rng(streams[2])),
-                          **spec.buffer_args(cfg, env))  # fmt: skip
+                          diagnostics=cfg.diagnostics, **spec.buffer_args(cfg, env))  # fmt: skip
 
     step, updates, episodes, next_ckpt = 0, 0, 0, cfg.checkpoint_every
     if checkpoint is not None:
@@ -143,6 +143,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     obs, _ = env.reset() if checkpoint is not None else env.reset(seed=cfg.seed)
     starts, every = spec.learning_starts(cfg), spec.update_every(cfg)
     last_eval = float(log.evals[-1]["return_mean"]) if log.evals else math.nan
+    ess = float(log.evals[-1].get("ess_mean", math.nan)) if log.evals else math.nan
     stats: dict = {}
 
     def save(reason: str) -> None:
@@ -168,12 +169,17 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
                 batch = buffer.sample(cfg.batch_size, beta=method.beta_at(step), device=device)
                 priority, stats = agent.update(batch, method)
                 buffer.update(batch, priority)
+                q_values = stats.pop("q_values", None)
+                if q_values is not None and buffer.diagnostics is not None:
+                    buffer.diagnostics.on_values(q=q_values.detach().to("cpu").numpy())
                 updates += 1
             if step % cfg.eval_every == 0 or step == cfg.steps:
                 returns = evaluate(agent, eval_env, cfg.seed + 100, cfg.eval_episodes)
                 last_eval = float(returns.mean())
                 row = {"step": step, "episodes": episodes, "return_mean": last_eval, "return_std": float(returns.std()),
-                       "updates": updates, **{k: float(stats.get(k, math.nan)) for k in agent.stat_keys}}  # fmt: skip
+                       "updates": updates, **{k: float(stats.get(k, math.nan)) for k in agent.stat_keys},
+                       **buffer.diagnostics_report()}  # fmt: skip
+                ess = row.get("ess_mean", math.nan)
                 log.record(row, {"step": step, **clock.rates(step, updates)})
             if term or trunc:
                 episodes += 1
@@ -187,7 +193,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
                         break
                 obs, _ = env.reset()
             if step % 1000 == 0 or step == cfg.steps:
-                bar.set_postfix(updates=updates, last_eval=f"{last_eval:.1f}", refresh=False)
+                bar.set_postfix(updates=updates, last_eval=f"{last_eval:.1f}", ess=f"{ess:.2f}", refresh=False)
                 bar.update(step - bar.n)
     bar.close()
     log.close()

@@ -76,6 +76,8 @@ class RunSettings:
     """Torch CPU threads (0: torch's default)."""
     progress: bool = True
     """Show a progress bar."""
+    diagnostics: bool = True
+    """Log what the sampler replays at each evaluation (ESS, ages, coverage, spread; docs/diagnostics.md)."""
     replay: ReplaySettings = field(default_factory=ReplaySettings)
 
 

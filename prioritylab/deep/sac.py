@@ -82,7 +82,8 @@ class SAC:
             next_action, next_logp = self.actor(batch.next_obs, self.noise)
             q_next = self.critic_target(batch.next_obs, next_action).min(0).values - temp * next_logp
             target = batch.reward + batch.discount * q_next
-        delta = self.critic(batch.obs, batch.action) - target  # (2, batch): LAP/PAL eq. 1
+        q = self.critic(batch.obs, batch.action)
+        delta = q - target  # (2, batch): LAP/PAL eq. 1
         critic_loss = method.critic_loss(delta, batch.weights)
         self.critic_opt.zero_grad(set_to_none=True)
         critic_loss.backward()
@@ -99,7 +100,8 @@ class SAC:
         self.temp_opt.step()
         polyak(self.critic_target, self.critic, self.cfg.tau)
         self.updates += 1
-        stats = {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "temperature": float(temp)}
+        stats = {"critic_loss": critic_loss.item(), "actor_loss": actor_loss.item(), "temperature": float(temp),
+                 "q_values": q[0].detach()}  # fmt: skip
         return method.priority(delta), stats
 
     _parts = ("actor", "critic", "critic_target", "actor_opt", "critic_opt", "temp_opt")

@@ -154,13 +154,14 @@ class TD3:
             next_action = torch.max(torch.min(self.actor_target(batch.next_obs) + smooth, self.high), self.low)
             q_next = self.critic_target(batch.next_obs, next_action).min(0).values
             target = batch.reward + batch.discount * q_next
-        delta = self.critic(batch.obs, batch.action) - target  # (2, batch): LAP/PAL eq. 1
+        q = self.critic(batch.obs, batch.action)
+        delta = q - target  # (2, batch): LAP/PAL eq. 1
         critic_loss = method.critic_loss(delta, batch.weights)
         self.critic_opt.zero_grad(set_to_none=True)
         critic_loss.backward()
         self.critic_opt.step()
         self.updates += 1
-        stats = {"critic_loss": critic_loss.item()}
+        stats = {"critic_loss": critic_loss.item(), "q_values": q[0].detach()}
         if self.updates % cfg.policy_freq == 0:
             actor_loss = -self.critic(batch.obs, self.actor(batch.obs))[0].mean()
             self.actor_opt.zero_grad(set_to_none=True)

@@ -40,6 +40,7 @@ import numpy as np
 
 from .._checks import check_positive_int, check_range
 from ..samplers.base import Sampler, StateError, state_array, state_value
+from .diagnostics import ReplayDiagnostics
 from .kernels import EMPTY, TAIL, TRANSITION, plan_gather, plan_writes
 
 SAMPLER_BYTES_PER_SLOT = 90  # stamps, links, flags, TD, raw priority, sum and min trees (4-ary: 4/3 nodes a leaf)
@@ -134,6 +135,9 @@ class ReplayBuffer:
         Any :class:`prioritylab.samplers.Sampler` of the same capacity.
     n_step, gamma:
         Returns over ``n_step`` steps (1: PER, LAP and PSER use one-step returns).
+    diagnostics:
+        Accumulate what the sampler replays (:mod:`prioritylab.replay.diagnostics`);
+        read with :meth:`diagnostics_report`.
     """
 
     def __init__(
@@ -149,6 +153,7 @@ class ReplayBuffer:
         frame_stack: int = 1,
         n_step: int = 1,
         gamma: float = 0.99,
+        diagnostics: bool = True,
     ):
         self.capacity = check_positive_int("capacity", capacity)
         self.num_envs = check_positive_int("num_envs", num_envs)
@@ -207,6 +212,7 @@ class ReplayBuffer:
             "invalid": np.empty(2 * n * self.frame_stack, dtype=np.int64),
         }
         self._env_rows = np.arange(n)
+        self.diagnostics = ReplayDiagnostics(capacity) if diagnostics else None
 
     # -- reads -----------------------------------------------------------------
     def config(self) -> dict:
@@ -294,6 +300,8 @@ class ReplayBuffer:
         st["env_step"][slots] = w["steps"][0]
         w["steps"][0] += 1
         self.sampler.add(slots, prev=p["prev"][:ns], sampleable=False)
+        if self.diagnostics is not None:
+            self.diagnostics.on_write(slots)
         if ni:
             self.sampler.set_sampleable(p["invalid"][:ni], False)
         if nc:
@@ -329,6 +337,9 @@ class ReplayBuffer:
         """Draw ``batch_size`` transitions; tensors on ``device`` (a torch device or name) if given."""
         drawn = self.sampler.sample(batch_size, beta)
         data = self.gather(drawn.indices)
+        if self.diagnostics is not None:
+            ages = self.writer["steps"][0] - 1 - self.storage["env_step"][drawn.indices]
+            self.diagnostics.on_sample(drawn.indices, drawn.weights, ages, beta)
         weights = drawn.weights.astype(np.float32)
         if device is not None:
             import torch
@@ -347,6 +358,19 @@ class ReplayBuffer:
         if hasattr(td_errors, "detach"):
             td_errors = td_errors.detach().to("cpu").double().numpy()
         self.sampler.update(batch.indices, td_errors, batch.generations)
+        if self.diagnostics is not None:
+            self.diagnostics.on_values(td_abs=np.abs(td_errors))
+
+    def diagnostics_report(self) -> dict[str, float]:
+        """The replay figures since the last report (docs/diagnostics.md); empty if diagnostics are off."""
+        if self.diagnostics is None:
+            return {}
+        cap = np.arange(self.capacity)
+        try:
+            probs = self.sampler.probabilities()
+        except ValueError:  # a sampler whose one-draw probabilities depend on the batch
+            probs = np.full(self.capacity, np.nan)
+        return self.diagnostics.report(probs, self.sampler.sampleable(cap))
 
     # -- state -----------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -355,18 +379,25 @@ class ReplayBuffer:
             "storage": {k: v.copy() for k, v in self.storage.items()},
             "writer": {k: v.copy() for k, v in self.writer.items()},
             "sampler": self.sampler.state_dict(),
+            "diagnostics": None if self.diagnostics is None else self.diagnostics.state_dict(),
         }
 
     def load_state_dict(self, state: dict) -> None:
         """Load a :meth:`state_dict`; checked in full (``ValueError`` naming the field) before anything changes."""
         try:
             storage, writer = self._parse_state(state)
+            diag = state_value(state, "diagnostics")
+            if (diag is None) != (self.diagnostics is None):
+                raise StateError("state['diagnostics'] does not match whether this buffer keeps diagnostics")
+            diag = None if diag is None else ReplayDiagnostics.parse_state(diag, self.capacity)
         except StateError:
             raise
         except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError) as err:
             raise ValueError(f"buffer state cannot be loaded: {type(err).__name__}: {err}") from None
         self.sampler.load_state_dict(state["sampler"])  # atomic itself; the last step that can fail
         self.storage, self.writer = storage, writer
+        if diag is not None:
+            self.diagnostics.assign(diag)
 
     def _parse_state(self, state) -> tuple[dict, dict]:
         config = state_value(state, "config")

@@ -1,0 +1,155 @@
+"""What a sampler actually replays: statistics accumulated over the batches drawn between two reports.
+
+Per batch, inside the sampling path (no pass over the memory): the effective
+sample size of the IS weights, the ages of the drawn transitions, how often
+each slot is drawn, the mean IS weight, and (when the learner reports them)
+the drawn transitions' |TD errors| and Q-values.  Once per report (an
+evaluation), one scan of the memory: coverage and the spread of the sampling
+probabilities.  docs/diagnostics.md explains each figure and what healthy
+and degenerate values look like.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+COLUMNS = (
+    "ess_mean", "ess_p5", "age_median", "age_p90", "coverage", "max_replays",
+    "prob_n_p1", "prob_n_p50", "prob_n_p99", "top1_share",
+    "td_mean", "td_std", "q_mean", "q_std", "beta", "weight_mean",
+)  # fmt: skip
+
+
+@njit(cache=True)
+def _accumulate(idx, weights, counts):
+    """Count the draws of each slot; return the batch's ESS fraction (sum w)^2 / (k sum w^2)."""
+    s = 0.0
+    s2 = 0.0
+    for i in range(idx.shape[0]):
+        counts[idx[i]] += 1
+        s += weights[i]
+        s2 += weights[i] * weights[i]
+    return s * s / (idx.shape[0] * s2) if s2 > 0.0 else math.nan
+
+
+class Moments:
+    """Running count, sum and sum of squares (mean and std without keeping the values)."""
+
+    def __init__(self):
+        self.n, self.s, self.s2 = 0, 0.0, 0.0
+
+    def add(self, x: np.ndarray) -> None:
+        x = np.asarray(x, dtype=np.float64)
+        self.n += x.size
+        self.s += float(x.sum())
+        self.s2 += float(np.square(x).sum())
+
+    def mean_std(self) -> tuple[float, float]:
+        if not self.n:
+            return math.nan, math.nan
+        mean = self.s / self.n
+        return mean, math.sqrt(max(self.s2 / self.n - mean * mean, 0.0))
+
+
+class ReplayDiagnostics:
+    """Accumulates the per-batch figures of one buffer; :meth:`report` returns them and starts afresh."""
+
+    def __init__(self, capacity: int):
+        self.counts = np.zeros(capacity, dtype=np.int64)  # draws per slot since it was written
+        self._reset_window()
+
+    def _reset_window(self) -> None:
+        self.ess: list[float] = []
+        self.ages: list[np.ndarray] = []
+        self.weights = Moments()
+        self.td = Moments()
+        self.q = Moments()
+        self.beta = math.nan
+
+    # -- per write and per batch ------------------------------------------------------------
+    def on_write(self, slots: np.ndarray) -> None:
+        self.counts[slots] = 0
+
+    def on_sample(self, idx: np.ndarray, weights: np.ndarray, ages: np.ndarray, beta: float | None) -> None:
+        self.ess.append(_accumulate(idx, weights, self.counts))
+        self.ages.append(ages)
+        self.weights.add(weights)
+        self.beta = math.nan if beta is None else float(beta)
+
+    def on_values(self, td_abs=None, q=None) -> None:
+        """The learner's |TD errors| and Q-values of the drawn transitions (NERS Table 3's figures)."""
+        if td_abs is not None:
+            self.td.add(td_abs)
+        if q is not None:
+            self.q.add(q)
+
+    # -- once per report ----------------------------------------------------------------------
+    def report(self, probs: np.ndarray, in_memory: np.ndarray) -> dict[str, float]:
+        """Figures over the batches since the last report; ``probs`` are the sampler's one-draw
+        probabilities of every slot, ``in_memory`` marks the slots holding a transition."""
+        ess = np.array(self.ess)
+        ages = np.concatenate(self.ages) if self.ages else np.empty(0)
+        n = int(in_memory.sum())
+        p = probs[in_memory] * n if n else np.empty(0)
+        top = max(1, int(math.ceil(0.01 * n)))
+        out = {
+            "ess_mean": float(ess.mean()) if ess.size else math.nan,
+            "ess_p5": float(np.percentile(ess, 5)) if ess.size else math.nan,
+            "age_median": float(np.median(ages)) if ages.size else math.nan,
+            "age_p90": float(np.percentile(ages, 90)) if ages.size else math.nan,
+            "coverage": float((self.counts[in_memory] > 0).mean()) if n else math.nan,
+            "max_replays": float(self.counts[in_memory].max()) if n else math.nan,
+            "prob_n_p1": float(np.percentile(p, 1)) if n else math.nan,
+            "prob_n_p50": float(np.percentile(p, 50)) if n else math.nan,
+            "prob_n_p99": float(np.percentile(p, 99)) if n else math.nan,
+            "top1_share": float(np.sort(probs[in_memory])[-top:].sum()) if n else math.nan,
+            "beta": self.beta,
+            "weight_mean": self.weights.mean_std()[0],
+        }
+        out["td_mean"], out["td_std"] = self.td.mean_std()
+        out["q_mean"], out["q_std"] = self.q.mean_std()
+        self._reset_window()
+        return {k: out[k] for k in COLUMNS}
+
+    def state_dict(self) -> dict:
+        """Everything, the open window included, so a resumed run reports what an uninterrupted one does."""
+        return {
+            "counts": self.counts.copy(),
+            "ess": np.array(self.ess, dtype=np.float64),
+            "ages": np.concatenate(self.ages) if self.ages else np.empty(0, dtype=np.int64),
+            "moments": np.array([[m.n, m.s, m.s2] for m in (self.weights, self.td, self.q)], dtype=np.float64),
+            "beta": self.beta,
+        }
+
+    @staticmethod
+    def parse_state(state, capacity: int) -> dict:
+        """Check a :meth:`state_dict` (``ValueError`` naming the field); returns it as arrays."""
+        from ..samplers.base import StateError, state_array, state_value
+
+        counts = state_array(state, "counts", np.int64, (capacity,))
+        ess = state_array(state, "ess", np.float64, (-1,))
+        ages = state_array(state, "ages", np.int64, (-1,))
+        moments = state_array(state, "moments", np.float64, (3, 3))
+        beta = state_value(state, "beta")
+        if (counts < 0).any() or (ages < 0).any():
+            raise StateError("state['diagnostics'] counts and ages must be non-negative")
+        if (~(np.isnan(ess) | ((ess >= 0) & (ess <= 1 + 1e-12)))).any():
+            raise StateError("state['diagnostics']['ess'] must hold fractions in [0, 1]")
+        n = moments[:, 0]
+        if not np.isfinite(moments).all() or (n < 0).any() or (n != np.round(n)).any() or (moments[:, 2] < 0).any():
+            raise StateError("state['diagnostics']['moments'] must hold counts, sums and sums of squares")
+        if not isinstance(beta, float) or not (math.isnan(beta) or 0.0 <= beta <= 1.0):
+            raise StateError(f"state['diagnostics']['beta'] must be a float in [0, 1] or NaN, got {beta!r}")
+        return {"counts": counts, "ess": ess, "ages": ages, "moments": moments, "beta": beta}
+
+    def assign(self, parsed: dict) -> None:
+        self.counts = parsed["counts"]
+        self._reset_window()
+        self.ess = [float(x) for x in parsed["ess"]]
+        self.ages = [parsed["ages"]] if parsed["ages"].size else []
+        for m, row in zip((self.weights, self.td, self.q), parsed["moments"], strict=True):
+            m.n, m.s, m.s2 = int(row[0]), float(row[1]), float(row[2])
+        self.beta = parsed["beta"]
