@@ -14,6 +14,7 @@ import sys
 SUBCOMMANDS = {
     "cliffwalk": "prioritylab.cliffwalk.cli",
     "bench": "prioritylab.bench.cli",
+    "report": "prioritylab.harness.report",
 }
 
 

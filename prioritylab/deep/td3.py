@@ -137,6 +137,7 @@ class TD3:
         self._half_np = (high - low) / 2
         self._low_np, self._high_np = low, high
         self.updates = 0
+        self.last_actor_loss = float("nan")  # logged at evaluations that fall between two actor updates
 
     def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
         with torch.no_grad():
@@ -161,7 +162,7 @@ class TD3:
         critic_loss.backward()
         self.critic_opt.step()
         self.updates += 1
-        stats = {"critic_loss": critic_loss.item(), "q_values": q[0].detach()}
+        stats = {"critic_loss": critic_loss.item(), "actor_loss": self.last_actor_loss, "q_values": q[0].detach()}
         if self.updates % cfg.policy_freq == 0:
             actor_loss = -self.critic(batch.obs, self.actor(batch.obs))[0].mean()
             self.actor_opt.zero_grad(set_to_none=True)
@@ -169,16 +170,18 @@ class TD3:
             self.actor_opt.step()
             polyak(self.critic_target, self.critic, cfg.tau)
             polyak(self.actor_target, self.actor, cfg.tau)
-            stats["actor_loss"] = actor_loss.item()
+            self.last_actor_loss = stats["actor_loss"] = actor_loss.item()
         return method.priority(delta), stats
 
     def state_dict(self) -> dict:
-        return {name: getattr(self, name).state_dict() for name in self._parts} | {"updates": self.updates}
+        parts = {name: getattr(self, name).state_dict() for name in self._parts}
+        return parts | {"updates": self.updates, "last_actor_loss": self.last_actor_loss}
 
     def load_state_dict(self, state: dict) -> None:
         for name in self._parts:
             getattr(self, name).load_state_dict(state[name])
         self.updates = state["updates"]
+        self.last_actor_loss = state["last_actor_loss"]
 
     _parts = ("actor", "critic", "actor_target", "critic_target", "actor_opt", "critic_opt")
 

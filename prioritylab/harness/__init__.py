@@ -1,0 +1,1 @@
+"""Experiment harness: reports built from run folders."""
