@@ -1,0 +1,159 @@
+"""``prioritylab sweep SPEC.py``: expand a sweep specification into ``prioritylab train`` runs and run them.
+
+A specification is a Python file defining ``runs(budget: str) -> list[dict]``:
+each dict holds ``agent`` (td3, sac, ...) and the ``prioritylab train`` settings
+of one run except the seed (``env``, ``sampler``, ``steps``, any other field,
+nested ones as ``"replay.alpha"``).  Budgets: ``paper`` (the paper's budget)
+and ``reduced`` (what fits a 2-core machine); a specification documents both.
+
+Each (run, seed) is one ``prioritylab train`` process writing its own run
+folder under ``--out``.  A finished run (``finished.json``) is skipped; an
+interrupted one (a checkpoint, no ``finished.json``) resumes from its
+checkpoint.  A run that crashes is recorded with its exit code and the end of
+its error output in ``sweep.json``, and the sweep goes on.  ``--jobs`` runs
+that many at once in a local process pool; ``--backend ray`` submits the same
+commands to a Ray cluster (``pip install 'prioritylab[ray]'``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from tqdm import tqdm
+
+from ..results import write_json
+
+BUDGETS = ("reduced", "paper")
+
+
+def load_spec(path: Path, budget: str) -> list[dict]:
+    if not path.is_file():
+        raise ValueError(f"sweep specification {path} does not exist")
+    spec = importlib.util.spec_from_file_location(f"sweep_spec_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "runs", None)):
+        raise ValueError(f"{path} defines no function runs(budget)")
+    runs = module.runs(budget)
+    for i, run in enumerate(runs):
+        if not isinstance(run, dict) or "agent" not in run or "env" not in run or "sampler" not in run:
+            raise ValueError(f"{path}: run {i} must be a dict with agent, env and sampler, got {run!r}")
+        if "seed" in run or "out" in run:
+            raise ValueError(f"{path}: run {i} sets seed or out; the sweep sets them")
+    return runs
+
+
+def expand(runs: list[dict], seeds: int, first_seed: int, out: Path) -> list[dict]:
+    jobs = []
+    for run in runs:
+        for seed in range(first_seed, first_seed + seeds):
+            env = str(run["env"]).replace("/", "-")
+            folder = out / f"{run['agent']}_{env}_{run['sampler']}_s{seed}"
+            args = ["train", run["agent"]]
+            for key, value in run.items():
+                if key == "agent":
+                    continue
+                flag = "--" + key.replace("_", "-")
+                if isinstance(value, bool):
+                    args.append(flag if value else "--no-" + key.replace("_", "-"))
+                else:
+                    args += [flag, str(value)]
+            args += ["--seed", str(seed), "--out", str(out), "--no-progress"]
+            jobs.append({"name": folder.name, "folder": folder, "args": args})
+    return jobs
+
+
+def status(job: dict) -> str:
+    folder = job["folder"]
+    if (folder / "finished.json").exists():
+        return "finished"
+    if (folder / "checkpoint.pt").exists():
+        return "resume"
+    return "new"
+
+
+def command(job: dict) -> list[str]:
+    args = list(job["args"])
+    if status(job) == "resume":
+        args.append("--resume")
+    return [sys.executable, "-m", "prioritylab", *args]
+
+
+def run_local(cmd: list[str]) -> tuple[int, str]:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return proc.returncode, proc.stderr[-2000:]
+
+
+def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, record: Path) -> dict:
+    todo = [j for j in jobs if status(j) != "finished"]
+    results = {j["name"]: {"status": "finished (skipped)"} for j in jobs if status(j) == "finished"}
+    bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="run", desc="sweep", dynamic_ncols=True)
+    started = time.time()
+
+    def done(job, rc, err):
+        results[job["name"]] = {"status": "finished" if rc == 0 else "crashed", "exit_code": rc}
+        if rc:
+            results[job["name"]]["error"] = err
+            tqdm.write(f"run {job['name']} crashed (exit {rc}): {err.strip().splitlines()[-1] if err.strip() else ''}")
+        bar.update(1)
+        write_json(record, {"started": started, "runs": results})
+
+    if backend == "ray":
+        import ray
+
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+        remote = ray.remote(run_local)
+        pending = {remote.remote(command(j)): j for j in todo}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            job = pending.pop(ready[0])
+            done(job, *ray.get(ready[0]))
+    else:
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            futures = {pool.submit(run_local, command(j)): j for j in todo}
+            for f in as_completed(futures):
+                done(futures[f], *f.result())
+    bar.close()
+    write_json(record, {"started": started, "runs": results})
+    return results
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("sweep", help="run a sweep specification (env x agent x sampler x seed)",
+                              description=__doc__.splitlines()[0])  # fmt: skip
+    p.add_argument("spec", type=Path, help="a sweep specification file, e.g. deep/lap_mujoco.py")
+    p.add_argument("--seeds", type=int, default=1, help="seeds per run (0, 1, ...)")
+    p.add_argument("--first-seed", type=int, default=0, help="first seed")
+    p.add_argument("--budget", choices=BUDGETS, default="reduced", help="the paper's budget or one that fits here")
+    p.add_argument("--jobs", type=int, default=1, help="runs at once (local backend)")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="parent folder of the run folders")
+    p.add_argument("--backend", choices=("local", "ray"), default="local", help="local process pool or Ray")
+    p.add_argument("--address", default=None, help="Ray cluster address (backend ray)")
+    p.add_argument("--dry-run", action="store_true", help="list the runs and their status, run nothing")
+    p.set_defaults(func=_main)
+
+
+def _main(args) -> int:
+    if args.seeds <= 0 or args.jobs <= 0:
+        raise SystemExit("prioritylab sweep: error: --seeds and --jobs must be positive")
+    if args.backend == "ray" and importlib.util.find_spec("ray") is None:
+        raise SystemExit("prioritylab sweep: error: --backend ray needs ray: pip install 'prioritylab[ray]'")
+    try:
+        jobs = expand(load_spec(args.spec, args.budget), args.seeds, args.first_seed, args.out)
+    except ValueError as err:
+        raise SystemExit(f"prioritylab sweep: error: {err}") from None
+    if args.dry_run:
+        for j in jobs:
+            print(f"{status(j):8s} {' '.join(command(j)[1:])}")
+        print(f"{len(jobs)} runs")
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = run_sweep(jobs, args.jobs, args.backend, args.address, args.out / "sweep.json")
+    crashed = [k for k, v in results.items() if v["status"] == "crashed"]
+    print(f"{len(jobs) - len(crashed)} of {len(jobs)} runs finished; {len(crashed)} crashed (see {args.out}/sweep.json)")
+    return 1 if crashed else 0
