@@ -155,5 +155,6 @@ def _main(args) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     results = run_sweep(jobs, args.jobs, args.backend, args.address, args.out / "sweep.json")
     crashed = [k for k, v in results.items() if v["status"] == "crashed"]
-    print(f"{len(jobs) - len(crashed)} of {len(jobs)} runs finished; {len(crashed)} crashed (see {args.out}/sweep.json)")
+    print(f"{len(jobs) - len(crashed)} of {len(jobs)} runs finished; {len(crashed)} crashed "
+          f"(see {args.out}/sweep.json)")  # fmt: skip
     return 1 if crashed else 0
