@@ -89,7 +89,7 @@ class SAC:
         self.critic_opt.step()
 
         action, logp = self.actor(batch.obs, self.noise)
-        actor_loss = (temp * logp - self.critic(batch.obs, action).min(0).values).mean()
+        actor_loss = (temp * logp - self.critic.frozen(batch.obs, action).min(0).values).mean()
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.actor_opt.step()

@@ -162,7 +162,7 @@ class TD3:
         self.updates += 1
         stats = {"critic_loss": critic_loss.item()}
         if self.updates % cfg.policy_freq == 0:
-            actor_loss = -self.critic(batch.obs, self.actor(batch.obs))[0].mean()
+            actor_loss = -self.critic.frozen(batch.obs, self.actor(batch.obs), members=1)[0].mean()  # Q_1 only
             self.actor_opt.zero_grad(set_to_none=True)
             actor_loss.backward()
             self.actor_opt.step()
