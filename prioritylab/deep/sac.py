@@ -71,8 +71,8 @@ class SAC:
         self.updates = 0
 
     def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
-        with torch.no_grad():
-            o = torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None]
+        with torch.inference_mode():  # once per env step: the lean path (from_numpy, no autograd bookkeeping)
+            o = torch.from_numpy(np.asarray(obs, dtype=np.float32))[None].to(self.device)
             a, _ = self.actor(o, self.noise, deterministic=not explore)
         return a[0].cpu().numpy()
 

@@ -136,13 +136,15 @@ class TD3:
         self.half = (self.high - self.low) / 2
         self._half_np = (high - low) / 2
         self._low_np, self._high_np = low, high
+        self._expl_std = cfg.expl_noise * self._half_np
         self.updates = 0
 
     def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
-        with torch.no_grad():
-            a = self.actor(torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None])[0].cpu().numpy()
+        with torch.inference_mode():  # once per env step: the lean path (from_numpy, no autograd bookkeeping)
+            x = torch.from_numpy(np.asarray(obs, dtype=np.float32))[None].to(self.device)
+            a = self.actor(x)[0].cpu().numpy()
         if explore:
-            a = a + self.rng.normal(0.0, self.cfg.expl_noise * self._half_np)
+            a = a + self.rng.normal(0.0, self._expl_std)
             a = np.clip(a, self._low_np, self._high_np)
         return a.astype(np.float32)
 
