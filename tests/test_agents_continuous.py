@@ -215,3 +215,24 @@ def test_pal_loss_uses_the_twin_critic_priority_for_lambda():
     per_item = np.where(d <= k, 0.5 * k**a * d**2, k * d ** (1 + a) / (1 + a)) / lam
     expected = per_item.mean(1).sum()
     assert float(m.critic_loss(delta, torch.ones(3))) == pytest.approx(expected, rel=1e-12, abs=0)
+
+
+def test_frozen_critic_gives_the_values_and_action_gradients_of_the_full_one():
+    """The actor's loss through TwinQ.frozen: same values and action gradients, no critic weight gradients."""
+    from prioritylab.deep.nets import TwinQ
+
+    torch.manual_seed(0)
+    q = TwinQ(3, 2, hidden=16)
+    obs = torch.randn(10, 3)
+    for members in (None, 1):
+        act_full = torch.randn(10, 2, requires_grad=True)
+        act_frozen = act_full.detach().clone().requires_grad_(True)
+        full = q(obs, act_full)[: members or 2]
+        frozen = q.frozen(obs, act_frozen, members=members)
+        torch.testing.assert_close(frozen, full, rtol=1e-6, atol=1e-7)
+        full.min(0).values.sum().backward()
+        frozen.min(0).values.sum().backward()
+        torch.testing.assert_close(act_frozen.grad, act_full.grad, rtol=1e-6, atol=1e-7)
+        q.zero_grad(set_to_none=True)
+        q.frozen(obs, act_frozen.detach().requires_grad_(True), members=members).sum().backward()
+        assert all(p.grad is None for p in q.parameters())

@@ -209,3 +209,29 @@ def test_drift_after_1e8_updates():
     worst = bench.drift_check(10**8, capacity=2**20, batch=1024, checks=20)
     assert worst <= 1e-12
     assert math.isfinite(worst)
+
+
+# ------------------------------------------------------------------------------------- agent bench
+
+
+def test_agent_bench_quick_runs_our_side(tmp_path, capsys):
+    """``prioritylab bench agent --quick`` with no peers: every agent x sampler row, the bare update, parts."""
+    pytest.importorskip("gymnasium")
+    path = tmp_path / "agent.json"
+    argv = ["bench", "agent", "--quick", "--peers", "--samplers", "uniform", "per", "--tries", "actor-full-critic",
+            "--no-progress", "--json", str(path)]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "bare update" in out and "torch threads 1" in out
+    doc = json.loads(path.read_text())
+    rows = doc["results"]
+    ours = [r for r in rows if r["kind"] == "ours"]
+    assert {(r["agent"], r["sampler"]) for r in ours} == {(a, s) for a in ("td3", "sac") for s in ("uniform", "per")}
+    assert {r["agent"] for r in rows if r["kind"] == "bare"} == {"td3", "sac"}
+    assert not any(r["kind"] == "peer" for r in rows)
+    for r in ours:
+        assert len(r["rates"]) == 1 and r["steps_per_s"] > 0 and r["vs_bare"] > 0 and r["vs_peer"] is None
+        assert set(r["parts_ms_median"]) == {"env", "act", "store", "sampler", "gather", "update", "other"}
+        assert r["parts_ms_median"]["update"] > 0
+    assert next(r for r in ours if r["sampler"] == "uniform")["overhead"] == 0.0
+    assert doc["config"]["hidden"] == 32 and doc["load"]["torch_threads"] == 1

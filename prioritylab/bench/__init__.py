@@ -1,4 +1,4 @@
-"""Speed benchmarks: ``prioritylab bench sumtree`` (see docs/benchmarks.md)."""
+"""Speed benchmarks: ``prioritylab bench sumtree`` and ``prioritylab bench agent`` (see docs/benchmarks.md)."""
 
 OPS = ("update", "sample", "per-step")
 """Operations ``prioritylab bench sumtree`` measures."""

@@ -1,4 +1,4 @@
-"""``prioritylab bench ...``: speed benchmarks (``prioritylab bench sumtree``)."""
+"""``prioritylab bench ...``: speed benchmarks (``prioritylab bench sumtree``, ``prioritylab bench agent``)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,82 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random slots, values and TD errors (default: 0)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run_sumtree)
+    _register_agent(sub)
+
+
+AGENT_QUICK = {"steps": 20, "prefill": 300, "repeats": 1, "warmup": 5, "hidden": 32, "batch": 32,
+               "buffer_size": 10_000}  # fmt: skip
+
+
+def _register_agent(sub) -> None:
+    from .agent import AGENTS, PEERS, SAMPLERS, TRIES
+
+    p = sub.add_parser(
+        "agent",
+        help="TD3/SAC training steps per second with every sampler, the bare update, and peer libraries",
+        description="Training steps (env step + one update) per second of our TD3 and SAC with each sampler, "
+        "where the time goes, the bare update on fixed tensors, and stable-baselines3 / tianshou side by side "
+        "(see docs/benchmarks.md). Peers that are not installed are skipped.",
+    )
+    p.add_argument("--env", default="Hopper-v5", help="gymnasium environment (default: Hopper-v5)")
+    p.add_argument("--agents", nargs="+", choices=AGENTS, default=list(AGENTS), help="agents (default: td3 sac)")
+    p.add_argument("--samplers", nargs="+", choices=SAMPLERS, default=list(SAMPLERS),
+                   help="samplers of our agents (default: all)")  # fmt: skip
+    p.add_argument("--peers", nargs="*", choices=PEERS, default=list(PEERS),
+                   help="peer libraries (default: all that are installed; none with an empty list)")  # fmt: skip
+    p.add_argument("--tries", nargs="*", choices=TRIES, default=[],
+                   help="variants of the bare update to measure alongside (default: none)")  # fmt: skip
+    p.add_argument("--steps", type=parse_size, default=300, help="timed training steps per contender and repeat")
+    p.add_argument("--repeats", type=parse_size, default=5,
+                   help="repeats; contenders are interleaved and the median is reported (default: 5)")  # fmt: skip
+    p.add_argument("--prefill", type=parse_size, default=5000,
+                   help="uniformly random steps stored before timing (default: 5000)")  # fmt: skip
+    p.add_argument("--warmup", type=parse_size, default=50, help="untimed training steps per contender (default: 50)")
+    p.add_argument("--threads", type=parse_size, default=1, help="torch.set_num_threads (default: 1)")
+    p.add_argument("--hidden", type=parse_size, default=256, help="hidden layer width (default: 256)")
+    p.add_argument("--batch", type=parse_size, default=256, help="batch size (default: 256)")
+    p.add_argument("--buffer-size", type=parse_size, default=10**6, help="replay capacity (default: 10^6)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every contender (default: 0)")
+    p.add_argument("--quick", action="store_true",
+                   help="a smoke run: 20 steps, 300 prefill, 1 repeat, hidden 32, batch 32, capacity 10^4")  # fmt: skip
+    p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=run_agent)
+
+
+def run_agent(args: argparse.Namespace) -> int:
+    import torch
+
+    from ..results import write_json
+    from . import agent as bench
+
+    config = {
+        "env": args.env, "agents": args.agents, "samplers": args.samplers, "steps": args.steps,
+        "repeats": args.repeats, "prefill": args.prefill, "warmup": args.warmup, "threads": args.threads,
+        "hidden": args.hidden, "batch": args.batch, "buffer_size": args.buffer_size, "seed": args.seed,
+        "tries": args.tries, "total_steps": 10**6,
+    }  # fmt: skip
+    if args.quick:
+        config.update(AGENT_QUICK)
+    torch.set_num_threads(config["threads"])
+    load_before = bench.load()
+    peers, skipped = bench.available_peers(args.peers)
+    for name, why in skipped.items():
+        print(f"skipping {name}: {why}")
+    contenders, not_built = bench.build(args.agents, args.samplers, peers, config, args.tries)
+    skipped.update(not_built)
+    torch.set_num_threads(config["threads"])  # whatever a peer's set-up did
+    results = bench.run(contenders, config["steps"], config["repeats"], config["warmup"],
+                        progress=not args.no_progress)  # fmt: skip
+    machine_load = {"before": load_before, "after": bench.load(), "torch_threads": torch.get_num_threads()}
+    before, after = load_before["loadavg_1_5_15"][0], machine_load["after"]["loadavg_1_5_15"][0]
+    print(f"torch threads {torch.get_num_threads()}; load average (1 min) {before:.2f} before, {after:.2f} after, "
+          f"on {load_before['cpu_count']} cores")  # fmt: skip
+    print(bench.format_table(results))
+    if args.json:
+        write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped, machine_load))
+        print(f"wrote {args.json}")
+    return 0
 
 
 def run_sumtree(args: argparse.Namespace) -> int:

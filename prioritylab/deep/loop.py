@@ -96,6 +96,49 @@ def evaluate(agent: Agent, env: gym.Env, seed: int, episodes: int) -> np.ndarray
     return returns
 
 
+def make_learner(spec: Spec, cfg: RunSettings, env: gym.Env, device: torch.device, method: Method):
+    """The agent, the replay buffer, the exploration RNG and the agent's noise generator of a fresh run.
+
+    Seeds the global torch RNG (the network initialisation) from ``cfg.seed``; see the module docstring.
+    """
+    streams = np.random.SeedSequence(cfg.seed).spawn(4)
+    torch_seed = int(streams[0].generate_state(1)[0])
+    rng = np.random.default_rng(streams[1])
+    noise = torch.Generator(device=device)
+    noise.manual_seed(int(streams[3].generate_state(1)[0]))
+    torch.manual_seed(torch_seed)
+    agent = spec.make_agent(cfg, env, device, rng, noise, method)
+    capacity = min(cfg.buffer_size, max(cfg.steps, 64))
+    buffer = ReplayBuffer(capacity, sampler=method.make_sampler(capacity, np.random.default_rng(streams[2])),
+                          diagnostics=cfg.diagnostics, **spec.buffer_args(cfg, env))  # fmt: skip
+    return agent, buffer, rng, noise
+
+
+def collect(spec: Spec, agent: Agent, env: gym.Env, buffer: ReplayBuffer, rng: np.random.Generator,
+            obs: np.ndarray, explore: bool) -> tuple[np.ndarray, bool, bool]:  # fmt: skip
+    """One environment step: act (uniformly at random unless ``explore``), step, store the transition.
+
+    Returns the next observation and the terminated and truncated flags; resetting is the caller's.
+    """
+    action = agent.act(obs, explore=True) if explore else spec.random_action(env, rng)
+    next_obs, reward, term, trunc, _ = env.step(action)
+    buffer.add(obs[None], np.asarray(action)[None], np.array([reward]), np.asarray(next_obs)[None],
+               np.array([term]), np.array([trunc]))  # fmt: skip
+    return next_obs, term, trunc
+
+
+def learn(agent: Agent, buffer: ReplayBuffer, method: Method, step: int, batch_size: int,
+          device: torch.device) -> dict:  # fmt: skip
+    """One update: sample a batch (IS exponent at ``step``), update the agent, give the sampler its priorities."""
+    batch = buffer.sample(batch_size, beta=method.beta_at(step), device=device)
+    priority, stats = agent.update(batch, method)
+    buffer.update(batch, priority)
+    q_values = stats.pop("q_values", None)
+    if q_values is not None and buffer.diagnostics is not None:
+        buffer.diagnostics.on_values(q=q_values.detach().to("cpu").numpy())
+    return stats
+
+
 def train(spec: Spec, cfg: RunSettings) -> Path:
     """Run (or resume) one training run; returns its folder.  Every check happens before any work."""
     check_common(cfg)
@@ -113,17 +156,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     checkpoint = load_checkpoint(folder / CHECKPOINT, identity) if cfg.resume else None
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-
-    streams = np.random.SeedSequence(cfg.seed).spawn(4)
-    torch_seed = int(streams[0].generate_state(1)[0])
-    rng = np.random.default_rng(streams[1])
-    noise = torch.Generator(device=device)
-    noise.manual_seed(int(streams[3].generate_state(1)[0]))
-    torch.manual_seed(torch_seed)
-    agent = spec.make_agent(cfg, env, device, rng, noise, method)
-    capacity = min(cfg.buffer_size, max(cfg.steps, 64))
-    buffer = ReplayBuffer(capacity, sampler=method.make_sampler(capacity, np.random.default_rng(streams[2])),
-                          diagnostics=cfg.diagnostics, **spec.buffer_args(cfg, env))  # fmt: skip
+    agent, buffer, rng, noise = make_learner(spec, cfg, env, device, method)
 
     step, updates, episodes, next_ckpt = 0, 0, 0, cfg.checkpoint_every
     if checkpoint is not None:
@@ -159,19 +192,10 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     stopped = False
     with StopSignal() as stop:
         while step < cfg.steps:
-            action = spec.random_action(env, rng) if step < starts else agent.act(obs, explore=True)
-            next_obs, reward, term, trunc, _ = env.step(action)
-            buffer.add(obs[None], np.asarray(action)[None], np.array([reward]), np.asarray(next_obs)[None],
-                       np.array([term]), np.array([trunc]))  # fmt: skip
-            obs = next_obs
+            obs, term, trunc = collect(spec, agent, env, buffer, rng, obs, explore=step >= starts)
             step += 1
             if step >= starts and step % every == 0 and len(buffer) >= 1:
-                batch = buffer.sample(cfg.batch_size, beta=method.beta_at(step), device=device)
-                priority, stats = agent.update(batch, method)
-                buffer.update(batch, priority)
-                q_values = stats.pop("q_values", None)
-                if q_values is not None and buffer.diagnostics is not None:
-                    buffer.diagnostics.on_values(q=q_values.detach().to("cpu").numpy())
+                stats = learn(agent, buffer, method, step, cfg.batch_size, device)
                 updates += 1
             if step % cfg.eval_every == 0 or step == cfg.steps:
                 returns = evaluate(agent, eval_env, cfg.seed + 100, cfg.eval_episodes)

@@ -43,6 +43,18 @@ class TwinQ(nn.Module):
         x = torch.relu(self.l2(x))
         return self.l3(x).squeeze(-1)
 
+    def frozen(self, obs: torch.Tensor, act: torch.Tensor, members: int | None = None) -> torch.Tensor:
+        """Values of the first ``members`` (all by default) with the weights held constant, ``(members, batch)``.
+
+        Gradients reach ``obs`` and ``act`` but not the critic's weights: the actor's loss needs no weight
+        gradients (they would be discarded), and TD3's needs ``Q_1`` alone.  Same values as :meth:`forward`.
+        """
+        m = self.members if members is None else members
+        x = torch.cat([obs, act], dim=-1).unsqueeze(0).expand(m, -1, -1)
+        for layer in (self.l1, self.l2):
+            x = torch.relu(torch.baddbmm(layer.bias[:m].detach(), x, layer.weight[:m].detach()))
+        return torch.baddbmm(self.l3.bias[:m].detach(), x, self.l3.weight[:m].detach()).squeeze(-1)
+
 
 def mlp(in_dim: int, out_dim: int, hidden: int = 256) -> nn.Sequential:
     return nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),

@@ -71,8 +71,8 @@ class SAC:
         self.updates = 0
 
     def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
-        with torch.no_grad():
-            o = torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None]
+        with torch.inference_mode():  # once per env step: the lean path (from_numpy, no autograd bookkeeping)
+            o = torch.from_numpy(np.asarray(obs, dtype=np.float32))[None].to(self.device)
             a, _ = self.actor(o, self.noise, deterministic=not explore)
         return a[0].cpu().numpy()
 
@@ -90,7 +90,7 @@ class SAC:
         self.critic_opt.step()
 
         action, logp = self.actor(batch.obs, self.noise)
-        actor_loss = (temp * logp - self.critic(batch.obs, action).min(0).values).mean()
+        actor_loss = (temp * logp - self.critic.frozen(batch.obs, action).min(0).values).mean()
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.actor_opt.step()

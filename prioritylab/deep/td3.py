@@ -136,14 +136,16 @@ class TD3:
         self.half = (self.high - self.low) / 2
         self._half_np = (high - low) / 2
         self._low_np, self._high_np = low, high
+        self._expl_std = cfg.expl_noise * self._half_np
         self.updates = 0
         self.last_actor_loss = float("nan")  # logged at evaluations that fall between two actor updates
 
     def act(self, obs: np.ndarray, explore: bool) -> np.ndarray:
-        with torch.no_grad():
-            a = self.actor(torch.as_tensor(obs, dtype=torch.float32, device=self.device)[None])[0].cpu().numpy()
+        with torch.inference_mode():  # once per env step: the lean path (from_numpy, no autograd bookkeeping)
+            x = torch.from_numpy(np.asarray(obs, dtype=np.float32))[None].to(self.device)
+            a = self.actor(x)[0].cpu().numpy()
         if explore:
-            a = a + self.rng.normal(0.0, self.cfg.expl_noise * self._half_np)
+            a = a + self.rng.normal(0.0, self._expl_std)
             a = np.clip(a, self._low_np, self._high_np)
         return a.astype(np.float32)
 
@@ -164,7 +166,7 @@ class TD3:
         self.updates += 1
         stats = {"critic_loss": critic_loss.item(), "actor_loss": self.last_actor_loss, "q_values": q[0].detach()}
         if self.updates % cfg.policy_freq == 0:
-            actor_loss = -self.critic(batch.obs, self.actor(batch.obs))[0].mean()
+            actor_loss = -self.critic.frozen(batch.obs, self.actor(batch.obs), members=1)[0].mean()  # Q_1 only
             self.actor_opt.zero_grad(set_to_none=True)
             actor_loss.backward()
             self.actor_opt.step()

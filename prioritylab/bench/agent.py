@@ -1,0 +1,430 @@
+"""Training steps per second of TD3 and SAC with every sampler, the bare update, and peer libraries.
+
+A *training step* is one environment step plus one update: act, step, store,
+sample, update the networks, give the sampler its priorities.  Every
+contender first fills its buffer with ``prefill`` uniformly random steps and
+runs a short untimed warm-up; then each repeat times ``steps`` training steps
+of every contender in turn (the order rotates every repeat, so a change of
+machine load hits all alike) and the median over the repeats is reported.
+
+Contenders:
+
+* ``prioritylab``: our training path itself, :func:`prioritylab.deep.loop.collect`
+  and :func:`prioritylab.deep.loop.learn` on a run built by
+  :func:`prioritylab.deep.loop.make_learner` (evaluation, logging and
+  checkpoints left out), for each sampler.  Timers around the environment,
+  the policy, the buffer's writer, the sampler, the gather and transfer and
+  the update split each step's time into parts.
+* ``bare update``: the same agent's update on one fixed batch of tensors
+  (uniform method): no environment, no replay.  The limit of the loop.
+* ``stable-baselines3``: its TD3 / SAC (uniform buffer), ``model.learn`` in
+  chunks of ``steps`` after ``learning_starts`` = ``prefill``.
+* ``tianshou``: its TD3 with ``PrioritizedVectorReplayBuffer``: one
+  ``Collector.collect(n_step=1)`` and one ``update(buffer, batch)`` per
+  training step, as its off-policy trainer does with one step per collect.
+
+Every contender has the same networks (``hidden``-``hidden`` ReLU MLPs),
+batch size, Adam learning rate, discount, Polyak rate and buffer capacity.
+Peers are optional: they are imported only here, and skipped when missing.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+AGENTS = ("td3", "sac")
+SAMPLERS = ("uniform", "per", "lap", "pal", "pser")
+PEERS = ("sb3", "tianshou")
+PARTS = ("env", "act", "store", "sampler", "gather", "update", "other")
+"""Where a step's time goes: environment step and reset, the policy's action, the buffer's writer,
+the sampler (sample + priority update), gather and tensor transfer, the networks' update, the rest."""
+TRIES = ("threads+1", "flush-denormal", "actor-full-critic")
+"""Variants of the bare update measured with ``--tries``: one more torch thread, denormals flushed to
+zero, and the actor's loss through the full critic forward (both critics, weight gradients computed and
+discarded: the form before :meth:`prioritylab.deep.nets.TwinQ.frozen`)."""
+
+
+@dataclass
+class Result:
+    """One contender's timings over the repeats."""
+
+    name: str
+    agent: str
+    kind: str  # "ours", "bare", "try" or "peer"
+    sampler: str
+    rates: list[float]
+    """Training steps (or updates, for the bare rows) per second, one per repeat."""
+    parts: dict[str, list[float]] = field(default_factory=dict)
+    """Milliseconds per step of each part, one per repeat (ours only)."""
+    steps_per_s: float = 0.0
+    overhead: float | None = None
+    """Median over repeats of (time per step / uniform's time per step) - 1 (ours only)."""
+    vs_bare: float | None = None
+    vs_peer: float | None = None
+    """steps/s over the fastest peer's of the same agent."""
+
+
+class Timers:
+    """Seconds spent in wrapped calls, by part."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    def wrap(self, obj, attr: str, part: str) -> None:
+        """Replace ``obj.attr`` by a call that adds its duration to ``part``."""
+        call = getattr(obj, attr)
+        clock = time.perf_counter
+        seconds = self.seconds
+        seconds.setdefault(part, 0.0)
+
+        def timed(*args, **kwargs):
+            t0 = clock()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                seconds[part] += clock() - t0
+
+        setattr(obj, attr, timed)
+
+    def reset(self) -> None:
+        for k in self.seconds:
+            self.seconds[k] = 0.0
+
+
+def _settings(agent: str, sampler: str, config: dict):
+    from ..deep import sac, td3
+
+    spec, cls = {"td3": (td3.SPEC, td3.TD3Settings), "sac": (sac.SPEC, sac.SACSettings)}[agent]
+    cfg = cls(env=config["env"], sampler=sampler, steps=config["total_steps"], buffer_size=config["buffer_size"],
+              start_steps=config["prefill"], batch_size=config["batch"], hidden=config["hidden"],
+              seed=config["seed"], progress=False)  # fmt: skip
+    return spec, cfg
+
+
+class Ours:
+    """Our training step on a run built as ``prioritylab train`` builds it."""
+
+    kind = "ours"
+
+    def __init__(self, agent: str, sampler: str, config: dict):
+        import torch
+
+        from ..deep.loop import make_learner
+        from ..deep.methods import Method
+
+        self.name, self.agent_name, self.sampler = "prioritylab", agent, sampler
+        spec, cfg = _settings(agent, sampler, config)
+        self.spec, self.cfg = spec, cfg
+        self.device = torch.device("cpu")
+        self.env = spec.make_env(cfg.env, cfg)
+        self.method = Method(sampler, cfg.replay, spec.defaults, cfg.steps)
+        self.agent, self.buffer, self.rng, _ = make_learner(spec, cfg, self.env, self.device, self.method)
+        self.obs, _ = self.env.reset(seed=cfg.seed)
+        self.step = 0
+        for _ in range(cfg.start_steps):
+            self._collect(explore=False)
+        self.timers = t = Timers()
+        t.wrap(self.env, "step", "env")
+        t.wrap(self.env, "reset", "env")
+        t.wrap(self.agent, "act", "act")
+        t.wrap(self.buffer, "add", "store")
+        t.wrap(self.buffer.sampler, "sample", "sampler")
+        t.wrap(self.buffer.sampler, "update", "sampler")
+        t.wrap(self.buffer, "sample", "buffer_io")  # includes the sampler's sample
+        t.wrap(self.buffer, "update", "buffer_io")  # includes the sampler's update
+        t.wrap(self.agent, "update", "update")
+
+    def _collect(self, explore: bool) -> None:
+        from ..deep.loop import collect
+
+        self.obs, term, trunc = collect(self.spec, self.agent, self.env, self.buffer, self.rng, self.obs, explore)
+        self.step += 1
+        if term or trunc:
+            self.obs, _ = self.env.reset()
+
+    def run(self, n: int) -> tuple[float, dict[str, float]]:
+        """Seconds for ``n`` training steps, and the seconds of each part."""
+        from ..deep.loop import learn
+
+        cfg, agent, buffer, method, device = self.cfg, self.agent, self.buffer, self.method, self.device
+        self.timers.reset()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            self._collect(explore=True)
+            learn(agent, buffer, method, self.step, cfg.batch_size, device)
+        total = time.perf_counter() - t0
+        s = dict(self.timers.seconds)
+        parts = {
+            "env": s["env"], "act": s["act"], "store": s["store"], "sampler": s["sampler"],
+            "gather": s["buffer_io"] - s["sampler"], "update": s["update"],
+        }  # fmt: skip
+        parts["other"] = total - sum(parts.values())
+        return total, parts
+
+
+class Bare:
+    """The same agent's update on one fixed batch of tensors: no environment, no replay."""
+
+    kind = "bare"
+
+    def __init__(self, agent: str, config: dict, variant: str | None = None):
+        import torch
+
+        self.name = "bare update" if variant is None else f"bare update, {variant}"
+        self.kind = "bare" if variant is None else "try"
+        self.agent_name, self.sampler, self.variant = agent, "-", variant
+        self.learner = Ours(agent, "uniform", config)
+        self.batch = self.learner.buffer.sample(config["batch"], device=torch.device("cpu"))
+        self.threads = config["threads"]
+        if variant == "actor-full-critic":
+            critic = self.learner.agent.critic
+            critic.frozen = lambda obs, act, members=None: critic(obs, act)
+
+    def run(self, n: int) -> tuple[float, dict[str, float]]:
+        import torch
+
+        agent, method, batch = self.learner.agent, self.learner.method, self.batch
+        if self.variant == "threads+1":
+            torch.set_num_threads(self.threads + 1)
+        if self.variant == "flush-denormal":
+            torch.set_flush_denormal(True)
+        try:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                agent.update(batch, method)
+            total = time.perf_counter() - t0
+        finally:
+            torch.set_num_threads(self.threads)
+            torch.set_flush_denormal(False)
+        return total, {}
+
+
+class SB3:
+    """stable-baselines3's TD3 or SAC, ``learn`` in chunks after ``learning_starts``."""
+
+    kind = "peer"
+
+    def __init__(self, agent: str, config: dict):
+        import gymnasium as gym
+        import stable_baselines3 as sb3
+
+        self.name, self.agent_name, self.sampler = "stable-baselines3", agent, "uniform"
+        env = gym.make(config["env"])
+        kw = {
+            "learning_rate": 3e-4, "buffer_size": config["buffer_size"], "learning_starts": config["prefill"],
+            "batch_size": config["batch"], "tau": 0.005, "gamma": 0.99, "train_freq": 1, "gradient_steps": 1,
+            "policy_kwargs": {"net_arch": [config["hidden"], config["hidden"]]}, "seed": config["seed"],
+            "device": "cpu", "verbose": 0,
+        }  # fmt: skip
+        if agent == "td3":
+            from stable_baselines3.common.noise import NormalActionNoise
+
+            dim = env.action_space.shape[0]
+            kw["action_noise"] = NormalActionNoise(np.zeros(dim), 0.1 * np.ones(dim))
+            self.model = sb3.TD3("MlpPolicy", env, **kw)
+        else:
+            self.model = sb3.SAC("MlpPolicy", env, **kw)
+        self.model.learn(config["prefill"])  # random actions, no update (SB3 trains once past learning_starts)
+
+    def run(self, n: int) -> tuple[float, dict[str, float]]:
+        t0 = time.perf_counter()
+        self.model.learn(n, reset_num_timesteps=False)
+        return time.perf_counter() - t0, {}
+
+
+class Tianshou:
+    """tianshou's TD3 with its prioritized buffer: one collected step and one update per training step."""
+
+    kind = "peer"
+
+    def __init__(self, agent: str, config: dict):
+        import gymnasium as gym
+        from tianshou.algorithm import TD3
+        from tianshou.algorithm.modelfree.ddpg import ContinuousDeterministicPolicy
+        from tianshou.algorithm.optim import AdamOptimizerFactory
+        from tianshou.data import Collector, PrioritizedVectorReplayBuffer
+        from tianshou.exploration import GaussianNoise
+        from tianshou.utils.net.common import Net
+        from tianshou.utils.net.continuous import ContinuousActorDeterministic, ContinuousCritic
+
+        self.name, self.agent_name, self.sampler = "tianshou", agent, "per"
+        env = gym.make(config["env"])
+        obs_shape, act_shape = env.observation_space.shape, env.action_space.shape
+        hidden = [config["hidden"], config["hidden"]]
+        max_action = float(env.action_space.high[0])
+        actor = ContinuousActorDeterministic(preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden),
+                                             action_shape=act_shape, max_action=max_action)  # fmt: skip
+
+        def critic():
+            net = Net(state_shape=obs_shape, action_shape=act_shape, hidden_sizes=hidden, concat=True)
+            return ContinuousCritic(preprocess_net=net)
+
+        policy = ContinuousDeterministicPolicy(actor=actor, exploration_noise=GaussianNoise(sigma=0.1 * max_action),
+                                               action_space=env.action_space)  # fmt: skip
+        self.algorithm = TD3(
+            policy=policy, policy_optim=AdamOptimizerFactory(lr=3e-4), critic=critic(),
+            critic_optim=AdamOptimizerFactory(lr=3e-4), critic2=critic(), critic2_optim=AdamOptimizerFactory(lr=3e-4),
+            tau=0.005, gamma=0.99, policy_noise=0.2 * max_action, noise_clip=0.5 * max_action, update_actor_freq=2,
+        )  # fmt: skip
+        self.buffer = PrioritizedVectorReplayBuffer(config["buffer_size"], 1, alpha=0.6, beta=0.4)
+        with warnings.catch_warnings():  # "Single environment detected, wrap to DummyVectorEnv"
+            warnings.simplefilter("ignore", UserWarning)
+            self.collector = Collector(self.algorithm, env, self.buffer, exploration_noise=True)
+        self.collector.reset()
+        self.collector.collect(n_step=config["prefill"], random=True)
+        self.batch = config["batch"]
+
+    def run(self, n: int) -> tuple[float, dict[str, float]]:
+        from tianshou.utils.torch_utils import policy_within_training_step
+
+        collector, algorithm, buffer, batch = self.collector, self.algorithm, self.buffer, self.batch
+        t0 = time.perf_counter()
+        for _ in range(n):
+            with policy_within_training_step(algorithm.policy):  # as its trainer's training step
+                collector.collect(n_step=1)
+                algorithm.update(buffer, batch)
+        return time.perf_counter() - t0, {}
+
+
+PEER_CLASSES = {"sb3": SB3, "tianshou": Tianshou}
+
+
+def available_peers(wanted) -> tuple[list[str], dict[str, str]]:
+    """The peers that import, and why the others were skipped."""
+    ok, skipped = [], {}
+    for name in wanted:
+        try:
+            if name == "sb3":
+                import stable_baselines3  # noqa: F401
+            elif name == "tianshou":
+                import tianshou.algorithm  # noqa: F401
+            ok.append(name)
+        except Exception as err:  # noqa: BLE001 - any import failure means skip
+            skipped[name] = f"{type(err).__name__}: {err}"
+    return ok, skipped
+
+
+def build(agents, samplers, peers, config: dict, tries=(), log: Callable[[str], None] = print) -> tuple[list, dict]:
+    """Every contender, filled and ready; returns them and the peers that could not be set up (with why)."""
+    contenders, skipped = [], {}
+    for agent in agents:
+        contenders.append(Bare(agent, config))
+        for variant in tries:
+            contenders.append(Bare(agent, config, variant))
+        for sampler in samplers:
+            contenders.append(Ours(agent, sampler, config))
+        for peer in peers:
+            if peer == "tianshou" and agent != "td3":
+                skipped[f"{peer} {agent}"] = "not set up (TD3 with its prioritized buffer only)"
+                continue
+            try:
+                contenders.append(PEER_CLASSES[peer](agent, config))
+            except Exception as err:  # noqa: BLE001 - a peer that cannot be set up is reported, not fatal
+                skipped[f"{peer} {agent}"] = f"{type(err).__name__}: {err}"
+                log(f"skipping {peer} {agent}: {type(err).__name__}: {err}")
+    return contenders, skipped
+
+
+def run(contenders, steps: int, repeats: int, warmup: int, progress: bool = False) -> list[Result]:
+    """Time ``steps`` training steps of each contender per repeat, interleaved; medians and ratios."""
+    from tqdm.auto import tqdm
+
+    for c in contenders:
+        c.run(warmup)
+    seconds = {id(c): [] for c in contenders}
+    parts = {id(c): {p: [] for p in PARTS} for c in contenders}
+    with tqdm(total=repeats * len(contenders), disable=not progress, desc="agent bench", unit="run") as bar:
+        for r in range(repeats):
+            k = r % len(contenders)
+            for c in contenders[k:] + contenders[:k]:
+                total, split = c.run(steps)
+                seconds[id(c)].append(total)
+                for p, s in split.items():
+                    parts[id(c)][p].append(1e3 * s / steps)
+                bar.update()
+    results = []
+    for c in contenders:
+        res = Result(c.name, c.agent_name, c.kind, c.sampler, [steps / s for s in seconds[id(c)]],
+                     {p: v for p, v in parts[id(c)].items() if v})  # fmt: skip
+        res.steps_per_s = statistics.median(res.rates)
+        results.append(res)
+    _ratios(results, {id(r): seconds[id(c)] for r, c in zip(results, contenders, strict=True)})
+    return results
+
+
+def _ratios(results: list[Result], seconds: dict[int, list[float]]) -> None:
+    for agent in {r.agent for r in results}:
+        rows = [r for r in results if r.agent == agent]
+        bare = next((r for r in rows if r.kind == "bare"), None)
+        uniform = next((r for r in rows if r.kind == "ours" and r.sampler == "uniform"), None)
+        peers = [r for r in rows if r.kind == "peer"]
+        best_peer = max((r.steps_per_s for r in peers), default=None)
+        for r in rows:
+            if r.kind in ("ours", "try") and bare is not None:
+                r.vs_bare = r.steps_per_s / bare.steps_per_s
+            if r.kind == "ours" and uniform is not None:
+                paired = [a / b for a, b in zip(seconds[id(r)], seconds[id(uniform)], strict=True)]
+                r.overhead = statistics.median(paired) - 1.0
+            if r.kind in ("ours", "peer") and best_peer:
+                r.vs_peer = r.steps_per_s / best_peer
+
+
+def format_table(results: list[Result]) -> str:
+    """Plain-text table: steps/s, ratios, and milliseconds per step by part."""
+    head = (f"{'agent':<5} {'contender':<34} {'sampler':<7} {'steps/s':>8} {'vs unif':>8} {'vs bare':>8} "
+            f"{'vs peer':>8} | ms/step: " + " ".join(f"{p:>7}" for p in PARTS))  # fmt: skip
+    lines = [head, "-" * len(head)]
+    prev = None
+    for r in results:
+        if prev is not None and r.agent != prev:
+            lines.append("")
+        prev = r.agent
+
+        def pct(x):
+            return "" if x is None else f"{100 * x:+.1f}%"
+
+        def ratio(x):
+            return "" if x is None else f"{x:.2f}x"
+
+        ms = " ".join(f"{statistics.median(r.parts[p]):>7.3f}" if p in r.parts else f"{'':>7}" for p in PARTS)
+        lines.append(f"{r.agent:<5} {r.name:<34} {r.sampler:<7} {r.steps_per_s:>8.1f} {pct(r.overhead):>8} "
+                     f"{ratio(r.vs_bare):>8} {ratio(r.vs_peer):>8} | {'':9}{ms}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def load() -> dict:
+    """Load averages and this process's CPU count, recorded next to the figures."""
+    one, five, fifteen = os.getloadavg()
+    return {"loadavg_1_5_15": [one, five, fifteen], "cpu_count": os.cpu_count()}
+
+
+def to_json(results: list[Result], config: dict, skipped: dict[str, str], machine_load: dict) -> dict:
+    from importlib import metadata
+
+    from ..results import git_commit, machine_info, package_versions
+
+    versions = package_versions()
+    for name in ("stable-baselines3", "tianshou", "gymnasium", "mujoco", "torch"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    out = [asdict(r) for r in results]
+    for row in out:
+        row["parts_ms_median"] = {p: statistics.median(v) for p, v in row["parts"].items()}
+    return {
+        "config": config,
+        "skipped_peers": skipped,
+        "machine": machine_info(),
+        "load": machine_load,
+        "packages": versions,
+        "git_commit": git_commit(),
+        "results": out,
+    }
