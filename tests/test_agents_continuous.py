@@ -236,3 +236,14 @@ def test_frozen_critic_gives_the_values_and_action_gradients_of_the_full_one():
         q.zero_grad(set_to_none=True)
         q.frozen(obs, act_frozen.detach().requires_grad_(True), members=members).sum().backward()
         assert all(p.grad is None for p in q.parameters())
+
+
+@pytest.mark.gpu
+def test_td3_trains_on_cuda_with_pinned_batches(tmp_path):
+    """On a CUDA device: batches arrive as CUDA tensors and a short run trains (not run on CPU-only machines)."""
+    if not torch.cuda.is_available():
+        pytest.skip("hardware: no CUDA device")
+    folder = train(td3.SPEC, settings("td3", tmp_path, env="Pendulum-v1", sampler="per", steps=300, start_steps=100,
+                                      eval_every=300, device="cuda"))  # fmt: skip
+    rows = read_rows(folder / "evaluations.csv")
+    assert np.isfinite(float(rows[-1]["return_mean"]))

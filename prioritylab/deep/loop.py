@@ -14,6 +14,7 @@ environment with ``seed + 100`` at every evaluation (LAP App. D).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -190,6 +191,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     bar = tqdm(total=cfg.steps, initial=step, disable=not cfg.progress, unit="step", dynamic_ncols=True,
                desc=f"{spec.name} {cfg.env} {cfg.sampler} s{cfg.seed}")  # fmt: skip
     stopped = False
+    bar_updates, bar_time = updates, time.perf_counter()
     with StopSignal() as stop:
         while step < cfg.steps:
             obs, term, trunc = collect(spec, agent, env, buffer, rng, obs, explore=step >= starts)
@@ -217,7 +219,10 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
                         break
                 obs, _ = env.reset()
             if step % 1000 == 0 or step == cfg.steps:
-                bar.set_postfix(updates=updates, last_eval=f"{last_eval:.1f}", ess=f"{ess:.2f}", refresh=False)
+                now = time.perf_counter()
+                ups = (updates - bar_updates) / max(now - bar_time, 1e-9)
+                bar_updates, bar_time = updates, now
+                bar.set_postfix(upd_s=f"{ups:.0f}", last_eval=f"{last_eval:.1f}", ess=f"{ess:.2f}", refresh=False)
                 bar.update(step - bar.n)
     bar.close()
     log.close()
