@@ -1,10 +1,14 @@
-"""``prioritylab train {td3,sac} ...``: every field of the agent's settings is a flag (tyro)."""
+"""``prioritylab train {td3,sac,dqn,ddqn} ...``: every field of the agent's settings is a flag (tyro).
+
+A module defines ``SPEC`` for one agent, or ``SPECS`` (name -> Spec) for several.
+"""
 
 from __future__ import annotations
 
 import sys
 
-AGENTS = {"td3": "prioritylab.deep.td3", "sac": "prioritylab.deep.sac"}
+AGENTS = {"td3": "prioritylab.deep.td3", "sac": "prioritylab.deep.sac", "dqn": "prioritylab.deep.dqn",
+          "ddqn": "prioritylab.deep.dqn"}  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
@@ -18,7 +22,7 @@ def main(argv: list[str]) -> int:
     specs, settings = {}, {}
     for name, module in AGENTS.items():
         mod = importlib.import_module(module)
-        specs[name] = mod.SPEC
+        specs[name] = mod.SPECS[name] if hasattr(mod, "SPECS") else mod.SPEC
         settings[name] = next(v for k, v in vars(mod).items() if k.endswith("Settings") and k[:3].lower() == name[:3])
     if not argv or argv[0] not in AGENTS:
         if argv and argv[0] not in ("-h", "--help"):

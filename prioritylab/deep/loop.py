@@ -60,6 +60,10 @@ class Agent(Protocol):
 
     def load_state_dict(self, state: dict) -> None: ...
 
+    # Optional: ``start_evaluation(seed)``, called before each evaluation, for an agent whose evaluation
+    # policy draws random numbers (DQN's epsilon); it must use its own RNG seeded there, never the
+    # training streams, so that a resumed run stays bit-identical.
+
 
 @dataclass
 class Spec:
@@ -74,6 +78,10 @@ class Spec:
     update_every: object  # cfg -> env steps per update
     random_action: object  # (env, rng) -> a uniformly random action
     defaults: Defaults  # the agent's sampler defaults (its paper's table)
+    # the environment state saved at an episode end and restored on resume (default: its np_random)
+    env_state: object = env_rng_state  # env -> picklable state
+    set_env_state: object = set_env_rng_state  # (env, state) -> None
+    score_columns: object = None  # optional (env_id, returns) -> dict of extra evaluation columns
 
 
 def make_gym_env(env_id: str) -> gym.Env:
@@ -83,9 +91,17 @@ def make_gym_env(env_id: str) -> gym.Env:
         raise SettingsError(f"unknown environment {env_id!r}: {err}") from None
 
 
+def replay_capacity(cfg: RunSettings) -> int:
+    """Slots of the run's replay: ``buffer_size``, or fewer for a run with fewer steps."""
+    return min(cfg.buffer_size, max(cfg.steps, 64))
+
+
 def evaluate(agent: Agent, env: gym.Env, seed: int, episodes: int) -> np.ndarray:
-    """Returns of ``episodes`` episodes of the deterministic policy; the env is reseeded at the first."""
+    """Returns of ``episodes`` episodes of the evaluation policy; the env is reseeded at the first."""
     returns = np.empty(episodes)
+    start = getattr(agent, "start_evaluation", None)
+    if start is not None:
+        start(seed)
     for i in range(episodes):
         obs, _ = env.reset(seed=seed) if i == 0 else env.reset()
         total, done = 0.0, False
@@ -109,7 +125,7 @@ def make_learner(spec: Spec, cfg: RunSettings, env: gym.Env, device: torch.devic
     noise.manual_seed(int(streams[3].generate_state(1)[0]))
     torch.manual_seed(torch_seed)
     agent = spec.make_agent(cfg, env, device, rng, noise, method)
-    capacity = min(cfg.buffer_size, max(cfg.steps, 64))
+    capacity = replay_capacity(cfg)
     buffer = ReplayBuffer(capacity, sampler=method.make_sampler(capacity, np.random.default_rng(streams[2])),
                           diagnostics=cfg.diagnostics, **spec.buffer_args(cfg, env))  # fmt: skip
     return agent, buffer, rng, noise
@@ -173,7 +189,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
 
     env.reset(seed=cfg.seed)
     if checkpoint is not None:
-        set_env_rng_state(env, checkpoint["env_rng"])
+        spec.set_env_state(env, checkpoint["env_state"])
     obs, _ = env.reset() if checkpoint is not None else env.reset(seed=cfg.seed)
     starts, every = spec.learning_starts(cfg), spec.update_every(cfg)
     last_eval = float(log.evals[-1]["return_mean"]) if log.evals else math.nan
@@ -184,7 +200,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
         save_atomic({
             "identity": identity, "step": step, "updates": updates, "episodes": episodes, "next_ckpt": next_ckpt,
             "agent": agent.state_dict(), "buffer": buffer.state_dict(), "rng": rng.bit_generator.state,
-            "noise": noise.get_state(), "torch_rng": torch.get_rng_state(), "env_rng": env_rng_state(env),
+            "noise": noise.get_state(), "torch_rng": torch.get_rng_state(), "env_state": spec.env_state(env),
             "wall_time": clock.elapsed, "reason": reason,
         }, folder / CHECKPOINT)  # fmt: skip
 
@@ -202,8 +218,10 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
             if step % cfg.eval_every == 0 or step == cfg.steps:
                 returns = evaluate(agent, eval_env, cfg.seed + 100, cfg.eval_episodes)
                 last_eval = float(returns.mean())
+                extra = spec.score_columns(cfg.env, returns) if spec.score_columns is not None else {}
                 row = {"step": step, "episodes": episodes, "return_mean": last_eval, "return_std": float(returns.std()),
-                       "updates": updates, **{k: float(stats.get(k, math.nan)) for k in agent.stat_keys},
+                       **extra, "updates": updates,
+                       **{k: float(stats.get(k, math.nan)) for k in agent.stat_keys},
                        **buffer.diagnostics_report()}  # fmt: skip
                 ess = row.get("ess_mean", math.nan)
                 log.record(row, {"step": step, **clock.rates(step, updates)})

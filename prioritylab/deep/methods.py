@@ -4,11 +4,11 @@ A method is a small object, not a copied training loop (LAP/PAL Section 5):
 
 | method | sampler | critic loss | IS weights |
 |---|---|---|---|
-| ``uniform`` | uniform | MSE | no |
-| ``per`` | proportional PER, ``|delta| + eps`` (PER eq. 1) | MSE | yes, beta annealed to 1 (PER Section 3.4) |
+| ``uniform`` | uniform | MSE (Huber(1) for the DQN family) | no |
+| ``per`` | proportional PER, ``|delta| + eps`` (PER eq. 1) | as uniform | yes, beta annealed to 1 (PER Section 3.4) |
 | ``lap`` | LAP, ``max(|delta|, kappa)^alpha`` (LAP eq. 10 / 30) | Huber(kappa) (eq. 11 / 29) | no |
 | ``pal`` | uniform | PAL(alpha, kappa) (eq. 12 / 31) | no |
-| ``pser`` | PSER (PER + backward decay, eq. 6-10) | MSE | yes, annealed |
+| ``pser`` | PSER (PER + backward decay, eq. 6-10) | as uniform | yes, annealed |
 
 Every loss comes from :mod:`prioritylab.losses_torch`.  The priority given to
 the sampler is the TD error of largest magnitude over the critics
@@ -35,7 +35,8 @@ class ReplaySettings:
     alpha: float | None = None
     """Priority exponent (TD3/SAC: PER 0.6, LAP/PAL 0.4, LAP Table 6; DDQN: 0.6, Table 7)."""
     beta0: float | None = None
-    """Initial IS exponent for per/pser, annealed linearly to 1 over training (PER Section 3.4; 0.4, Table 6)."""
+    """Initial IS exponent for per/pser, annealed linearly to 1 over training (PER Section 3.4; 0.4, Table 6;
+    DQN keeps it fixed at 0.5, PSER appendix)."""
     eps: float | None = None
     """PER's added priority (1e-10, LAP Table 6 / Castro et al.)."""
     kappa: float | None = None
@@ -59,6 +60,10 @@ class Defaults:
     per_eps: float
     lap_alpha: float
     kappa: float
+    per_beta_end: float | None = 1.0
+    """IS exponent at the end of training (PER anneals beta to 1); None keeps beta fixed at ``beta0``."""
+    td_kappa: float | None = None
+    """Loss of uniform/per/pser: None for MSE, a number for Huber with that threshold (DQN's Huber, kappa 1)."""
 
 
 class Method:
@@ -76,7 +81,9 @@ class Method:
         self.kappa = s.kappa if s.kappa is not None else defaults.kappa
         self.settings = s
         self.uses_weights = prioritised_is
-        self.beta = LinearSchedule(self.beta0, 1.0, total_steps)
+        beta_end = self.beta0 if defaults.per_beta_end is None else defaults.per_beta_end
+        self.beta = LinearSchedule(self.beta0, beta_end, total_steps)
+        self.td_kappa = defaults.td_kappa
         # build a small sampler now: a bad setting fails before any work, with the sampler's own message
         self.make_sampler(8, seed=0)
         if self.name == "pal":
@@ -108,7 +115,7 @@ class Method:
         if self.name == "pal":
             lam = L.pal_lambda(delta.detach().abs().amax(0), self.alpha, self.kappa, check=False)
             return L.pal(delta, self.alpha, self.kappa, lam=lam, check=False).mean(-1).sum()
-        loss = L.mse(delta, check=False)
+        loss = L.mse(delta, check=False) if self.td_kappa is None else L.huber(delta, self.td_kappa, check=False)
         if self.uses_weights:
             return (loss * weights).mean(-1).sum()
         return loss.mean(-1).sum()

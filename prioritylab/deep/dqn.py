@@ -1,0 +1,318 @@
+"""DQN (Mnih et al., 2015) and Double DQN (van Hasselt et al., 2016) on Atari, with any replay method.
+
+* ``dqn``: the Nature agent with the settings of PSER's appendix (Table 4), the DQN that
+  PSER compares PER and PSER with;
+* ``ddqn``: Double DQN with the settings of LAP/PAL App. D.2, Table 7, the agent that LAP
+  and PAL are compared on.
+
+Both share the network (:class:`NatureCNN`), the epsilon-greedy policy and the update; they
+differ in the target: ``r + gamma max_a Q'(s', a)`` (DQN) against
+``r + gamma Q'(s', argmax_a Q(s', a))`` (Double DQN).  The discount is zeroed only on
+termination, never on truncation (LAP App. D.2, "Terminal Transitions").
+
+Rewards are clipped to [-1, 1] **in the TD target only** (``batch.reward.clamp(-1, 1)``):
+the replay stores the game's reward and the evaluation returns are the game's scores.  The
+replay uses one-step returns, so clipping the sampled reward is clipping each reward.
+
+Counting: one agent step is 4 emulator frames (:mod:`prioritylab.deep.atari`); ``steps``,
+``start_steps``, ``eval_every`` count agent steps; ``target_every`` and ``eps_decay`` count
+updates (one every ``update_every`` agent steps), as LAP's Table 7 does.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from ..replay import estimate_bytes
+from .atari import FRAME_STACK, SCREEN, atari_state, make_atari_env, score_columns, set_atari_state
+from .loop import Spec, replay_capacity
+from .methods import Defaults, Method
+from .run import RunSettings, SettingsError
+
+# LAP/PAL Table 7 (Double DQN): PER alpha 0.6, beta 0.4 (annealed to 1, PER Section 3.4), eps 1e-10;
+# LAP & PAL alpha 0.6; kappa 0.01 (App. D.2, eq. 29-31); uniform/PER/PSER keep DQN's Huber loss (kappa 1).
+DDQN_DEFAULTS = Defaults(per_alpha=0.6, per_beta0=0.4, per_eps=1e-10, lap_alpha=0.6, kappa=0.01, td_kappa=1.0)
+# PSER appendix, Table 4 (DQN): proportional prioritisation, exponent 0.5, IS exponent 0.5 (one value, kept
+# fixed as in Dopamine, which PSER adapted); PER's eps and LAP/PAL's alpha and kappa are not given there and
+# are taken from LAP Table 7 / App. D.2.
+DQN_DEFAULTS = Defaults(per_alpha=0.5, per_beta0=0.5, per_eps=1e-10, lap_alpha=0.6, kappa=0.01, per_beta_end=None,
+                        td_kappa=1.0)  # fmt: skip
+
+MEMINFO = "/proc/meminfo"
+
+
+@dataclass
+class AtariSettings(RunSettings):
+    """Settings shared by DQN and Double DQN; the defaults are Double DQN's (LAP/PAL Table 7)."""
+
+    env: str = "ALE/Pong-v5"
+    """ALE v5 game id (ALE/<Game>-v5)."""
+    steps: int = 10_000_000
+    """Agent steps to train for (1 step = 4 frames; 10M steps = 40M frames, a budget, not a paper's figure)."""
+    eval_every: int = 250_000
+    """Evaluate every this many agent steps (1M frames)."""
+    eval_episodes: int = 10
+    """Episodes per evaluation at epsilon ``eval_eps``, env seeded with seed + 100 (LAP App. D.2)."""
+    checkpoint_every: int = 500_000
+    """Checkpoint at the first episode end after every this many steps (a full replay is ~7 GB on disk)."""
+    buffer_size: int = 1_000_000
+    """Replay capacity in transitions (1M; ~7.2 KB each: 7.2 GB, see README)."""
+    batch_size: int = 32
+    """Minibatch size (Table 7: 32)."""
+    gamma: float = 0.99
+    """Discount factor (Table 7: 0.99)."""
+    lr: float = 6.25e-5
+    """RMSProp learning rate (Table 7: 6.25e-5)."""
+    rms_alpha: float = 0.95
+    """RMSProp smoothing constant (Table 7: 0.95)."""
+    rms_eps: float = 1e-5
+    """RMSProp epsilon (Table 7: 1e-5; torch adds it outside the square root)."""
+    centered: bool = True
+    """Centered RMSProp (Table 7: True); momentum is 0."""
+    start_steps: int = 20_000
+    """Initial agent steps with uniformly random actions, before any update (Table 7: 20k)."""
+    update_every: int = 4
+    """Agent steps per update (Table 7: training frequency 4)."""
+    target_every: int = 8_000
+    """Updates between copies of the network into the target network (Table 7: 8k training iterations)."""
+    eps_start: float = 1.0
+    """Initial exploration epsilon (Table 7: 1)."""
+    eps_end: float = 0.01
+    """Final exploration epsilon (Table 7: 0.01)."""
+    eps_decay: int = 250_000
+    """Updates over which epsilon falls linearly from eps_start to eps_end (Table 7: 250k training iterations)."""
+    eval_eps: float = 0.001
+    """Epsilon of the evaluation policy (Table 7: 0.001), drawn from an RNG seeded at each evaluation."""
+    channels: tuple[int, int, int] = (32, 64, 64)
+    """Filters of the three conv layers (Nature DQN; see NatureCNN)."""
+    hidden: int = 512
+    """Width of the fully connected hidden layer (App. D.2: 512)."""
+    max_episode_frames: int = 108_000
+    """Truncate episodes after this many emulator frames (108k = 27k agent steps, 30 minutes of play)."""
+    sticky: float = 0.25
+    """Probability of repeating the previous action (sticky actions, App. D.2: 0.25)."""
+
+
+@dataclass
+class DDQNSettings(AtariSettings):
+    """Double DQN on an Atari game (LAP/PAL App. D.2, Table 7)."""
+
+
+@dataclass
+class DQNSettings(AtariSettings):
+    """DQN, Nature network, on an Atari game (PSER appendix, Table 4).
+
+    PSER's Table 4 states its periods in frames (1 agent step = 4 frames): 50k frames before
+    learning = 12,500 agent steps, a target period of 10k frames = 2,500 agent steps = 625
+    updates.  The Nature paper's own table gives 50k and 10k in agent steps and parameter
+    updates; pass ``--start-steps 50000 --target-every 10000`` for those.
+    """
+
+    lr: float = 2.5e-4
+    """RMSProp learning rate (PSER Table 4: 0.00025)."""
+    start_steps: int = 12_500
+    """Random agent steps before learning (PSER Table 4: 50K frames = 12,500 agent steps)."""
+    target_every: int = 625
+    """Updates between target copies (PSER Table 4: 10K frames = 2,500 agent steps = 625 updates)."""
+    eps_decay: int = 62_500
+    """Updates of epsilon's linear decay (PSER gives 1.0 -> 0.01 without a period; Nature: 1M frames =
+    250k agent steps = 62,500 updates)."""
+    eval_eps: float = 0.001
+    """Epsilon of the evaluation policy (PSER Table 4: 0.001)."""
+
+
+class NatureCNN(nn.Module):
+    """The Nature DQN network, as LAP/PAL App. D.2 describes it.
+
+    Input ``(batch, 4, 84, 84)`` uint8, scaled by 1/255 on the device; conv 8x8 stride 4, conv
+    4x4 stride 2, conv 3x3 stride 1, each with ReLU; flatten (64 x 7 x 7 = 3136); a hidden layer
+    of 512 with ReLU; one output per action.
+
+    App. D.2's text gives the third conv as 2x2, but its 3136-wide flatten needs 3x3 (a 2x2
+    kernel leaves 8 x 8 x 64 = 4096), so this is 3x3 as in the Nature network.  The text also
+    gives the second conv 32 filters where the Nature network has 64; ``channels`` defaults to
+    Nature's (32, 64, 64).  Smaller ``channels``/``hidden`` make tiny test networks.
+    """
+
+    def __init__(self, actions: int, channels=(32, 64, 64), hidden: int = 512, frames: int = FRAME_STACK):
+        super().__init__()
+        c1, c2, c3 = channels
+        self.features = nn.Sequential(
+            nn.Conv2d(frames, c1, 8, stride=4), nn.ReLU(),
+            nn.Conv2d(c1, c2, 4, stride=2), nn.ReLU(),
+            nn.Conv2d(c2, c3, 3, stride=1), nn.ReLU(),
+            nn.Flatten(),
+        )  # fmt: skip
+        side = ((SCREEN - 8) // 4 + 1 - 4) // 2 + 1 - 3 + 1  # 84 -> 20 -> 9 -> 7
+        self.head = nn.Sequential(nn.Linear(c3 * side * side, hidden), nn.ReLU(), nn.Linear(hidden, actions))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(obs.float() * (1.0 / 255.0)))
+
+
+class DQN:
+    """DQN's network, epsilon-greedy policy and update; :class:`DoubleDQN` changes only the target."""
+
+    stat_keys = ("loss", "q_mean", "epsilon")
+    double = False
+
+    def __init__(self, cfg: AtariSettings, env: gym.Env, device: torch.device, rng: np.random.Generator,
+                 noise: torch.Generator, method: Method):  # fmt: skip
+        self.cfg, self.device, self.rng = cfg, device, rng
+        self.actions = int(env.action_space.n)
+        self.q = NatureCNN(self.actions, cfg.channels, cfg.hidden).to(device)
+        self.target = copy.deepcopy(self.q)
+        self.target.requires_grad_(False)
+        self.opt = torch.optim.RMSprop(self.q.parameters(), lr=cfg.lr, alpha=cfg.rms_alpha, eps=cfg.rms_eps,
+                                       centered=cfg.centered, momentum=0.0)  # fmt: skip
+        self.updates = 0
+        self.eval_rng = np.random.default_rng([0, 1])
+
+    def epsilon(self) -> float:
+        """Linear from ``eps_start`` to ``eps_end`` over ``eps_decay`` updates, then constant."""
+        cfg = self.cfg
+        frac = min(self.updates / cfg.eps_decay, 1.0)
+        return cfg.eps_start + frac * (cfg.eps_end - cfg.eps_start)
+
+    def start_evaluation(self, seed: int) -> None:
+        """A fresh evaluation RNG, the same at every evaluation; the training streams are not touched."""
+        self.eval_rng = np.random.default_rng([seed, 1])
+
+    def act(self, obs: np.ndarray, explore: bool) -> int:
+        eps, rng = (self.epsilon(), self.rng) if explore else (self.cfg.eval_eps, self.eval_rng)
+        if rng.random() < eps:
+            return int(rng.integers(self.actions))
+        with torch.no_grad():
+            q = self.q(torch.as_tensor(np.asarray(obs), device=self.device)[None])
+        return int(q.argmax(1)[0])
+
+    def next_value(self, next_obs: torch.Tensor) -> torch.Tensor:
+        """``max_a Q'(s', a)``."""
+        return self.target(next_obs).amax(1)
+
+    def update(self, batch, method: Method) -> tuple[torch.Tensor, dict]:
+        action = batch.action.long()
+        q_all = self.q(batch.obs)
+        q = q_all.gather(1, action[:, None]).squeeze(1)
+        with torch.no_grad():
+            target = batch.reward.clamp(-1.0, 1.0) + batch.discount * self.next_value(batch.next_obs)
+        delta = (q - target)[None]  # (1, batch): one critic
+        loss = method.critic_loss(delta, batch.weights)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        self.updates += 1
+        if self.updates % self.cfg.target_every == 0:
+            self.target.load_state_dict(self.q.state_dict())
+        stats = {"loss": loss.item(), "q_mean": q.detach().mean().item(), "epsilon": self.epsilon(),
+                 "q_values": q_all.detach().amax(1)}  # max_a Q(s, a): diagnostics and NERS features  # fmt: skip
+        return method.priority(delta), stats
+
+    def state_dict(self) -> dict:
+        return {"q": self.q.state_dict(), "target": self.target.state_dict(), "opt": self.opt.state_dict(),
+                "updates": self.updates}  # fmt: skip
+
+    def load_state_dict(self, state: dict) -> None:
+        self.q.load_state_dict(state["q"])
+        self.target.load_state_dict(state["target"])
+        self.opt.load_state_dict(state["opt"])
+        self.updates = state["updates"]
+
+
+class DoubleDQN(DQN):
+    """Double DQN: the online network picks the next action, the target network values it."""
+
+    double = True
+
+    def next_value(self, next_obs: torch.Tensor) -> torch.Tensor:
+        """``Q'(s', argmax_a Q(s', a))``."""
+        best = self.q(next_obs).argmax(1, keepdim=True)
+        return self.target(next_obs).gather(1, best).squeeze(1)
+
+
+def replay_bytes(cfg: AtariSettings) -> int:
+    """Resident bytes of the run's replay (:func:`prioritylab.replay.estimate_bytes`)."""
+    shape = (FRAME_STACK, SCREEN, SCREEN)
+    return estimate_bytes(replay_capacity(cfg), shape, np.uint8, (), np.int64, frame_stack=FRAME_STACK)
+
+
+def available_bytes() -> int | None:
+    """``MemAvailable`` of /proc/meminfo, or None where there is no such file."""
+    try:
+        with open(MEMINFO) as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        return None
+    return None  # pragma: no cover
+
+
+def check_atari(cfg: AtariSettings) -> None:
+    for name in ("buffer_size", "batch_size", "hidden", "update_every", "target_every", "eps_decay",
+                 "max_episode_frames"):  # fmt: skip
+        if getattr(cfg, name) <= 0:
+            raise SettingsError(f"{name} must be positive, got {getattr(cfg, name)!r}")
+    if len(cfg.channels) != 3 or min(cfg.channels) <= 0:
+        raise SettingsError(f"channels must be three positive filter counts, got {cfg.channels!r}")
+    if cfg.start_steps < 0:
+        raise SettingsError(f"start_steps must be >= 0, got {cfg.start_steps!r}")
+    for name in ("gamma", "eps_start", "eps_end", "eval_eps", "sticky", "rms_alpha"):
+        if not 0.0 <= getattr(cfg, name) <= 1.0:
+            raise SettingsError(f"{name} must be in [0, 1], got {getattr(cfg, name)!r}")
+    for name in ("lr", "rms_eps"):
+        if not getattr(cfg, name) > 0:
+            raise SettingsError(f"{name} must be positive, got {getattr(cfg, name)!r}")
+    need, have = replay_bytes(cfg), available_bytes()
+    if have is not None and need > have:
+        per = need // replay_capacity(cfg)
+        raise SettingsError(f"a replay of {replay_capacity(cfg):,} transitions needs {need / 1e9:.1f} GB "
+                            f"({per:,} bytes each) but only {have / 1e9:.1f} GB of memory is available; "
+                            f"lower --buffer-size")  # fmt: skip
+
+
+def make_env(env_id: str, cfg: AtariSettings) -> gym.Env:
+    return make_atari_env(env_id, max_episode_frames=cfg.max_episode_frames, sticky=cfg.sticky)
+
+
+def atari_buffer_args(cfg: AtariSettings, env: gym.Env) -> dict:
+    return {
+        "obs_shape": env.observation_space.shape,
+        "action_shape": (),
+        "obs_dtype": np.uint8,
+        "action_dtype": np.int64,
+        "frame_stack": FRAME_STACK,
+        "gamma": cfg.gamma,
+    }
+
+
+def random_discrete_action(env: gym.Env, rng: np.random.Generator) -> int:
+    return int(rng.integers(env.action_space.n))
+
+
+def _spec(name: str, agent, defaults: Defaults) -> Spec:
+    return Spec(
+        name=name,
+        make_env=make_env,
+        check=check_atari,
+        make_agent=agent,
+        buffer_args=atari_buffer_args,
+        learning_starts=lambda cfg: cfg.start_steps,
+        update_every=lambda cfg: cfg.update_every,
+        random_action=random_discrete_action,
+        defaults=defaults,
+        env_state=atari_state,
+        set_env_state=set_atari_state,
+        score_columns=score_columns,
+    )
+
+
+DQN_SPEC = _spec("dqn", DQN, DQN_DEFAULTS)
+DDQN_SPEC = _spec("ddqn", DoubleDQN, DDQN_DEFAULTS)
+SPECS = {"dqn": DQN_SPEC, "ddqn": DDQN_SPEC}
