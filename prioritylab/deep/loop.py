@@ -124,6 +124,10 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     capacity = min(cfg.buffer_size, max(cfg.steps, 64))
     buffer = ReplayBuffer(capacity, sampler=method.make_sampler(capacity, np.random.default_rng(streams[2])),
                           diagnostics=cfg.diagnostics, **spec.buffer_args(cfg, env))  # fmt: skip
+    try:
+        method.attach(buffer)
+    except ValueError as err:
+        raise SettingsError(f"sampler {cfg.sampler}: {err}") from None
 
     step, updates, episodes, next_ckpt = 0, 0, 0, cfg.checkpoint_every
     if checkpoint is not None:
@@ -168,14 +172,15 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
             if step >= starts and step % every == 0 and len(buffer) >= 1:
                 batch = buffer.sample(cfg.batch_size, beta=method.beta_at(step), device=device)
                 priority, stats = agent.update(batch, method)
-                buffer.update(batch, priority)
                 q_values = stats.pop("q_values", None)
+                method.report(buffer, batch, priority, q_values)
                 if q_values is not None and buffer.diagnostics is not None:
                     buffer.diagnostics.on_values(q=q_values.detach().to("cpu").numpy())
                 updates += 1
             if step % cfg.eval_every == 0 or step == cfg.steps:
                 returns = evaluate(agent, eval_env, cfg.seed + 100, cfg.eval_episodes)
                 last_eval = float(returns.mean())
+                buffer.sampler.on_evaluation({"return": last_eval, "step": step, "updates": updates})
                 row = {"step": step, "episodes": episodes, "return_mean": last_eval, "return_std": float(returns.std()),
                        "updates": updates, **{k: float(stats.get(k, math.nan)) for k in agent.stat_keys},
                        **buffer.diagnostics_report()}  # fmt: skip
