@@ -334,15 +334,15 @@ class NERSSampler(PERSampler):
             raise StateError("state['ners']['q'] must hold finite Q-values or NaN")
         if (~np.isnan(q) & (values["_generation"] < 0)).any():
             raise StateError("state['ners']['q'] holds a Q-value on a slot never written")
-        seed = state_int(ners, "torch_seed", 0, 2**62)
-        reference = state_value(ners, "reference")
+        seed = _nested(state_int, ners, "torch_seed", 0, 2**62)
+        reference = _nested(state_value, ners, "reference")
         if reference is not None and not (isinstance(reference, float) and math.isfinite(reference)):
             raise StateError(f"state['ners']['reference'] must be None or a finite float, got {reference!r}")
-        last = state_value(ners, "last_replay_reward")
+        last = _nested(state_value, ners, "last_replay_reward")
         if not isinstance(last, float):
             raise StateError(f"state['ners']['last_replay_reward'] must be a float, got {last!r}")
-        steps = state_int(ners, "train_steps")
-        fields, net, opt = (state_value(ners, k) for k in ("fields", "net", "opt"))
+        steps = _nested(state_int, ners, "train_steps")
+        fields, net, opt = (_nested(state_value, ners, k) for k in ("fields", "net", "opt"))
         if (net is None) != (self.net is None):
             have = "has" if self.net is not None else "has no"
             raise StateError(f"state['ners']['net'] is {'absent' if net is None else 'present'}, but this sampler "
@@ -379,8 +379,18 @@ def _finite(arr: np.ndarray, name: str, slots: np.ndarray) -> np.ndarray:
     return arr
 
 
+def _nested(read, state, key, *args):
+    """``read(state, key, ...)`` with the error naming the field as ``state['ners'][key]``."""
+    try:
+        return read(state, key, *args)
+    except StateError as err:
+        msg = str(err).replace("state[", "state['ners'][", 1)
+        msg = msg.replace("state must", "state['ners'] must").replace("state lacks", "state['ners'] lacks")
+        raise StateError(msg) from None
+
+
 def _state_vector(state, key: str, n: int) -> np.ndarray:
-    v = state_value(state, key)
+    v = _nested(state_value, state, key)
     arr = np.asarray(v)
     if arr.dtype.kind != "f" or arr.shape != (n,):
         raise StateError(f"state['ners'][{key!r}] must be a float array of shape ({n},), got {arr.dtype} {arr.shape}")
