@@ -31,7 +31,7 @@ def read_rows(path):
         return list(csv.DictReader(fh))
 
 
-@pytest.mark.parametrize("sampler", METHODS)
+@pytest.mark.parametrize("sampler", [m for m in METHODS if m != "ners"])  # NERS: vector observations only
 @pytest.mark.parametrize("agent", sorted(AGENTS))
 def test_every_agent_and_sampler_trains_on_pong(agent, sampler, tmp_path):
     cfg = settings(agent, tmp_path, sampler=sampler, steps=300, start_steps=100, eval_every=150, target_every=10)
@@ -274,3 +274,13 @@ def test_ddqn_improves_on_breakout_over_its_random_score(tmp_path):
                            eps_decay=50_000, buffer_size=500_000, out=tmp_path, progress=False)  # fmt: skip
     rows = read_rows(train(dqn.DDQN_SPEC, cfg) / "evaluations.csv")
     assert float(rows[-1]["return_mean"]) > 5.0
+
+
+def test_ners_on_atari_frames_is_refused_before_any_work(tmp_path, capsys):
+    from prioritylab.cli import main as cli_main
+
+    code = cli_main(["train", "dqn", "--env", "ALE/Pong-v5", "--sampler", "ners", "--out", str(tmp_path),
+                     "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "NERS supports vector observations only" in err and len(err.splitlines()) == 1
+    assert not any(tmp_path.iterdir())

@@ -43,7 +43,7 @@ def test_every_agent_and_sampler_trains_on_hopper(agent, sampler, tmp_path):
     assert set(COLUMNS) <= set(last)
     for key in ("ess_mean", "age_median", "coverage", "prob_n_p50", "td_mean", "q_mean", "weight_mean"):
         assert np.isfinite(float(last[key])), key
-    if sampler in ("per", "pser"):
+    if sampler in ("per", "pser", "ners"):
         assert 0 < float(last["ess_mean"]) <= 1 and 0.4 < float(last["beta"]) <= 1
     else:
         assert float(last["ess_mean"]) == 1.0

@@ -128,6 +128,10 @@ def make_learner(spec: Spec, cfg: RunSettings, env: gym.Env, device: torch.devic
     capacity = replay_capacity(cfg)
     buffer = ReplayBuffer(capacity, sampler=method.make_sampler(capacity, np.random.default_rng(streams[2])),
                           diagnostics=cfg.diagnostics, **spec.buffer_args(cfg, env))  # fmt: skip
+    try:
+        method.attach(buffer)  # a learned sampler reads the buffer's stored fields
+    except ValueError as err:
+        raise SettingsError(f"sampler {cfg.sampler}: {err}") from None
     return agent, buffer, rng, noise
 
 
@@ -149,8 +153,8 @@ def learn(agent: Agent, buffer: ReplayBuffer, method: Method, step: int, batch_s
     """One update: sample a batch (IS exponent at ``step``), update the agent, give the sampler its priorities."""
     batch = buffer.sample(batch_size, beta=method.beta_at(step), device=device)
     priority, stats = agent.update(batch, method)
-    buffer.update(batch, priority)
     q_values = stats.pop("q_values", None)
+    method.report(buffer, batch, priority, q_values)  # the sampler's priorities (and a learned sampler's Q-values)
     if q_values is not None and buffer.diagnostics is not None:
         buffer.diagnostics.on_values(q=q_values.detach().to("cpu").numpy())
     return stats
@@ -165,6 +169,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     eval_env = spec.make_env(cfg.env, cfg)
     try:
         method = Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps)
+        method.check_env(env)
     except ValueError as err:
         raise SettingsError(f"sampler {cfg.sampler}: {err}") from None
     folder = run_dir(cfg, spec.name)
@@ -219,6 +224,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
                 returns = evaluate(agent, eval_env, cfg.seed + 100, cfg.eval_episodes)
                 last_eval = float(returns.mean())
                 extra = spec.score_columns(cfg.env, returns) if spec.score_columns is not None else {}
+                buffer.sampler.on_evaluation({"return": last_eval, "step": step, "updates": updates})
                 row = {"step": step, "episodes": episodes, "return_mean": last_eval, "return_std": float(returns.std()),
                        **extra, "updates": updates,
                        **{k: float(stats.get(k, math.nan)) for k in agent.stat_keys},

@@ -9,6 +9,7 @@ A method is a small object, not a copied training loop (LAP/PAL Section 5):
 | ``lap`` | LAP, ``max(|delta|, kappa)^alpha`` (LAP eq. 10 / 30) | Huber(kappa) (eq. 11 / 29) | no |
 | ``pal`` | uniform | PAL(alpha, kappa) (eq. 12 / 31) | no |
 | ``pser`` | PSER (PER + backward decay, eq. 6-10) | as uniform | yes, annealed |
+| ``ners`` | NERS, learned scores (NERS eq. 1-7, :mod:`prioritylab.deep.ners`) | MSE | yes, annealed (NERS eq. 5) |
 
 Every loss comes from :mod:`prioritylab.losses_torch`.  The priority given to
 the sampler is the TD error of largest magnitude over the critics
@@ -24,8 +25,9 @@ import torch
 from .. import losses_torch as L
 from ..samplers import Sampler, make_sampler
 from ..schedules import LinearSchedule
+from . import ners as N
 
-METHODS = ("uniform", "per", "lap", "pal", "pser")
+METHODS = ("uniform", "per", "lap", "pal", "pser", "ners")
 
 
 @dataclass
@@ -33,9 +35,9 @@ class ReplaySettings:
     """Prioritisation settings; ``None`` takes the agent's default for the chosen sampler (its paper's table)."""
 
     alpha: float | None = None
-    """Priority exponent (TD3/SAC: PER 0.6, LAP/PAL 0.4, LAP Table 6; DDQN: 0.6, Table 7)."""
+    """Priority exponent (TD3/SAC: PER 0.6, LAP/PAL 0.4, LAP Table 6; DDQN: 0.6, Table 7; NERS 0.5, its Table B.1)."""
     beta0: float | None = None
-    """Initial IS exponent for per/pser, annealed linearly to 1 over training (PER Section 3.4; 0.4, Table 6;
+    """Initial IS exponent for per/pser/ners, annealed linearly to 1 over training (PER Section 3.4; 0.4, Table 6;
     DQN keeps it fixed at 0.5, PSER appendix)."""
     eps: float | None = None
     """PER's added priority (1e-10, LAP Table 6 / Castro et al.)."""
@@ -49,6 +51,17 @@ class ReplaySettings:
     """PSER decay window; None: W = floor(ln 0.01 / ln rho), eq. 9 (5 for rho = 0.4)."""
     mode: str = "max"
     """PSER decay rule: 'max' (eq. 6) or 'add' (eq. 7)."""
+    ners_baseline: str = "previous"
+    """NERS replay reward (eq. 6): return minus that of the 'previous' evaluation (the paper) or of the 'first'
+    (the authors' public code); docs/ners.md."""
+    ners_sample_size: int = N.SAMPLE_SIZE
+    """NERS |I_train| per training step (Table B.1: 128)."""
+    ners_lr: float = N.LEARNING_RATE
+    """NERS Adam learning rate (Table B.1: 1e-4)."""
+    ners_local: tuple[int, ...] = N.LOCAL_HIDDEN
+    """Widths of NERS's local and global networks (Table B.1: 256 512 256 128)."""
+    ners_score: tuple[int, ...] = N.SCORE_HIDDEN
+    """Hidden widths of NERS's score network (Table B.1: 256 128 64)."""
 
 
 @dataclass(frozen=True)
@@ -74,9 +87,14 @@ class Method:
             raise ValueError(f"unknown sampler {name!r}; choose one of {', '.join(METHODS)}")
         self.name = name
         s = settings
-        prioritised_is = name in ("per", "pser")
-        self.alpha = s.alpha if s.alpha is not None else (defaults.per_alpha if prioritised_is else defaults.lap_alpha)
-        self.beta0 = s.beta0 if s.beta0 is not None else defaults.per_beta0
+        prioritised_is = name in ("per", "pser", "ners")
+        if name == "ners":  # NERS Table B.1, whatever the agent
+            default_alpha, default_beta0 = N.ALPHA, N.BETA0
+        else:
+            default_alpha = defaults.per_alpha if prioritised_is else defaults.lap_alpha
+            default_beta0 = defaults.per_beta0
+        self.alpha = s.alpha if s.alpha is not None else default_alpha
+        self.beta0 = s.beta0 if s.beta0 is not None else default_beta0
         self.eps = s.eps if s.eps is not None else defaults.per_eps
         self.kappa = s.kappa if s.kappa is not None else defaults.kappa
         self.settings = s
@@ -92,6 +110,10 @@ class Method:
     def describe(self) -> dict:
         pser = {k: v for k, v in asdict(self.settings).items() if k in ("rho", "eta", "window", "mode")}
         base = {"name": self.name, "alpha": self.alpha, "beta0": self.beta0, "eps": self.eps, "kappa": self.kappa}
+        if self.name == "ners":
+            s = self.settings
+            pser = {"baseline": s.ners_baseline, "sample_size": s.ners_sample_size, "lr": s.ners_lr,
+                    "local_hidden": list(s.ners_local), "score_hidden": list(s.ners_score)}  # fmt: skip
         return {**base, **pser}
 
     def make_sampler(self, capacity: int, seed) -> Sampler:
@@ -102,8 +124,34 @@ class Method:
         if self.name == "lap":
             return make_sampler("lap", capacity, alpha=self.alpha, kappa=self.kappa, seed=seed)
         s = self.settings
+        if self.name == "ners":
+            return N.NERSSampler(capacity, alpha=self.alpha, beta=self.beta0, seed=seed, sample_size=s.ners_sample_size,
+                                 lr=s.ners_lr, baseline=s.ners_baseline, local_hidden=s.ners_local,
+                                 score_hidden=s.ners_score)  # fmt: skip
         return make_sampler("pser", capacity, alpha=self.alpha, beta=self.beta0, eps=self.eps, rho=s.rho, eta=s.eta,
                             window=s.window, mode=s.mode, seed=seed)  # fmt: skip
+
+    def check_env(self, env) -> None:
+        """Refuse, before any work, an environment the method cannot serve (NERS: vector observations only)."""
+        shape = getattr(env.observation_space, "shape", None) or ()
+        if self.name == "ners" and len(shape) != 1:
+            raise ValueError(f"NERS supports vector observations only; {env.spec.id if env.spec else 'this env'} "
+                             f"has observations of shape {shape} (image observations need a CNN encoder, "
+                             "not implemented)")  # fmt: skip
+
+    def attach(self, buffer) -> None:
+        """Connect the sampler to the buffer it serves (NERS reads the buffer's stored fields); else nothing."""
+        if self.name == "ners":
+            buffer.sampler.set_feature_source(N.BufferFeatures(buffer))
+
+    def report(self, buffer, batch, priority, q_values) -> None:
+        """Hand the learner's priorities (and, for NERS, the batch's Q-values) to the buffer's sampler."""
+        if self.name == "ners":
+            if q_values is None:
+                raise ValueError("the ners sampler needs the agent to report 'q_values' (one per batch item)")
+            buffer.update(batch, priority, q_values=q_values)
+        else:
+            buffer.update(batch, priority)
 
     def beta_at(self, step: int) -> float | None:
         return self.beta(step) if self.uses_weights else None

@@ -51,7 +51,7 @@ class RunSettings:
     env: str = "Hopper-v5"
     """Gymnasium environment id."""
     sampler: str = "uniform"
-    """Replay method: uniform, per, lap, pal, pser."""
+    """Replay method: uniform, per, lap, pal, pser, ners (docs/ners.md)."""
     steps: int = 1_000_000
     """Environment steps to train for (LAP/PAL: 1M for MuJoCo)."""
     seed: int = 0

@@ -353,11 +353,15 @@ class ReplayBuffer:
             probs=drawn.probs, steps=data["steps"],
         )  # fmt: skip
 
-    def update(self, batch: Batch, td_errors) -> None:
-        """Report the batch's TD errors (a NumPy array or a torch tensor); stale items are skipped."""
+    def update(self, batch: Batch, td_errors, **values) -> None:
+        """Report the batch's TD errors (a NumPy array or a torch tensor); stale items are skipped.
+
+        ``values`` go to the sampler's ``update`` as they are (a learned sampler's
+        extra inputs, such as NERS's ``q_values``).
+        """
         if hasattr(td_errors, "detach"):
             td_errors = td_errors.detach().to("cpu").double().numpy()
-        self.sampler.update(batch.indices, td_errors, batch.generations)
+        self.sampler.update(batch.indices, td_errors, batch.generations, **values)
         if self.diagnostics is not None:
             self.diagnostics.on_values(td_abs=np.abs(td_errors))
 

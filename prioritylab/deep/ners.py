@@ -1,0 +1,408 @@
+"""NERS: a learned replay sampler (Oh et al., 2021, "Learning to sample with local and global contexts").
+
+A permutation-equivariant network scores each transition of a sampled set
+from its features D(I) (Section 2.2, eq. 2): state, action, reward, next
+state, timestep, |TD error| and the critic's Q-value.  A local network f_l
+(per item) and a global network f_g (mean-pooled over the set) are
+concatenated and fed to the score network f_s (eq. 3-4).  The scores are the
+raw priorities of the sampled items, drawn from the core sum tree with
+probability ``score ** alpha / sum`` (eq. 1) and PER's IS weights (eq. 5, beta
+annealed to 1 by the caller); new items enter with priority 1.0, the largest
+score (Algorithm 1).  At each evaluation the network is trained by REINFORCE
+(eq. 7) on a uniform subset of the slots drawn since the previous evaluation,
+with the replay reward r^re of eq. 6.  docs/ners.md has the settings and their
+sources, and the two readings of the "previous policy" in eq. 6.
+
+The sampler knows slots only; the transition fields come from a *feature
+source* (:class:`BufferFeatures` over a :class:`prioritylab.replay.ReplayBuffer`,
+or any object with ``fields`` and ``__call__``), given with
+:meth:`NERSSampler.set_feature_source`.  TD errors are the sampler's own
+record (:meth:`Sampler.td_errors`); Q-values are passed to :meth:`NERSSampler.update`
+by the learner (the agent's ``q_values`` stat).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..priorities import ABS, masses_of
+from ..samplers.base import _OK, StateError, prepare_update, state_int, state_value
+from ..samplers.per import PERSampler
+
+BASELINES = ("previous", "first")
+"""``previous``: r^re = return now - return at the previous evaluation (eq. 6, the paper's reading, default);
+``first``: return now - return at the first evaluation (the authors' public code)."""
+
+# NERS App. B, Table B.1
+LOCAL_HIDDEN = (256, 512, 256, 128)
+"""Widths of f_l and f_g; the last is the output size d_l = d_g."""
+SCORE_HIDDEN = (256, 128, 64)
+"""Hidden widths of f_s (then one output unit)."""
+SAMPLE_SIZE = 128
+"""|I_train|, the sample size to update NERS (n)."""
+LEARNING_RATE = 1e-4
+"""Adam learning rate of NERS."""
+ALPHA, BETA0 = 0.5, 0.4
+"""Initial (alpha, beta) of the prioritised buffer; beta annealed to 1 (Table B.1 and its footnote)."""
+UNSEEN = 1.0
+"""TD-error and Q-value feature of an item with none reported yet (App. B: 1.0 for the newest samples)."""
+TIMESTEP_SCALE = 1000.0
+"""The timestep feature is the episode step divided by this (a choice of ours: the paper gives no scaling)."""
+
+
+class FeatureSource(Protocol):
+    """Where the transition fields of a slot come from."""
+
+    fields: tuple[tuple[str, int], ...]
+    """``(name, width)`` of every field, in the order they are concatenated."""
+
+    def __call__(self, indices: np.ndarray) -> dict[str, np.ndarray]:
+        """Each field of ``indices`` as an array of shape ``(len(indices), width)``."""
+
+
+class BufferFeatures:
+    """The stored fields of a replay buffer: obs, action, n-step reward, next obs, episode timestep.
+
+    Vector observations only; image observations would need NERS's CNN encoder
+    (App. B), which is not implemented.  A discrete action is one number.
+    """
+
+    def __init__(self, buffer, timestep_scale: float = TIMESTEP_SCALE):
+        if len(buffer.obs_shape) != 1 or buffer.frame_stack != 1:
+            raise ValueError(
+                f"NERS supports vector observations only; got observation shape {buffer.obs_shape} "
+                f"(frame_stack={buffer.frame_stack}); image observations need a CNN encoder, not implemented"
+            )
+        if not (timestep_scale > 0 and math.isfinite(timestep_scale)):
+            raise ValueError(f"timestep_scale must be a positive number, got {timestep_scale!r}")
+        self.buffer = buffer
+        self.timestep_scale = float(timestep_scale)
+        obs = buffer.obs_shape[0]
+        act = int(np.prod(buffer.action_shape, dtype=np.int64)) if buffer.action_shape else 1
+        self.fields = (("obs", obs), ("action", act), ("reward", 1), ("next_obs", obs), ("timestep", 1))
+
+    def __call__(self, indices: np.ndarray) -> dict[str, np.ndarray]:
+        n = indices.shape[0]
+        data = self.buffer.gather(indices)
+        steps = self.buffer.storage["ep_step"][indices]
+        return {
+            "obs": data["obs"].reshape(n, -1),
+            "action": data["action"].reshape(n, -1),
+            "reward": data["reward"].reshape(n, 1),
+            "next_obs": data["next_obs"].reshape(n, -1),
+            "timestep": (steps / self.timestep_scale).reshape(n, 1),
+        }
+
+
+def _mlp(sizes: tuple[int, ...]) -> nn.Sequential:
+    """Linear layers of the given widths with ReLU between them (the output layer is linear)."""
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class NERSNet(nn.Module):
+    """f_l, f_g and f_s (eq. 3-4): logits of the scores of a set, equivariant to its order."""
+
+    def __init__(self, in_dim: int, local_hidden=LOCAL_HIDDEN, score_hidden=SCORE_HIDDEN):
+        super().__init__()
+        self.local = _mlp((in_dim, *local_hidden))
+        self.glob = _mlp((in_dim, *local_hidden))
+        self.score = _mlp((2 * local_hidden[-1], *score_hidden, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits ``(n,)`` of a set ``x`` of shape ``(n, in_dim)``; the score is ``sigmoid(logit)``."""
+        local = self.local(x)
+        context = self.glob(x).mean(0, keepdim=True).expand(x.shape[0], -1)
+        return self.score(torch.cat([local, context], 1)).squeeze(-1)
+
+
+def _widths(name: str, value) -> tuple[int, ...]:
+    try:
+        out = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a sequence of positive widths, got {value!r}") from None
+    if not out or any(v <= 0 for v in out) or out != tuple(value):
+        raise ValueError(f"{name} must be a non-empty sequence of positive integer widths, got {value!r}")
+    return out
+
+
+class NERSSampler(PERSampler):
+    """PER's tree, IS weights and max-priority insertion, with priorities set by the NERS network.
+
+    :meth:`update` takes the batch's TD errors and Q-values, scores the fresh
+    items as one set and writes the scores as their raw priorities; only the
+    sampled items change.  :meth:`on_evaluation` trains the network.  The
+    network lives on the CPU and is built when the feature source is set
+    (its input width depends on the fields); its initial weights come from a
+    seed drawn from the sampler's generator at construction.
+    """
+
+    name = "ners"
+
+    def __init__(
+        self,
+        capacity: int,
+        alpha: float = ALPHA,
+        beta: float = BETA0,
+        normalise: str = "global",
+        seed=None,
+        *,
+        sample_size: int = SAMPLE_SIZE,
+        lr: float = LEARNING_RATE,
+        baseline: str = "previous",
+        local_hidden=LOCAL_HIDDEN,
+        score_hidden=SCORE_HIDDEN,
+        features: FeatureSource | None = None,
+    ):
+        if baseline not in BASELINES:
+            raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
+        if isinstance(sample_size, bool) or not isinstance(sample_size, (int, np.integer)) or sample_size <= 0:
+            raise ValueError(f"sample_size must be a positive integer, got {sample_size!r}")
+        if not (isinstance(lr, (int, float)) and 0 < lr < math.inf):
+            raise ValueError(f"lr must be a positive number, got {lr!r}")
+        self.local_hidden = _widths("local_hidden", local_hidden)
+        self.score_hidden = _widths("score_hidden", score_hidden)
+        super().__init__(capacity, alpha=alpha, beta=beta, eps=0.0, normalise=normalise, seed=seed,
+                         initial_priority=UNSEEN)  # fmt: skip
+        self.sample_size, self.lr, self.baseline = int(sample_size), float(lr), baseline
+        self._q = np.full(self.capacity, np.nan)  # last Q-value reported per slot
+        self._torch_seed = int(self.rng.integers(2**62))
+        self._reference: float | None = None  # return that r^re is measured from (eq. 6)
+        self.last_replay_reward = math.nan
+        self.train_steps = 0
+        self.source: FeatureSource | None = None
+        self.net: NERSNet | None = None
+        self.opt: torch.optim.Adam | None = None
+        self.start_history()
+        if features is not None:
+            self.set_feature_source(features)
+
+    def config(self) -> dict:
+        return {**super().config(), "sample_size": self.sample_size, "lr": self.lr, "baseline": self.baseline,
+                "local_hidden": list(self.local_hidden), "score_hidden": list(self.score_hidden)}  # fmt: skip
+
+    # -- the network -------------------------------------------------------------
+    def set_feature_source(self, source: FeatureSource) -> None:
+        """Give the source of the transition fields and build the network (once)."""
+        fields = tuple((str(k), int(w)) for k, w in source.fields)
+        if self.source is not None and fields != self._fields:
+            raise ValueError(f"NERS already has feature fields {self._fields}, not {fields}")
+        self.source, self._fields = source, fields
+        if self.net is None:
+            in_dim = sum(w for _, w in fields) + 2  # + |TD error| and Q-value
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(self._torch_seed)
+                self.net = NERSNet(in_dim, self.local_hidden, self.score_hidden)
+            self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr)
+
+    def features(self, slots: np.ndarray, td: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """D(I) of eq. 2 as a float32 matrix: the source's fields, then tanh|TD| and tanh(Q) (App. B).
+
+        A NaN ``td``/``q`` (none reported since the slot was written) becomes 1.0.
+        Raises ``ValueError`` naming the field and the slot of a non-finite value.
+        """
+        if self.source is None:
+            raise ValueError("NERS has no feature source: call set_feature_source() (the 'ners' method gives it "
+                             "the replay buffer)")  # fmt: skip
+        n = slots.shape[0]
+        fields = self.source(slots)
+        cols = []
+        for name, width in self._fields:
+            arr = np.asarray(fields[name], dtype=np.float64).reshape(n, width)
+            cols.append(_finite(arr, name, slots))
+        td_f = np.where(np.isnan(td), UNSEEN, np.tanh(np.abs(td)))
+        q_f = np.where(np.isnan(q), UNSEEN, np.tanh(q))
+        cols.append(_finite(td_f.reshape(n, 1), "td_error", slots))
+        cols.append(_finite(q_f.reshape(n, 1), "q_value", slots))
+        return np.concatenate(cols, 1).astype(np.float32)
+
+    def scores(self, x: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Scores in (0, 1) of the set ``x`` (no gradient); ``ValueError`` naming the slot of a non-finite one."""
+        with torch.no_grad():
+            s = torch.sigmoid(self.net(torch.from_numpy(x))).double().numpy()
+        return _finite(s.reshape(-1, 1), "score", slots).reshape(-1)
+
+    # -- protocol ----------------------------------------------------------------
+    def _on_add(self, idx, prepared) -> None:
+        super()._on_add(idx, prepared)
+        self._q[idx] = np.nan
+
+    def update(self, indices, td_errors, generations=None, *, q_values=None) -> None:
+        """Record the batch's TD errors and Q-values and set its fresh items' priorities to their NERS scores.
+
+        Everything is checked (indices, finite TD errors and Q-values, finite
+        features and scores) before anything changes; stale items are skipped.
+        """
+        idx, td, gen = self._check_call(indices, td_errors, generations, "td_errors")
+        if q_values is None:
+            raise ValueError("NERS needs the batch's Q-values (q_values=...): the agent must report 'q_values' "
+                             "in its stats")  # fmt: skip
+        if hasattr(q_values, "detach"):
+            q_values = q_values.detach().to("cpu").double().numpy()
+        _, q, _ = self._check_call(idx, q_values, None, "q_values")
+        code, pos, keep, _, _ = prepare_update(idx, td, gen, self._generation, ABS, 0.0, 1.0)
+        if code != _OK:
+            raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
+        bad = ~np.isfinite(q)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"q_values[{i}] = {q[i]} (slot {idx[i]}) must be finite")
+        if keep.shape[0] == 0:
+            return
+        fresh = self._generation[idx] == gen if gen.shape[0] else np.ones(idx.shape[0], dtype=bool)
+        td_k, q_k = td[fresh], q[fresh]
+        score = self.scores(self.features(keep, td_k, q_k), keep)
+        mass = masses_of(score, self.alpha)
+        self._td[keep] = td_k
+        self._q[keep] = q_k
+        self._apply(keep, score, mass, None)
+
+    def q_values(self, indices) -> np.ndarray:
+        """The last Q-value reported for each slot (NaN if none since it was written)."""
+        from .._checks import check_indices
+
+        return self._q[check_indices("indices", indices, self.capacity)].copy()
+
+    def on_evaluation(self, info: dict | None = None) -> None:
+        """One REINFORCE step (eq. 7) with r^re (eq. 6) from ``info["return"]``, the mean evaluation return.
+
+        The first evaluation only sets the reference return.  I_train is a
+        uniform subset (without replacement) of ``sample_size`` of the slots
+        drawn since the previous evaluation that are still sampleable; the
+        record of drawn slots restarts at every evaluation.
+        """
+        ret = None if info is None else info.get("return")
+        if isinstance(ret, bool) or not isinstance(ret, (int, float, np.integer, np.floating)) or not np.isfinite(ret):
+            raise ValueError(f"NERS needs info['return'], the mean evaluation return, as a finite number; got {ret!r}")
+        ret = float(ret)
+        if self._reference is None:
+            self._reference = ret
+            self.start_history()
+            return
+        reward = ret - self._reference
+        drawn = self.history()
+        drawn = drawn[self._sampleable[drawn]]
+        step = None
+        if drawn.shape[0] and self.net is not None and reward != 0.0:
+            k = min(self.sample_size, drawn.shape[0])
+            pick = drawn[self.rng.choice(drawn.shape[0], size=k, replace=False)]
+            x = self.features(pick, self._td[pick], self._q[pick])
+            logits = self.net(torch.from_numpy(x))
+            logp = self.alpha * nn.functional.logsigmoid(logits)
+            _finite(logp.detach().double().numpy().reshape(-1, 1), "log score", pick)
+            step = -(reward * logp.sum())
+        # nothing below can fail
+        if step is not None:
+            self.opt.zero_grad(set_to_none=True)
+            step.backward()
+            self.opt.step()
+            self.train_steps += 1
+        if self.baseline == "previous":
+            self._reference = ret
+        self.last_replay_reward = reward
+        self.start_history()
+
+    # -- state -------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["ners"] = {
+            "q": self._q.copy(),
+            "torch_seed": self._torch_seed,
+            "reference": self._reference,
+            "last_replay_reward": self.last_replay_reward,
+            "train_steps": self.train_steps,
+            "fields": None if self.net is None else [list(f) for f in self._fields],
+            "net": None if self.net is None else {k: v.clone() for k, v in self.net.state_dict().items()},
+            "opt": None if self.opt is None else _clone(self.opt.state_dict()),
+        }
+        return state
+
+    def _parse_state(self, state: dict) -> dict:
+        values = super()._parse_state(state)
+        ners = state_value(state, "ners")
+        q = _state_vector(ners, "q", self.capacity)
+        if np.isinf(q).any():
+            raise StateError("state['ners']['q'] must hold finite Q-values or NaN")
+        if (~np.isnan(q) & (values["_generation"] < 0)).any():
+            raise StateError("state['ners']['q'] holds a Q-value on a slot never written")
+        seed = _nested(state_int, ners, "torch_seed", 0, 2**62)
+        reference = _nested(state_value, ners, "reference")
+        if reference is not None and not (isinstance(reference, float) and math.isfinite(reference)):
+            raise StateError(f"state['ners']['reference'] must be None or a finite float, got {reference!r}")
+        last = _nested(state_value, ners, "last_replay_reward")
+        if not isinstance(last, float):
+            raise StateError(f"state['ners']['last_replay_reward'] must be a float, got {last!r}")
+        steps = _nested(state_int, ners, "train_steps")
+        fields, net, opt = (_nested(state_value, ners, k) for k in ("fields", "net", "opt"))
+        if (net is None) != (self.net is None):
+            have = "has" if self.net is not None else "has no"
+            raise StateError(f"state['ners']['net'] is {'absent' if net is None else 'present'}, but this sampler "
+                             f"{have} network (set the feature source before loading)")  # fmt: skip
+        if net is not None:
+            if [list(f) for f in self._fields] != fields:
+                raise StateError(f"state['ners']['fields'] = {fields} differ from this sampler's {self._fields}")
+            if seed != self._torch_seed:
+                raise StateError("state['ners']['torch_seed'] differs from this sampler's")
+            with torch.random.fork_rng(devices=[]):  # building the probe leaves the global generator alone
+                probe_net = NERSNet(sum(w for _, w in self._fields) + 2, self.local_hidden, self.score_hidden)
+            try:
+                probe_net.load_state_dict(net)
+            except (RuntimeError, TypeError, KeyError, AttributeError) as err:
+                raise StateError(f"state['ners']['net'] does not fit the network: {err}") from None
+            if not all(torch.isfinite(p).all() for p in probe_net.parameters()):
+                raise StateError("state['ners']['net'] holds a non-finite weight")
+            probe_opt = torch.optim.Adam(probe_net.parameters(), lr=self.lr)
+            try:
+                probe_opt.load_state_dict(_clone(opt))
+            except (ValueError, TypeError, KeyError, AttributeError) as err:
+                raise StateError(f"state['ners']['opt'] is not this network's Adam state: {err}") from None
+            values.update(net=probe_net, opt=probe_opt)
+        values.update(_q=q, _torch_seed=seed, _reference=reference, last_replay_reward=last, train_steps=steps)
+        return values
+
+
+def _finite(arr: np.ndarray, name: str, slots: np.ndarray) -> np.ndarray:
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        row, col = (int(v[0]) for v in np.nonzero(bad))
+        where = f"[{col}]" if arr.shape[1] > 1 else ""
+        raise ValueError(f"NERS {name}{where} of slot {slots[row]} is {arr[row, col]}, not finite")
+    return arr
+
+
+def _nested(read, state, key, *args):
+    """``read(state, key, ...)`` with the error naming the field as ``state['ners'][key]``."""
+    try:
+        return read(state, key, *args)
+    except StateError as err:
+        msg = str(err).replace("state[", "state['ners'][", 1)
+        msg = msg.replace("state must", "state['ners'] must").replace("state lacks", "state['ners'] lacks")
+        raise StateError(msg) from None
+
+
+def _state_vector(state, key: str, n: int) -> np.ndarray:
+    v = _nested(state_value, state, key)
+    arr = np.asarray(v)
+    if arr.dtype.kind != "f" or arr.shape != (n,):
+        raise StateError(f"state['ners'][{key!r}] must be a float array of shape ({n},), got {arr.dtype} {arr.shape}")
+    return arr.astype(np.float64)
+
+
+def _clone(obj):
+    """A deep copy of an optimiser state (tensors cloned)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.clone()
+    if isinstance(obj, dict):
+        return {k: _clone(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_clone(v) for v in obj]
+    return obj

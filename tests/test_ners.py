@@ -1,0 +1,287 @@
+"""NERS (prioritylab.deep.ners): equivariance of the scores, the REINFORCE update on a toy bandit, priorities of
+sampled items only, strict input and state, the replay-reward readings, and training runs with TD3 and SAC."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from prioritylab.deep import sac, td3
+from prioritylab.deep.loop import train
+from prioritylab.deep.methods import ReplaySettings
+from prioritylab.deep.ners import BufferFeatures, NERSSampler
+from prioritylab.replay import ReplayBuffer
+from prioritylab.samplers import make_sampler
+
+SMALL = {"local_hidden": (16, 16), "score_hidden": (16,)}
+
+
+class ToySource:
+    """Slot ``i`` has one marker feature ``mark[i]`` and two fixed random features."""
+
+    def __init__(self, mark: np.ndarray, seed: int = 0):
+        self.mark = mark.astype(np.float64)
+        self.other = np.random.default_rng(seed).normal(size=(mark.shape[0], 2))
+        self.fields = (("mark", 1), ("other", 2))
+
+    def __call__(self, indices):
+        return {"mark": self.mark[indices, None], "other": self.other[indices]}
+
+
+def toy_sampler(n=64, seed=0, **kw):
+    mark = np.arange(n) % 2
+    s = NERSSampler(n, seed=seed, features=ToySource(mark), **{**SMALL, **kw})
+    s.add(np.arange(n))
+    return s, mark
+
+
+def draw_and_update(s, k):
+    b = s.sample(k, beta=1.0)
+    s.update(b.indices, np.ones(k), b.generations, q_values=np.zeros(k))
+    return b
+
+
+@given(n=st.integers(1, 40), seed=st.integers(0, 2**16), data=st.data())
+def test_scores_are_permutation_equivariant(n, seed, data):
+    s = NERSSampler(64, seed=seed % 7, features=ToySource(np.zeros(64)), **SMALL)
+    x = np.random.default_rng(seed).normal(scale=3.0, size=(n, 5)).astype(np.float32)
+    perm = np.array(data.draw(st.permutations(range(n))))
+    slots = np.arange(n)
+    a = s.scores(x, slots)
+    b = s.scores(x[perm], slots)
+    # Only the mean over the set depends on the order, through float32 summation order: a relative change of at
+    # most n * 2^-24 ~ 2.4e-6 in the pooled vector, carried to the sigmoid output by a small network at its
+    # initial weights (|weights| <= 1/sqrt(fan_in)) and scaled by sigmoid' <= 1/4.  1e-5 is above that bound and
+    # far below the spread of the scores of different items (they differ by ~1e-2 and more).
+    np.testing.assert_allclose(b, a[perm], rtol=0, atol=1e-5)
+    assert ((a > 0) & (a < 1)).all()
+
+
+@pytest.mark.parametrize("favoured", [1, 0])
+def test_reinforce_raises_the_scores_of_the_items_the_replay_reward_favours(favoured):
+    """A contextual bandit: half of the slots carry a marker feature.  The replay reward of an evaluation is the
+    share of favoured items (marked, or in the control run unmarked) among those drawn since the last one, minus
+    1/2 (a running sum of it is reported as the evaluation return, so eq. 6's difference is exactly that).  After
+    300 evaluations the favoured class must score above the other by more than the spread of the scores within a
+    class at the start: a learned separation, not the initial noise.  The control run (reward reversed) must move
+    the other way, so a sign error or a missing update fails one of the two."""
+    s, mark = toy_sampler(64, seed=0, lr=3e-3, sample_size=32)  # lr above the paper's 1e-4: a few hundred steps
+    good = mark == favoured
+    slots = np.arange(64)
+    before = s.scores(s.features(slots, s.td_errors(slots), s.q_values(slots)), slots)
+    spread = before[~good].std()
+    total, rewarded = 0.0, 0
+    s.on_evaluation({"return": total})
+    for _ in range(300):
+        for _ in range(2):
+            draw_and_update(s, 16)
+        share = good[s.history()].mean() - 0.5
+        total += share
+        rewarded += share != 0.0  # a zero replay reward has no gradient: no step
+        s.on_evaluation({"return": total})
+    assert s.train_steps == rewarded > 200
+    after = s.scores(s.features(slots, s.td_errors(slots), s.q_values(slots)), slots)
+    gap_before = before[good].mean() - before[~good].mean()
+    gap_after = after[good].mean() - after[~good].mean()
+    assert gap_after - gap_before > spread > 0
+
+
+def test_only_sampled_items_change_and_new_items_get_the_top_priority():
+    s, _ = toy_sampler(64)
+    assert (s.priorities(np.arange(64)) == 1.0).all()
+    b = draw_and_update(s, 8)
+    raw = s.priorities(np.arange(64))
+    drawn = np.unique(b.indices)
+    others = np.setdiff1d(np.arange(64), drawn)
+    assert (raw[others] == 1.0).all()
+    assert ((raw[drawn] > 0) & (raw[drawn] < 1)).all()
+    np.testing.assert_array_equal(s.td_errors(drawn), 1.0)
+    np.testing.assert_array_equal(s.q_values(drawn), 0.0)
+    s.add(np.array([drawn[0]]))  # rewritten: the largest priority again, its TD error and Q-value forgotten
+    assert s.priorities([drawn[0]])[0] == 1.0 and math.isnan(s.q_values([drawn[0]])[0])
+
+
+def test_the_tree_draws_in_proportion_to_score_to_the_alpha_with_is_weights():
+    s, _ = toy_sampler(16, alpha=0.5)
+    draw_and_update(s, 16)
+    raw = s.priorities(np.arange(16))
+    np.testing.assert_allclose(s.probabilities(), raw**0.5 / (raw**0.5).sum(), rtol=1e-12)
+    b = s.sample(8, beta=1.0)
+    p = s.probabilities()
+    np.testing.assert_allclose(b.weights, p[p > 0].min() / p[b.indices], rtol=1e-9)
+
+
+def nan_source(field, slot):
+    base = ToySource(np.arange(16) % 2)
+
+    def source(indices):
+        out = base(indices)
+        out[field] = out[field].copy()
+        out[field][indices == slot] = np.nan
+        return out
+
+    source.fields = base.fields
+    return source
+
+
+def test_non_finite_input_is_refused_naming_the_field_and_slot_before_any_change():
+    s = NERSSampler(16, seed=0, features=nan_source("other", 5), **SMALL)
+    s.add(np.arange(16))
+    state = s.state_dict()
+    with pytest.raises(ValueError, match=r"NERS other\[\d\] of slot 5 is nan"):
+        s.update(np.array([1, 5, 7]), np.ones(3), q_values=np.zeros(3))
+    with pytest.raises(ValueError, match=r"q_values\[1\] = inf \(slot 4\) must be finite"):
+        s.update(np.array([3, 4]), np.ones(2), q_values=np.array([0.0, np.inf]))
+    with pytest.raises(ValueError, match="must report 'q_values'"):
+        s.update(np.array([3, 4]), np.ones(2))
+    with pytest.raises(ValueError, match=r"td_errors\[0\] = nan must be finite"):
+        s.update(np.array([3]), np.array([np.nan]), q_values=np.zeros(1))
+    after = s.state_dict()
+    for key in ("raw", "td", "rng"):
+        np.testing.assert_equal(after[key], state[key])
+    np.testing.assert_equal(after["ners"]["q"], state["ners"]["q"])
+
+
+def test_a_non_finite_score_is_refused_before_any_change():
+    s, _ = toy_sampler(16)
+    with torch.no_grad():
+        s.net.score[-1].bias.fill_(np.nan)
+    raw = s.priorities(np.arange(16))
+    with pytest.raises(ValueError, match=r"NERS score of slot 2 is nan"):
+        s.update(np.array([2, 3]), np.ones(2), q_values=np.zeros(2))
+    np.testing.assert_array_equal(s.priorities(np.arange(16)), raw)
+    assert np.isnan(s.td_errors(np.arange(16))).all()
+
+
+@pytest.mark.parametrize(("baseline", "expected"), [("previous", [2.0, 1.0, -4.0]), ("first", [2.0, 3.0, -1.0])])
+def test_replay_reward_against_the_previous_or_the_first_evaluation(baseline, expected):
+    s, _ = toy_sampler(16, baseline=baseline)
+    s.on_evaluation({"return": 1.0})
+    assert math.isnan(s.last_replay_reward) and s.train_steps == 0
+    got = []
+    for ret in (3.0, 4.0, 0.0):
+        draw_and_update(s, 8)
+        s.on_evaluation({"return": ret})
+        got.append(s.last_replay_reward)
+    assert got == expected and s.train_steps == 3
+    assert s.history().shape[0] == 0  # restarted at every evaluation
+    with pytest.raises(ValueError, match=r"info\['return'\]"):
+        s.on_evaluation({"return": float("nan")})
+
+
+def test_state_round_trip_continues_identically_and_bad_state_names_the_field():
+    a, _ = toy_sampler(32, seed=1)
+    a.on_evaluation({"return": 0.0})
+    for r in (1.0, 0.5):
+        draw_and_update(a, 8)
+        a.on_evaluation({"return": r})
+    draw_and_update(a, 8)
+    state = a.state_dict()
+    b = NERSSampler(32, seed=99, features=ToySource(np.arange(32) % 2), **SMALL)
+    with pytest.raises(ValueError, match="torch_seed"):
+        b.load_state_dict(state)  # another seed built other initial weights
+    b = NERSSampler(32, seed=1, features=ToySource(np.arange(32) % 2), **SMALL)
+    b.load_state_dict(state)
+    for s in (a, b):
+        draw_and_update(s, 8)
+        s.on_evaluation({"return": 2.0})
+    np.testing.assert_array_equal(a.priorities(np.arange(32)), b.priorities(np.arange(32)))
+    for k, v in a.net.state_dict().items():
+        assert torch.equal(v, b.net.state_dict()[k]), k
+    assert a.rng.random() == b.rng.random()
+
+    def broken(path, value):
+        bad = a.state_dict()
+        bad["ners"] = dict(bad["ners"])
+        if path == "net":
+            bad["ners"]["net"] = {**bad["ners"]["net"], "local.0.weight": torch.zeros(3, 3)}
+        else:
+            bad["ners"][path] = value
+        return bad
+
+    c = NERSSampler(32, seed=1, features=ToySource(np.arange(32) % 2), **SMALL)
+    reference = c.state_dict()
+    for path, value, message in [
+        ("q", np.zeros(5), r"state\['ners'\]\['q'\]"),
+        ("reference", "x", r"state\['ners'\]\['reference'\]"),
+        ("net", None, r"state\['ners'\]\['net'\] does not fit"),
+        ("opt", {"state": {}, "param_groups": []}, r"state\['ners'\]\['opt'\]"),
+        ("train_steps", -1, r"state\['ners'\]\['train_steps'\]"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            c.load_state_dict(broken(path, value))
+        np.testing.assert_equal(c.state_dict()["ners"]["q"], reference["ners"]["q"])
+    missing = a.state_dict()
+    del missing["ners"]
+    with pytest.raises(ValueError, match="lacks the entry 'ners'"):
+        c.load_state_dict(missing)
+    other = NERSSampler(32, seed=1, features=ToySource(np.arange(32) % 2), **{**SMALL, "score_hidden": (8,)})
+    with pytest.raises(ValueError, match="settings"):
+        other.load_state_dict(state)
+
+
+def test_image_observations_are_refused_naming_the_shape():
+    buf = ReplayBuffer(64, (4, 84, 84), (), sampler=make_sampler("uniform", 64, seed=0), frame_stack=4,
+                       obs_dtype=np.uint8, action_dtype=np.int64)  # fmt: skip
+    with pytest.raises(ValueError, match=r"vector observations only; got observation shape \(4, 84, 84\)"):
+        BufferFeatures(buf)
+
+
+def test_buffer_features_are_the_stored_fields():
+    s = NERSSampler(64, seed=0, **SMALL)
+    buf = ReplayBuffer(64, (3,), (2,), sampler=s)
+    s.set_feature_source(BufferFeatures(buf, timestep_scale=10.0))
+    obs = np.arange(3, dtype=np.float32)
+    for t in range(5):
+        nxt = obs + 1
+        buf.add(obs[None], np.full((1, 2), t, np.float32), np.array([t]), nxt[None], np.array([False]),
+                np.array([t == 4]))  # fmt: skip
+        obs = nxt
+    x = s.features(np.array([2]), np.array([-0.5]), np.array([np.nan]))
+    expected = [2, 3, 4, 2, 2, 2, 3, 4, 5, 0.2, np.tanh(0.5), 1.0]
+    np.testing.assert_allclose(x[0], expected, rtol=1e-6)
+
+
+AGENTS = {"td3": (td3.SPEC, td3.TD3Settings), "sac": (sac.SPEC, sac.SACSettings)}
+TINY = {"hidden": 32, "batch_size": 32, "eval_episodes": 1, "progress": False, "threads": 1}
+TINY_NERS = ReplaySettings(ners_local=(32, 32), ners_score=(32,), ners_sample_size=64)
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_agents_train_with_ners_on_pendulum(agent, tmp_path):
+    spec, cls = AGENTS[agent]
+    cfg = cls(out=tmp_path, env="Pendulum-v1", sampler="ners", steps=400, start_steps=100, eval_every=100,
+              replay=TINY_NERS, **TINY)  # fmt: skip
+    folder = train(spec, cfg)
+    state = torch.load(folder / "checkpoint.pt", weights_only=False)["buffer"]["sampler"]
+    assert state["name"] == "ners" and state["ners"]["train_steps"] == 3  # evaluations 2-4 (the first sets r)
+    written = state["generation"] >= 0
+    raw = state["raw"][written]
+    assert np.isfinite(raw).all() and (raw > 0).all() and (raw <= 1).all() and (raw < 1).any()
+    replayed = ~np.isnan(state["ners"]["q"])
+    assert replayed.sum() > 0 and (raw[replayed[written]] < 1).all()
+    assert all(torch.isfinite(v).all() for v in state["ners"]["net"].values())
+
+
+def test_stopped_and_resumed_ners_run_equals_the_uninterrupted_one(tmp_path):
+    common = {"env": "Pendulum-v1", "sampler": "ners", "steps": 700, "start_steps": 150, "eval_every": 100,
+              "replay": TINY_NERS, **TINY}  # fmt: skip
+    full = train(td3.SPEC, td3.TD3Settings(out=tmp_path / "full", **common))
+    stopped = train(td3.SPEC, td3.TD3Settings(out=tmp_path / "split", stop_after=250, **common))
+    assert torch.load(stopped / "checkpoint.pt", weights_only=False)["step"] == 400
+    resumed = train(td3.SPEC, td3.TD3Settings(out=tmp_path / "split", resume=True, **common))
+    assert (full / "evaluations.csv").read_bytes() == (resumed / "evaluations.csv").read_bytes()
+    a = torch.load(full / "checkpoint.pt", weights_only=False)
+    b = torch.load(resumed / "checkpoint.pt", weights_only=False)
+    sa, sb = a["buffer"]["sampler"], b["buffer"]["sampler"]
+    assert sa["ners"]["train_steps"] == 6
+    np.testing.assert_array_equal(sa["raw"], sb["raw"])
+    for key, value in sa["ners"]["net"].items():
+        assert torch.equal(value, sb["ners"]["net"][key]), key
+    for key, value in a["agent"]["critic"].items():
+        assert torch.equal(value, b["agent"]["critic"][key]), key
