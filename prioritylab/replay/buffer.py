@@ -40,7 +40,7 @@ import numpy as np
 
 from .._checks import check_positive_int, check_range
 from ..samplers.base import Sampler, StateError, state_array, state_value
-from .kernels import EMPTY, TAIL, TRANSITION, plan_gather, plan_writes
+from .kernels import EMPTY, TAIL, TRANSITION, gather_batch, plan_writes
 
 SAMPLER_BYTES_PER_SLOT = 90  # stamps, links, flags, TD, raw priority, sum and min trees (4-ary: 4/3 nodes a leaf)
 
@@ -178,6 +178,8 @@ class ReplayBuffer:
         self.frame_shape = self.obs_shape[1:] if frame_stack > 1 else self.obs_shape
         self.action_shape = tuple(int(d) for d in action_shape)
         self.obs_dtype, self.action_dtype = np.dtype(obs_dtype), np.dtype(action_dtype)
+        self._frame_size = int(np.prod(self.frame_shape, dtype=np.int64))
+        self._action_size = int(np.prod(self.action_shape, dtype=np.int64))
         n = self.num_envs
         self.storage = {
             "obs": np.zeros((capacity, *self.frame_shape), dtype=self.obs_dtype),
@@ -304,26 +306,22 @@ class ReplayBuffer:
         """Observation stacks, actions, n-step returns, discounts and next-observation stacks of ``indices``."""
         idx = np.ascontiguousarray(indices, dtype=np.int64)
         b, k = idx.shape[0], self.frame_stack
+        st = self.storage
+        frames, actions = st["obs"], st["action"]
+        lead = (b, k) if k > 1 else (b,)
+        obs = np.empty((*lead, *self.frame_shape), dtype=frames.dtype)
+        next_obs = np.empty((*lead, *self.frame_shape), dtype=frames.dtype)
+        action = np.empty((b, *self.action_shape), dtype=actions.dtype)
+        ret, disc = np.empty(b, dtype=np.float32), np.empty(b, dtype=np.float32)
+        steps = np.empty(b, dtype=np.int64)
         obs_idx = np.empty((b, k), dtype=np.int64)
         next_idx = np.empty((b, k), dtype=np.int64)
-        ret, disc = np.empty(b), np.empty(b)
-        steps = np.empty(b, dtype=np.int64)
-        st = self.storage
-        plan_gather(idx, self.seg, k, self.n_step, self.gamma, st["ep_step"], st["reward"], st["terminated"],
-                    st["truncated"], obs_idx, next_idx, ret, disc, steps)  # fmt: skip
-        frames = st["obs"]
-        if k == 1:
-            obs, next_obs = frames[obs_idx[:, 0]], frames[next_idx[:, 0]]
-        else:
-            obs, next_obs = frames[obs_idx], frames[next_idx]
-        return {
-            "obs": obs,
-            "action": st["action"][idx],
-            "reward": ret.astype(np.float32),
-            "next_obs": next_obs,
-            "discount": disc.astype(np.float32),
-            "steps": steps,
-        }
+        cap, fsize, asize = self.capacity, self._frame_size, self._action_size
+        gather_batch(idx, self.seg, k, self.n_step, self.gamma, st["ep_step"], st["reward"], st["terminated"],
+                     st["truncated"], frames.reshape(cap, fsize), actions.reshape(cap, asize), obs_idx, next_idx,
+                     obs.reshape(b * k, fsize), next_obs.reshape(b * k, fsize), action.reshape(b, asize), ret, disc,
+                     steps)  # fmt: skip
+        return {"obs": obs, "action": action, "reward": ret, "next_obs": next_obs, "discount": disc, "steps": steps}
 
     def sample(self, batch_size: int, beta: float | None = None, device=None) -> Batch:
         """Draw ``batch_size`` transitions; tensors on ``device`` (a torch device or name) if given."""

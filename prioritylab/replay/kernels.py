@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from numba import njit
 
+from ..sumtree import _prefetch
+
 EMPTY, TRANSITION, TAIL = 0, 1, 2
 
 
@@ -131,3 +133,49 @@ def plan_gather(idx, seg, stack, n_step, gamma, ep_step, reward, terminated, tru
             obs_idx[b, j] = base + (loc - back) % seg
             back_next = min(stack - 1 - j, ep_step[s] + m)
             next_idx[b, j] = base + (loc + m - back_next) % seg
+
+
+@njit(cache=True)
+def gather_batch(idx, seg, stack, n_step, gamma, ep_step, reward, terminated, truncated, frames, actions,
+                 obs_idx, next_idx, obs_out, next_out, act_out, ret, disc, steps):  # fmt: skip
+    """:func:`plan_gather` and the copy of the rows it names, in one call.
+
+    ``frames`` is the observation storage seen as ``(capacity, frame_size)``,
+    ``actions`` the action storage as ``(capacity, action_size)``; ``obs_out``
+    and ``next_out`` receive ``(batch * stack, frame_size)`` rows, ``act_out``
+    ``(batch, action_size)``; ``ret`` and ``disc`` may be float32.  The slots
+    of every item are prefetched first, so their cache misses overlap instead
+    of being met one at a time.
+    """
+    b_n = idx.shape[0]
+    flat_frames = frames.reshape(-1)
+    flat_actions = actions.reshape(-1)
+    fsize = frames.shape[1]
+    asize = actions.shape[1]
+    for b in range(b_n):
+        s = idx[b]
+        _prefetch(ep_step, s)
+        _prefetch(reward, s)
+        _prefetch(terminated, s)
+        _prefetch(truncated, s)
+        if asize:
+            _prefetch(flat_actions, s * asize)
+    plan_gather(idx, seg, stack, n_step, gamma, ep_step, reward, terminated, truncated, obs_idx, next_idx, ret, disc,
+                steps)  # fmt: skip
+    if fsize:
+        for b in range(b_n):
+            for j in range(stack):
+                _prefetch(flat_frames, obs_idx[b, j] * fsize)
+                _prefetch(flat_frames, next_idx[b, j] * fsize)
+    for b in range(b_n):
+        for j in range(stack):
+            row = b * stack + j
+            q = obs_idx[b, j]
+            r = next_idx[b, j]
+            for f in range(fsize):
+                obs_out[row, f] = frames[q, f]
+            for f in range(fsize):
+                next_out[row, f] = frames[r, f]
+        s = idx[b]
+        for a in range(asize):
+            act_out[b, a] = actions[s, a]
