@@ -40,7 +40,7 @@ import numpy as np
 
 from .._checks import check_positive_int, check_range
 from ..samplers.base import Sampler, StateError, state_array, state_value
-from .kernels import EMPTY, TAIL, TRANSITION, gather_batch, plan_writes
+from .kernels import EMPTY, TAIL, TRANSITION, all_finite, gather_batch, plan_writes, write_step
 
 SAMPLER_BYTES_PER_SLOT = 90  # stamps, links, flags, TD, raw priority, sum and min trees (4-ary: 4/3 nodes a leaf)
 
@@ -76,6 +76,10 @@ class Batch:
 
 def _check_rows(name: str, value, shape: tuple, dtype: np.dtype) -> np.ndarray:
     """``value`` as ``dtype`` with ``shape``; rejects what the cast would wrap, truncate or make non-finite."""
+    if type(value) is np.ndarray and value.dtype == dtype and value.shape == shape:
+        # fast path: nothing to cast; floats only need to be finite (checked in one jitted pass)
+        if dtype.kind != "f" or (dtype.itemsize >= 4 and all_finite(value)):
+            return value
     arr = np.asarray(value)
     if arr.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
@@ -209,6 +213,7 @@ class ReplayBuffer:
             "invalid": np.empty(2 * n * self.frame_stack, dtype=np.int64),
         }
         self._env_rows = np.arange(n)
+        self._flags = np.empty(self._plan["invalid"].shape[0] + self._plan["complete"].shape[0], dtype=bool)
 
     # -- reads -----------------------------------------------------------------
     def config(self) -> dict:
@@ -272,12 +277,12 @@ class ReplayBuffer:
         )  # fmt: skip
         slots = p["slots"][:ns]
         frames = obs[:, -1] if self.frame_stack > 1 else obs
-        if ns == n:  # no episode ended: one transition slot per environment, in order
-            st["obs"][slots] = frames
-            st["action"][slots] = action
-            st["reward"][slots] = reward
-            st["terminated"][slots] = False
-            st["truncated"][slots] = False
+        if ns == n:  # no episode ended: one transition slot per environment, in order, in one jitted call
+            cap = self.capacity
+            write_step(slots, frames.reshape(n, self._frame_size), action.reshape(n, self._action_size), reward,
+                       w["steps"][0], st["obs"].reshape(cap, self._frame_size),
+                       st["action"].reshape(cap, self._action_size), st["reward"], st["terminated"],
+                       st["truncated"], st["env_step"])  # fmt: skip
         else:
             is_tail = p["kind"][:ns] == TAIL
             env = np.cumsum(~is_tail) - 1  # the environment of each written slot
@@ -293,12 +298,17 @@ class ReplayBuffer:
             st["reward"][tails] = 0.0
             st["terminated"][tails] = False
             st["truncated"][tails] = False
-        st["env_step"][slots] = w["steps"][0]
+            st["env_step"][slots] = w["steps"][0]
         w["steps"][0] += 1
         self.sampler.add(slots, prev=p["prev"][:ns], sampleable=False)
-        if ni:
+        if ni and nc:  # one call: the slots losing a frame, then those now complete (applied in this order)
+            flags = self._flags[: ni + nc]
+            flags[:ni] = False
+            flags[ni:] = True
+            self.sampler.set_sampleable(np.concatenate((p["invalid"][:ni], p["complete"][:nc])), flags)
+        elif ni:
             self.sampler.set_sampleable(p["invalid"][:ni], False)
-        if nc:
+        elif nc:
             self.sampler.set_sampleable(p["complete"][:nc], True)
 
     # -- sampling --------------------------------------------------------------

@@ -12,6 +12,7 @@ So the next observation of transition slot ``s`` is the observation in slot
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from ..sumtree import _prefetch
@@ -179,3 +180,32 @@ def gather_batch(idx, seg, stack, n_step, gamma, ep_step, reward, terminated, tr
         s = idx[b]
         for a in range(asize):
             act_out[b, a] = actions[s, a]
+
+
+@njit(cache=True)
+def all_finite(arr):
+    """Whether every element of ``arr`` (any shape and layout) is finite."""
+    for x in arr.flat:
+        if not np.isfinite(x):
+            return False
+    return True
+
+
+@njit(cache=True)
+def write_step(slots, frames, action, reward, step, obs_store, action_store, reward_store, terminated_store,
+               truncated_store, env_step_store):  # fmt: skip
+    """Store one step in which no episode ended: row ``e`` of each input into slot ``slots[e]``.
+
+    ``frames`` and ``obs_store`` are seen as ``(rows, frame_size)``, ``action``
+    and ``action_store`` as ``(rows, action_size)``.
+    """
+    for e in range(slots.shape[0]):
+        s = slots[e]
+        for f in range(frames.shape[1]):
+            obs_store[s, f] = frames[e, f]
+        for a in range(action.shape[1]):
+            action_store[s, a] = action[e, a]
+        reward_store[s] = reward[e]
+        terminated_store[s] = False
+        truncated_store[s] = False
+        env_step_store[s] = step
