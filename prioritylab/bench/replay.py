@@ -23,7 +23,8 @@ with the ``bench`` extra):
 * ``cpprb``: ``cpprb.PrioritizedReplayBuffer``, all ``N`` rows in one ``add``
   call; ``sample(256, beta=0.4)``, ``torch.from_numpy`` of each field,
   ``update_priorities``.  With one environment and Atari frames it stores
-  ``obs`` once per row (``next_of="obs"``) with ``stack_compress="obs"``; those
+  ``obs`` once per row (``next_of="obs"``) with ``stack_compress="obs"`` (which
+  takes the stack as the last axis, so its frames are given channels-last); those
   options assume consecutive rows come from one stream, so with ``N > 1`` (rows of
   different environments interleaved) it stores ``obs`` and ``next_obs`` in full.
 * ``tianshou``: ``tianshou.data.PrioritizedVectorReplayBuffer`` with ``N``
@@ -216,17 +217,22 @@ def _cpprb(layout: Layout, n: int, capacity: int, steps: Steps) -> Contender:
     from cpprb import PrioritizedReplayBuffer
 
     act_shape = layout.action_shape or 1
+    compact = layout.frame_stack > 1 and n == 1
+    obs, next_obs, obs_shape = steps.obs, steps.next_obs, layout.obs_shape
+    if compact:  # cpprb compresses stacks along the last axis: frames go channels-last
+        obs = np.ascontiguousarray(np.moveaxis(obs, 2, -1))
+        next_obs = np.ascontiguousarray(np.moveaxis(next_obs, 2, -1))
+        obs_shape = obs.shape[2:]
     env_dict = {
-        "obs": {"shape": layout.obs_shape, "dtype": layout.obs_dtype},
+        "obs": {"shape": obs_shape, "dtype": layout.obs_dtype},
         "act": {"shape": act_shape, "dtype": layout.action_dtype},
         "rew": {},
         "done": {},
     }
-    compact = layout.frame_stack > 1 and n == 1
     if compact:
         # one stream: the next row's obs is this row's next_obs; consecutive stacks share frames
         buf = PrioritizedReplayBuffer(capacity, env_dict, alpha=ALPHA, next_of="obs", stack_compress="obs")
-        stores = "obs once per row (next_of), stack-compressed"
+        stores = "obs once per row (next_of), stack-compressed, frames channels-last"
     else:
         env_dict["next_obs"] = env_dict["obs"]
         buf = PrioritizedReplayBuffer(capacity, env_dict, alpha=ALPHA)
@@ -234,7 +240,7 @@ def _cpprb(layout: Layout, n: int, capacity: int, steps: Steps) -> Contender:
     acts = steps.action.reshape(steps.size, n, -1)
 
     def add(i):
-        buf.add(obs=steps.obs[i], act=acts[i], rew=steps.reward[i], next_obs=steps.next_obs[i], done=steps.done[i])
+        buf.add(obs=obs[i], act=acts[i], rew=steps.reward[i], next_obs=next_obs[i], done=steps.done[i])
 
     for _ in range(_fill_steps(capacity, n)):
         add(steps.take())
