@@ -1,6 +1,6 @@
 """Replay-buffer step throughput and memory, prioritylab's buffer against peer libraries.
 
-One *replay step*, as a deep agent with ``N`` environments does it:
+One *replay step*, as a deep RL learner with ``N`` environments does it:
 
 1. add one transition from each of the ``N`` environments;
 2. sample 256 transitions (with IS weights, ``beta = 0.4``, for the prioritized
