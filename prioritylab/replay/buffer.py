@@ -342,8 +342,13 @@ class ReplayBuffer:
             import torch
 
             dev = torch.device(device)
-            data = {k: (v if k == "steps" else _to_device(v, dev)) for k, v in data.items()}
-            weights = _to_device(weights, dev)
+            if dev.type == "cpu":  # no copy: the tensors share the arrays' memory
+                from_numpy = torch.from_numpy
+                data = {k: (v if k == "steps" else from_numpy(v)) for k, v in data.items()}
+                weights = from_numpy(weights)
+            else:
+                data = {k: (v if k == "steps" else _to_device(v, dev)) for k, v in data.items()}
+                weights = _to_device(weights, dev)
         return Batch(
             obs=data["obs"], action=data["action"], reward=data["reward"], next_obs=data["next_obs"],
             discount=data["discount"], weights=weights, indices=drawn.indices, generations=drawn.generations,

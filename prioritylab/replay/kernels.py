@@ -129,10 +129,11 @@ def plan_gather(idx, seg, stack, n_step, gamma, ep_step, reward, terminated, tru
         ret[b] = g
         disc[b] = 0.0 if done else scale
         steps[b] = m
+        es = ep_step[s] if stack > 1 else 0  # without stacks no padding: the step in the episode is not read
         for j in range(stack):
-            back = min(stack - 1 - j, ep_step[s])
+            back = min(stack - 1 - j, es)
             obs_idx[b, j] = base + (loc - back) % seg
-            back_next = min(stack - 1 - j, ep_step[s] + m)
+            back_next = min(stack - 1 - j, es + m)
             next_idx[b, j] = base + (loc + m - back_next) % seg
 
 
@@ -155,7 +156,8 @@ def gather_batch(idx, seg, stack, n_step, gamma, ep_step, reward, terminated, tr
     asize = actions.shape[1]
     for b in range(b_n):
         s = idx[b]
-        _prefetch(ep_step, s)
+        if stack > 1:
+            _prefetch(ep_step, s)
         _prefetch(reward, s)
         _prefetch(terminated, s)
         _prefetch(truncated, s)
