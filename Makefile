@@ -32,6 +32,7 @@ mutants: $(VENV)/.installed
 
 bench: $(VENV)/.bench
 	$(PY) -m prioritylab bench sumtree
+	$(PY) -m prioritylab bench replay
 
 # Numba's on-disk cache does not notice an edit to a kernel that a jitted function in
 # another module calls: after editing kernels, drop the caches.

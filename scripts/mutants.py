@@ -153,7 +153,7 @@ MUTANTS = [
          "            if truncated[q]:\n                done = True\n                break",
          REPLAY_TESTS),
         ("frame stack reads across the episode start", "prioritylab/replay/kernels.py",
-         "            back = min(stack - 1 - j, ep_step[s])\n", "            back = stack - 1 - j\n", REPLAY_TESTS),
+         "            back = min(stack - 1 - j, es)\n", "            back = stack - 1 - j\n", REPLAY_TESTS),
         ("TD3: no target-network delay (targets copy the online networks)", "prioritylab/deep/td3.py",
          "            polyak(self.critic_target, self.critic, cfg.tau)\n",
          "            polyak(self.critic_target, self.critic, 1.0)\n", AGENT_TESTS),

@@ -1,4 +1,4 @@
-"""``prioritylab bench ...``: speed benchmarks (``prioritylab bench sumtree``, ``prioritylab bench agent``)."""
+"""``prioritylab bench ...``: speed benchmarks (``sumtree``, ``replay``, ``agent``)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ def register(subparsers) -> None:
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run_sumtree)
     _register_agent(sub)
+    _register_replay(sub)
 
 
 AGENT_QUICK = {"steps": 20, "prefill": 300, "repeats": 1, "warmup": 5, "hidden": 32, "batch": 32,
@@ -159,6 +160,64 @@ def run_sumtree(args: argparse.Namespace) -> int:
         peers=peers, ops=args.ops, seed=args.seed, progress=not args.no_progress,
     )  # fmt: skip
     print(bench.format_table(results))
+    if args.json:
+        write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped))
+        print(f"wrote {args.json}")
+    return 0
+
+
+REPLAY_PEERS = ("cpprb", "tianshou", "sb3")
+QUICK_REPLAY = {"seconds": 0.02, "repeats": 1}
+
+
+def _register_replay(sub) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="replay steps per second (add from N envs, sample 256 to torch, update) and memory, "
+        "side by side with cpprb, tianshou and stable-baselines3",
+        description="Throughput of prioritylab's replay buffer against peer libraries, MuJoCo and Atari "
+        "layouts, 1 and 8 environments (see docs/benchmarks.md). Peers that are not installed are skipped; "
+        "install them with pip install 'prioritylab[bench]'.",
+    )
+    p.add_argument("--layouts", nargs="+", choices=("mujoco", "atari"), default=["mujoco", "atari"],
+                   help="observation layouts (default: both)")  # fmt: skip
+    p.add_argument("--envs", type=parse_size, nargs="+", default=[1, 8],
+                   help="numbers of environments adding per step (default: 1 8)")  # fmt: skip
+    p.add_argument("--seconds", type=_positive_float, default=1.0,
+                   help="timed seconds per contender and cell in each repeat (default: 1)")  # fmt: skip
+    p.add_argument("--repeats", type=parse_size, default=3,
+                   help="repeats; contenders are interleaved and the median is reported (default: 3)")  # fmt: skip
+    p.add_argument("--peers", nargs="*", choices=REPLAY_PEERS, default=list(REPLAY_PEERS),
+                   help="peer libraries to compare against (default: all that are installed)")  # fmt: skip
+    p.add_argument("--quick", action="store_true",
+                   help="a smoke run: capacities 2^12 (MuJoCo), 2^10 (Atari), 0.02 s per cell, 1 repeat")  # fmt: skip
+    p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
+    p.add_argument("--seed", type=int, default=0, help="seed of the pre-made steps and TD errors (default: 0)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=run_replay)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from ..results import write_json
+    from . import replay as bench
+
+    config = {"layouts": args.layouts, "envs": args.envs, "seconds": args.seconds, "repeats": args.repeats,
+              "seed": args.seed, "batch": bench.BATCH, "beta": bench.BETA}  # fmt: skip
+    capacities = {name: bench.LAYOUTS[name].capacity for name in args.layouts}
+    if args.quick:
+        config.update(QUICK_REPLAY)
+        capacities = {name: bench.QUICK_CAPACITY[name] for name in args.layouts}
+    config["capacities"] = capacities
+    peers, skipped = bench.available_peers(args.peers)
+    for name, why in skipped.items():
+        print(f"skipping {name}: {why}")
+    results = bench.run(
+        args.layouts, args.envs, config["seconds"], config["repeats"], peers=peers, capacities=capacities,
+        seed=args.seed, progress=not args.no_progress,
+    )  # fmt: skip
+    print(bench.format_table(results))
+    print()
+    print(bench.format_memory(results))
     if args.json:
         write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped))
         print(f"wrote {args.json}")

@@ -41,7 +41,7 @@ import numpy as np
 from .._checks import check_positive_int, check_range
 from ..samplers.base import Sampler, StateError, state_array, state_value
 from .diagnostics import ReplayDiagnostics
-from .kernels import EMPTY, TAIL, TRANSITION, plan_gather, plan_writes
+from .kernels import EMPTY, TAIL, TRANSITION, all_finite, gather_batch, plan_writes, write_step
 
 SAMPLER_BYTES_PER_SLOT = 90  # stamps, links, flags, TD, raw priority, sum and min trees (4-ary: 4/3 nodes a leaf)
 
@@ -77,6 +77,10 @@ class Batch:
 
 def _check_rows(name: str, value, shape: tuple, dtype: np.dtype) -> np.ndarray:
     """``value`` as ``dtype`` with ``shape``; rejects what the cast would wrap, truncate or make non-finite."""
+    if type(value) is np.ndarray and value.dtype == dtype and value.shape == shape:
+        # fast path: nothing to cast; floats only need to be finite (checked in one jitted pass)
+        if dtype.kind != "f" or (dtype.itemsize >= 4 and all_finite(value)):
+            return value
     arr = np.asarray(value)
     if arr.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
@@ -183,6 +187,8 @@ class ReplayBuffer:
         self.frame_shape = self.obs_shape[1:] if frame_stack > 1 else self.obs_shape
         self.action_shape = tuple(int(d) for d in action_shape)
         self.obs_dtype, self.action_dtype = np.dtype(obs_dtype), np.dtype(action_dtype)
+        self._frame_size = int(np.prod(self.frame_shape, dtype=np.int64))
+        self._action_size = int(np.prod(self.action_shape, dtype=np.int64))
         n = self.num_envs
         self.storage = {
             "obs": np.zeros((capacity, *self.frame_shape), dtype=self.obs_dtype),
@@ -213,6 +219,7 @@ class ReplayBuffer:
         }
         self._env_rows = np.arange(n)
         self.diagnostics = ReplayDiagnostics(capacity) if diagnostics else None
+        self._flags = np.empty(self._plan["invalid"].shape[0] + self._plan["complete"].shape[0], dtype=bool)
 
     # -- reads -----------------------------------------------------------------
     def config(self) -> dict:
@@ -276,12 +283,12 @@ class ReplayBuffer:
         )  # fmt: skip
         slots = p["slots"][:ns]
         frames = obs[:, -1] if self.frame_stack > 1 else obs
-        if ns == n:  # no episode ended: one transition slot per environment, in order
-            st["obs"][slots] = frames
-            st["action"][slots] = action
-            st["reward"][slots] = reward
-            st["terminated"][slots] = False
-            st["truncated"][slots] = False
+        if ns == n:  # no episode ended: one transition slot per environment, in order, in one jitted call
+            cap = self.capacity
+            write_step(slots, frames.reshape(n, self._frame_size), action.reshape(n, self._action_size), reward,
+                       w["steps"][0], st["obs"].reshape(cap, self._frame_size),
+                       st["action"].reshape(cap, self._action_size), st["reward"], st["terminated"],
+                       st["truncated"], st["env_step"])  # fmt: skip
         else:
             is_tail = p["kind"][:ns] == TAIL
             env = np.cumsum(~is_tail) - 1  # the environment of each written slot
@@ -297,14 +304,19 @@ class ReplayBuffer:
             st["reward"][tails] = 0.0
             st["terminated"][tails] = False
             st["truncated"][tails] = False
-        st["env_step"][slots] = w["steps"][0]
+            st["env_step"][slots] = w["steps"][0]
         w["steps"][0] += 1
         self.sampler.add(slots, prev=p["prev"][:ns], sampleable=False)
         if self.diagnostics is not None:
             self.diagnostics.on_write(slots)
-        if ni:
+        if ni and nc:  # one call: the slots losing a frame, then those now complete (applied in this order)
+            flags = self._flags[: ni + nc]
+            flags[:ni] = False
+            flags[ni:] = True
+            self.sampler.set_sampleable(np.concatenate((p["invalid"][:ni], p["complete"][:nc])), flags)
+        elif ni:
             self.sampler.set_sampleable(p["invalid"][:ni], False)
-        if nc:
+        elif nc:
             self.sampler.set_sampleable(p["complete"][:nc], True)
 
     # -- sampling --------------------------------------------------------------
@@ -312,26 +324,22 @@ class ReplayBuffer:
         """Observation stacks, actions, n-step returns, discounts and next-observation stacks of ``indices``."""
         idx = np.ascontiguousarray(indices, dtype=np.int64)
         b, k = idx.shape[0], self.frame_stack
+        st = self.storage
+        frames, actions = st["obs"], st["action"]
+        lead = (b, k) if k > 1 else (b,)
+        obs = np.empty((*lead, *self.frame_shape), dtype=frames.dtype)
+        next_obs = np.empty((*lead, *self.frame_shape), dtype=frames.dtype)
+        action = np.empty((b, *self.action_shape), dtype=actions.dtype)
+        ret, disc = np.empty(b, dtype=np.float32), np.empty(b, dtype=np.float32)
+        steps = np.empty(b, dtype=np.int64)
         obs_idx = np.empty((b, k), dtype=np.int64)
         next_idx = np.empty((b, k), dtype=np.int64)
-        ret, disc = np.empty(b), np.empty(b)
-        steps = np.empty(b, dtype=np.int64)
-        st = self.storage
-        plan_gather(idx, self.seg, k, self.n_step, self.gamma, st["ep_step"], st["reward"], st["terminated"],
-                    st["truncated"], obs_idx, next_idx, ret, disc, steps)  # fmt: skip
-        frames = st["obs"]
-        if k == 1:
-            obs, next_obs = frames[obs_idx[:, 0]], frames[next_idx[:, 0]]
-        else:
-            obs, next_obs = frames[obs_idx], frames[next_idx]
-        return {
-            "obs": obs,
-            "action": st["action"][idx],
-            "reward": ret.astype(np.float32),
-            "next_obs": next_obs,
-            "discount": disc.astype(np.float32),
-            "steps": steps,
-        }
+        cap, fsize, asize = self.capacity, self._frame_size, self._action_size
+        gather_batch(idx, self.seg, k, self.n_step, self.gamma, st["ep_step"], st["reward"], st["terminated"],
+                     st["truncated"], frames.reshape(cap, fsize), actions.reshape(cap, asize), obs_idx, next_idx,
+                     obs.reshape(b * k, fsize), next_obs.reshape(b * k, fsize), action.reshape(b, asize), ret, disc,
+                     steps)  # fmt: skip
+        return {"obs": obs, "action": action, "reward": ret, "next_obs": next_obs, "discount": disc, "steps": steps}
 
     def sample(self, batch_size: int, beta: float | None = None, device=None) -> Batch:
         """Draw ``batch_size`` transitions; tensors on ``device`` (a torch device or name) if given."""
@@ -345,8 +353,13 @@ class ReplayBuffer:
             import torch
 
             dev = torch.device(device)
-            data = {k: (v if k == "steps" else _to_device(v, dev)) for k, v in data.items()}
-            weights = _to_device(weights, dev)
+            if dev.type == "cpu":  # no copy: the tensors share the arrays' memory
+                from_numpy = torch.from_numpy
+                data = {k: (v if k == "steps" else from_numpy(v)) for k, v in data.items()}
+                weights = from_numpy(weights)
+            else:
+                data = {k: (v if k == "steps" else _to_device(v, dev)) for k, v in data.items()}
+                weights = _to_device(weights, dev)
         return Batch(
             obs=data["obs"], action=data["action"], reward=data["reward"], next_obs=data["next_obs"],
             discount=data["discount"], weights=weights, indices=drawn.indices, generations=drawn.generations,

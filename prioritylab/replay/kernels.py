@@ -12,7 +12,10 @@ So the next observation of transition slot ``s`` is the observation in slot
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
+
+from ..sumtree import _prefetch
 
 EMPTY, TRANSITION, TAIL = 0, 1, 2
 
@@ -126,8 +129,85 @@ def plan_gather(idx, seg, stack, n_step, gamma, ep_step, reward, terminated, tru
         ret[b] = g
         disc[b] = 0.0 if done else scale
         steps[b] = m
+        es = ep_step[s] if stack > 1 else 0  # without stacks no padding: the step in the episode is not read
         for j in range(stack):
-            back = min(stack - 1 - j, ep_step[s])
+            back = min(stack - 1 - j, es)
             obs_idx[b, j] = base + (loc - back) % seg
-            back_next = min(stack - 1 - j, ep_step[s] + m)
+            back_next = min(stack - 1 - j, es + m)
             next_idx[b, j] = base + (loc + m - back_next) % seg
+
+
+@njit(cache=True)
+def gather_batch(idx, seg, stack, n_step, gamma, ep_step, reward, terminated, truncated, frames, actions,
+                 obs_idx, next_idx, obs_out, next_out, act_out, ret, disc, steps):  # fmt: skip
+    """:func:`plan_gather` and the copy of the rows it names, in one call.
+
+    ``frames`` is the observation storage seen as ``(capacity, frame_size)``,
+    ``actions`` the action storage as ``(capacity, action_size)``; ``obs_out``
+    and ``next_out`` receive ``(batch * stack, frame_size)`` rows, ``act_out``
+    ``(batch, action_size)``; ``ret`` and ``disc`` may be float32.  The slots
+    of every item are prefetched first, so their cache misses overlap instead
+    of being met one at a time.
+    """
+    b_n = idx.shape[0]
+    flat_frames = frames.reshape(-1)
+    flat_actions = actions.reshape(-1)
+    fsize = frames.shape[1]
+    asize = actions.shape[1]
+    for b in range(b_n):
+        s = idx[b]
+        if stack > 1:
+            _prefetch(ep_step, s)
+        _prefetch(reward, s)
+        _prefetch(terminated, s)
+        _prefetch(truncated, s)
+        if asize:
+            _prefetch(flat_actions, s * asize)
+    plan_gather(idx, seg, stack, n_step, gamma, ep_step, reward, terminated, truncated, obs_idx, next_idx, ret, disc,
+                steps)  # fmt: skip
+    if fsize:
+        for b in range(b_n):
+            for j in range(stack):
+                _prefetch(flat_frames, obs_idx[b, j] * fsize)
+                _prefetch(flat_frames, next_idx[b, j] * fsize)
+    for b in range(b_n):
+        for j in range(stack):
+            row = b * stack + j
+            q = obs_idx[b, j]
+            r = next_idx[b, j]
+            for f in range(fsize):
+                obs_out[row, f] = frames[q, f]
+            for f in range(fsize):
+                next_out[row, f] = frames[r, f]
+        s = idx[b]
+        for a in range(asize):
+            act_out[b, a] = actions[s, a]
+
+
+@njit(cache=True)
+def all_finite(arr):
+    """Whether every element of ``arr`` (any shape and layout) is finite."""
+    for x in arr.flat:
+        if not np.isfinite(x):
+            return False
+    return True
+
+
+@njit(cache=True)
+def write_step(slots, frames, action, reward, step, obs_store, action_store, reward_store, terminated_store,
+               truncated_store, env_step_store):  # fmt: skip
+    """Store one step in which no episode ended: row ``e`` of each input into slot ``slots[e]``.
+
+    ``frames`` and ``obs_store`` are seen as ``(rows, frame_size)``, ``action``
+    and ``action_store`` as ``(rows, action_size)``.
+    """
+    for e in range(slots.shape[0]):
+        s = slots[e]
+        for f in range(frames.shape[1]):
+            obs_store[s, f] = frames[e, f]
+        for a in range(action.shape[1]):
+            action_store[s, a] = action[e, a]
+        reward_store[s] = reward[e]
+        terminated_store[s] = False
+        truncated_store[s] = False
+        env_step_store[s] = step

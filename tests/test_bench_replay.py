@@ -1,0 +1,61 @@
+"""Smoke test of ``prioritylab bench replay --quick`` with prioritylab alone.
+
+Peer libraries are not installed in the test environment, and nothing is
+timed here: the timing loop is replaced by a stub that runs each step a few
+times, so the test checks that every step runs and that the tables and JSON
+come out, never how fast anything is.
+"""
+
+import json
+
+import pytest
+
+from prioritylab.bench import replay as bench
+from prioritylab.cli import main
+
+pytest.importorskip("torch")
+
+
+@pytest.fixture
+def untimed(monkeypatch):
+    calls = {}
+
+    def fake_measure(step, seconds, warmup=3):
+        for _ in range(3):
+            step()
+        calls[step] = calls.get(step, 0) + 3
+        return 1.0
+
+    monkeypatch.setattr(bench, "measure", fake_measure)
+    return calls
+
+
+def test_quick_run_without_peers(untimed, tmp_path, capsys):
+    path = tmp_path / "replay.json"
+    assert main(["bench", "replay", "--quick", "--peers", "--no-progress", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "prioritylab per" in out and "prioritylab uniform" in out and "memory per 100,000" in out
+    doc = json.loads(path.read_text())
+    cells = {(r["layout"], r["num_envs"], r["contender"]) for r in doc["results"]}
+    kinds = ("per", "uniform")
+    assert cells == {(layout, n, f"prioritylab {k}") for layout in ("mujoco", "atari") for n in (1, 8) for k in kinds}
+    assert all(r["ratio"] is None for r in doc["results"])  # no peer, no ratio
+    assert doc["config"]["peers"] == []
+    assert len(untimed) == 8  # every cell's steps ran
+
+
+def test_step_returns_torch_batches_and_memory_matches_formula(untimed):
+    import numpy as np
+    import torch
+
+    layout = bench.LAYOUTS["atari"]
+    contenders = bench.build(layout, 2, 256, peers=[])
+    per = next(c for c in contenders if c.name == "prioritylab per")
+    batch = per.step()
+    assert isinstance(batch.obs, torch.Tensor) and batch.obs.shape == (bench.BATCH, 4, 84, 84)
+    assert batch.obs.dtype == torch.uint8 and batch.weights.dtype == torch.float32
+    assert np.all(batch.weights.numpy() <= 1.0)
+    formula = bench.estimate_bytes(256, layout.obs_shape, layout.obs_dtype, layout.action_shape, layout.action_dtype, 4)
+    assert abs(per.memory_bytes - formula) / formula < 0.05
+    rows = bench.memory_rows(bench._cell_results(layout, 2, 256, contenders, {c.name: [1.0] for c in contenders}))
+    assert all(r["reported"] * 7 <= r["stacked_obs_and_next_obs"] for r in rows)
