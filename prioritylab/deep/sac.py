@@ -16,19 +16,15 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from .loop import Spec
 from .methods import Method
 from .nets import GaussianActor, TwinQ
 from .run import SettingsError
 from .td3 import (
-    CONTINUOUS_DEFAULTS,
     ContinuousSettings,
     adam,
     check_continuous,
-    continuous_buffer_args,
-    make_continuous_env,
+    continuous_spec,
     polyak,
-    random_box_action,
 )
 
 
@@ -128,14 +124,4 @@ def check_sac(cfg: SACSettings) -> None:
         raise SettingsError(f"squash_eps must be positive, got {cfg.squash_eps!r}")
 
 
-SPEC = Spec(
-    name="sac",
-    make_env=make_continuous_env,
-    check=check_sac,
-    make_agent=SAC,
-    buffer_args=continuous_buffer_args,
-    learning_starts=lambda cfg: cfg.start_steps,
-    update_every=lambda cfg: 1,
-    random_action=random_box_action,
-    defaults=CONTINUOUS_DEFAULTS,
-)
+SPEC = continuous_spec("sac", check_sac, SAC)

@@ -197,14 +197,19 @@ def check_td3(cfg: TD3Settings) -> None:
         raise SettingsError(f"policy_freq must be positive, got {cfg.policy_freq!r}")
 
 
-SPEC = Spec(
-    name="td3",
-    make_env=make_continuous_env,
-    check=check_td3,
-    make_agent=TD3,
-    buffer_args=continuous_buffer_args,
-    learning_starts=lambda cfg: cfg.start_steps,
-    update_every=lambda cfg: 1,
-    random_action=random_box_action,
-    defaults=CONTINUOUS_DEFAULTS,
-)
+def continuous_spec(name: str, check, make_agent) -> Spec:
+    """How a continuous-control agent plugs into the loop: one update per step after the random start."""
+    return Spec(
+        name=name,
+        make_env=make_continuous_env,
+        check=check,
+        make_agent=make_agent,
+        buffer_args=continuous_buffer_args,
+        learning_starts=lambda cfg: cfg.start_steps,
+        update_every=lambda cfg: 1,
+        random_action=random_box_action,
+        defaults=CONTINUOUS_DEFAULTS,
+    )
+
+
+SPEC = continuous_spec("td3", check_td3, TD3)
