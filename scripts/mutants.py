@@ -74,8 +74,6 @@ MUTANTS = [
         ("IS weights normalised by the batch's largest weight, not the global one", "prioritylab/sumtree.py",
          "    log_ref = np.log(norm_mass) if norm_mass > 0.0 else np.inf\n",
          "    log_ref = np.inf\n    norm_mass = 0.0\n", SAMPLER_TESTS),
-        ("alpha applied twice in the fused priority update", "prioritylab/samplers/base.py",
-         "        x = mass_of(r, alpha)\n", "        x = mass_of(mass_of(r, alpha), alpha)\n", SAMPLER_TESTS),
         ("alpha applied twice on the update path", "prioritylab/samplers/base.py",
          "        x = mass_of(r, alpha)\n", "        x = mass_of(mass_of(r, alpha), alpha)\n",
          SAMPLER_TESTS + PROTOCOL_TESTS),
