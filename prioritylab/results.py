@@ -96,9 +96,10 @@ def git_dirty() -> bool | None:
     return bool(out.stdout.strip()) if out.returncode == 0 else None
 
 
-def package_versions() -> dict[str, str]:
+def package_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """Installed versions of the project's packages and of ``extra`` ones (peers of a benchmark)."""
     versions = {}
-    for name in _PACKAGES:
+    for name in (*_PACKAGES, *extra):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -484,16 +484,10 @@ def format_memory(results: list[Result], per: int = 100_000) -> str:
 
 
 def to_json(results: list[Result], config: dict, skipped: dict[str, str]) -> dict:
-    from importlib import metadata
 
     from ..results import git_commit, machine_info, package_versions
 
-    versions = package_versions()
-    for name in ("cpprb", "tianshou", "stable-baselines3", "torch"):
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
+    versions = package_versions(("cpprb", "tianshou", "stable-baselines3", "torch"))
     return {
         "config": config,
         "skipped_peers": skipped,

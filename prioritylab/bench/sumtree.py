@@ -391,16 +391,10 @@ def format_table(results: list[Result]) -> str:
 
 
 def to_json(results: list[Result], config: dict, skipped: dict[str, str]) -> dict:
-    from importlib import metadata
 
     from ..results import git_commit, machine_info, package_versions
 
-    versions = package_versions()
-    for name in ("cpprb", "tianshou"):
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
+    versions = package_versions(("cpprb", "tianshou"))
     return {
         "config": config,
         "skipped_peers": skipped,
