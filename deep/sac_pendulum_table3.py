@@ -1,0 +1,16 @@
+"""NERS Table 3's setting: SAC on Pendulum-v1, 10k steps after 1,000 random actions; the drawn transitions'
+|TD error| and Q-value statistics per sampler (the replay diagnostics of every run).
+
+    prioritylab sweep deep/sac_pendulum_table3.py --seeds 1 --out runs/sac_pendulum_table3
+    prioritylab report runs/sac_pendulum_table3 --out docs/results/sac_pendulum_table3
+
+Both budgets are the paper's (the table's runs are short); ``reduced`` uses one thread per run.
+"""
+
+SAMPLERS = ("uniform", "per", "lap", "ners")
+
+
+def runs(budget: str) -> list[dict]:
+    common = {"agent": "sac", "env": "Pendulum-v1", "steps": 11_000, "start_steps": 1000, "eval_every": 1000}
+    extra = {"threads": 1} if budget == "reduced" else {}
+    return [{**common, **extra, "sampler": s} for s in SAMPLERS]
