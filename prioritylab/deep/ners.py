@@ -249,7 +249,7 @@ class NERSSampler(PERSampler):
         if hasattr(q_values, "detach"):
             q_values = q_values.detach().to("cpu").double().numpy()
         _, q, _ = self._check_call(idx, q_values, None, "q_values")
-        code, pos, keep, _, _ = prepare_update(idx, td, gen, self._generation, ABS, 0.0, 1.0)
+        code, pos, keep, _, _, _ = prepare_update(idx, td, gen, self._generation, ABS, 0.0, 1.0)
         if code != _OK:
             raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
         bad = ~np.isfinite(q)

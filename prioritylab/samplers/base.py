@@ -40,9 +40,11 @@ from numba import njit
 
 from .._checks import as_index_array, as_rng, check_indices, check_positive_int, check_range, check_total
 from ..priorities import ABS, mass_of, masses_of, raw_priority
-from ..sumtree import SumTree, _update_levels, tree_alloc, tree_rebuild, tree_sample
+from ..sumtree import SumTree, TreeArrays, _update_levels, tree_alloc, tree_rebuild, tree_sample
 
 _NO_STAMPS = np.empty(0, dtype=np.int64)
+_NO_TD = np.empty(0)
+_NO_TREE = TreeArrays(np.empty(0), np.empty(0), np.empty(0), 0, 0)  # samplers without a sum tree
 MAX_WRITES = 2**62  # write stamps stay far from int64 overflow
 
 # error codes of the jitted checks
@@ -53,7 +55,7 @@ _OK, _OUT_OF_RANGE, _NOT_FINITE, _EMPTY, _OVERFLOW, _BAD_LINK = 0, 1, 2, 3, 4, 5
 def prepare_update(indices, td, generations, generation, rule, param, alpha):
     """Check an update and compute raw priorities and masses of its fresh items.
 
-    Returns ``(code, position, keep, raw, mass)``: every item is checked (index
+    Returns ``(code, position, keep, raw, mass, td_kept)``: every item is checked (index
     in range, finite TD error, slot written, finite mass); items whose stamp
     differs from ``generations`` (when given) are stale and dropped.
     """
@@ -63,27 +65,29 @@ def prepare_update(indices, td, generations, generation, rule, param, alpha):
     keep = np.empty(n, dtype=np.int64)
     raw = np.empty(n)
     mass = np.empty(n)
+    kept = np.empty(n)
     m = 0
     for i in range(n):
         j = indices[i]
         if j < 0 or j >= capacity:
-            return _OUT_OF_RANGE, i, keep[:0], raw[:0], mass[:0]
+            return _OUT_OF_RANGE, i, keep[:0], raw[:0], mass[:0], kept[:0]
         d = td[i]
         if not np.isfinite(d):
-            return _NOT_FINITE, i, keep[:0], raw[:0], mass[:0]
+            return _NOT_FINITE, i, keep[:0], raw[:0], mass[:0], kept[:0]
         if generation[j] < 0:
-            return _EMPTY, i, keep[:0], raw[:0], mass[:0]
+            return _EMPTY, i, keep[:0], raw[:0], mass[:0], kept[:0]
         if use_gen and generation[j] != generations[i]:
             continue
         r = raw_priority(rule, d, param)
         x = mass_of(r, alpha)
         if not (r < np.inf and x < np.inf):
-            return _OVERFLOW, i, keep[:0], raw[:0], mass[:0]
+            return _OVERFLOW, i, keep[:0], raw[:0], mass[:0], kept[:0]
         keep[m] = j
         raw[m] = r
         mass[m] = x
+        kept[m] = d
         m += 1
-    return _OK, -1, keep[:m], raw[:m], mass[:m]
+    return _OK, -1, keep[:m], raw[:m], mass[:m], kept[:m]
 
 
 @njit(cache=True)
@@ -100,6 +104,21 @@ def write_masses(tree, tmin, leaf0, indices, mass, sampleable):
             j = indices[i]
             tmin[leaf0 + j] = mass[i] if sampleable[j] and mass[i] > 0.0 else np.inf
         _update_levels(tmin, leaf0, indices, 1)
+
+
+@njit(cache=True)
+def store_priorities(tree, tmin, leaf0, sampleable, raw_store, td_store, indices, raw, mass, td):
+    """Write checked raw priorities, their masses (:func:`write_masses`) and, when given, the signed
+    TD errors; returns the largest raw priority written."""
+    top = 0.0
+    for i in range(indices.shape[0]):
+        raw_store[indices[i]] = raw[i]
+        top = max(top, raw[i])
+    for i in range(td.shape[0]):
+        td_store[indices[i]] = td[i]
+    if tree.shape[0] > 0:
+        write_masses(tree, tmin, leaf0, indices, mass, sampleable)
+    return top
 
 
 @njit(cache=True)
@@ -407,13 +426,13 @@ class Sampler:
     def update(self, indices, td_errors, generations=None) -> None:
         """Set priorities of ``indices`` from ``td_errors`` by the sampler's rule (stale items skipped)."""
         idx, td, gen = self._check_call(indices, td_errors, generations, "td_errors")
-        code, pos, keep, raw, mass = prepare_update(
+        code, pos, keep, raw, mass, kept = prepare_update(
             idx, td, gen, self._generation, self._rule, self._rule_param, self._alpha_for_checks
         )
         if code != _OK:
             raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
         if keep.shape[0]:
-            self._apply_checked(keep, raw, mass, idx, td, gen)
+            self._apply(keep, raw, mass, kept)
 
     def set_priorities(self, indices, priorities, generations=None) -> None:
         """Set raw priorities directly (a learned sampler's scores), stale items skipped.
@@ -426,7 +445,7 @@ class Sampler:
         if neg.any():
             i = int(np.flatnonzero(neg)[0])
             raise ValueError(f"priorities[{i}] = {p[i]} must be non-negative")
-        code, pos, keep, raw, mass = prepare_update(
+        code, pos, keep, raw, mass, _ = prepare_update(
             idx, p, gen, self._generation, ABS, 0.0, self._alpha_for_checks
         )
         if code != _OK:
@@ -559,22 +578,15 @@ class Sampler:
         """Slots' sampleable flags changed (already stored)."""
 
     def _apply(self, idx: np.ndarray, raw: np.ndarray, mass: np.ndarray, td: np.ndarray | None) -> None:
-        """Store checked raw priorities of fresh, written slots (cannot fail)."""
+        """Store checked raw priorities of fresh, written slots and their signed TD errors ``td``
+        (None: priorities set directly); cannot fail."""
+        if td is not None:
+            self._td[idx] = td
 
     def _sample(self, k: int, beta: float | None) -> SampleBatch:
         raise NotImplementedError
 
     # -- checks and bookkeeping ------------------------------------------------
-    def _apply_checked(self, keep, raw, mass, idx, td, gen) -> None:
-        """Record the signed TD errors of the fresh items, then :meth:`_apply`."""
-        if gen.shape[0]:
-            fresh = self._generation[idx] == gen
-            td_fresh = td[fresh] if not fresh.all() else td
-        else:
-            td_fresh = td
-        self._td[keep] = td_fresh
-        self._apply(keep, raw, mass, td_fresh)
-
     def _check_call(self, indices, values, generations, what: str):
         idx = np.asarray(indices)
         if idx.dtype != np.int64 or idx.ndim != 1 or not idx.flags.c_contiguous:
@@ -626,6 +638,9 @@ class Sampler:
         return td
 
     def _check_generations(self, generations, shape: tuple) -> np.ndarray:
+        if (type(generations) is np.ndarray and generations.dtype == np.int64 and generations.shape == shape
+                and generations.flags.c_contiguous):  # fmt: skip
+            return generations  # the stamps sample() handed out: already checked in kind and shape
         gen = np.asarray(generations)
         if gen.dtype.kind not in "iu":
             raise ValueError(f"generations must be integers, got dtype {gen.dtype}")
@@ -743,7 +758,7 @@ class PrioritySampler(Sampler):
         if self.init == "td":
             if td is None:
                 raise ValueError("init='td' needs td_errors in add()")
-            code, pos, _, raw, mass = prepare_update(
+            code, pos, _, raw, mass, _ = prepare_update(
                 np.zeros(td.shape[0], dtype=np.int64), td, _NO_STAMPS, np.zeros(1, dtype=np.int64),
                 self._rule, self._rule_param, self.alpha,
             )  # fmt: skip
@@ -757,11 +772,9 @@ class PrioritySampler(Sampler):
         self._apply(idx, *prepared, None)
 
     def _apply(self, idx, raw, mass, td) -> None:
-        if self.tree is not None:
-            a = self.tree.arrays
-            write_masses(a.tree, a.tmin, a.leaf0, idx, mass, self._sampleable)
-        self._raw[idx] = raw
-        m = raw.max()
+        a = self.tree.arrays if self.tree is not None else _NO_TREE
+        m = store_priorities(a.tree, a.tmin, a.leaf0, self._sampleable, self._raw, self._td, idx, raw, mass,
+                             _NO_TD if td is None else td)  # fmt: skip
         if m > self._max_raw:
             self._max_raw = float(m)
 

@@ -112,6 +112,8 @@ class PSERSampler(PERSampler):
         super()._apply(idx, raw, mass, None)
 
     def _apply(self, idx, raw, mass, td) -> None:
+        if td is not None:
+            self._td[idx] = td
         if td is None:  # priorities set directly (a learned score): no eq. 10, still decayed
             self._decay_write(idx, raw, 0.0)
         else:

@@ -138,6 +138,8 @@ class RankSampler(PrioritySampler):
         self._heap_n = heap_push_or_fix(self._heap, self._pos, self._raw, idx, raw, self._heap_n)
 
     def _apply(self, idx, raw, mass, td) -> None:
+        if td is not None:
+            self._td[idx] = td
         self._store(idx, raw)
         self._since_sort += idx.shape[0]
         if self._since_sort >= self.sort_every:
