@@ -24,6 +24,7 @@ from .td3 import (
     adam,
     check_continuous,
     continuous_spec,
+    critic_step,
     polyak,
 )
 
@@ -78,12 +79,7 @@ class SAC:
             next_action, next_logp = self.actor(batch.next_obs, self.noise)
             q_next = self.critic_target(batch.next_obs, next_action).min(0).values - temp * next_logp
             target = batch.reward + batch.discount * q_next
-        q = self.critic(batch.obs, batch.action)
-        delta = q - target  # (2, batch): LAP/PAL eq. 1
-        critic_loss = method.critic_loss(delta, batch.weights)
-        self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        self.critic_opt.step()
+        q, delta, critic_loss = critic_step(self.critic, self.critic_opt, batch, target, method)
 
         action, logp = self.actor(batch.obs, self.noise)
         actor_loss = (temp * logp - self.critic.frozen(batch.obs, action).min(0).values).mean()

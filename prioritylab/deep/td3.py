@@ -109,6 +109,17 @@ def adam(params, lr: float) -> torch.optim.Adam:
         return torch.optim.Adam(params, lr=lr)
 
 
+def critic_step(critic: torch.nn.Module, opt, batch, target: torch.Tensor, method: Method):
+    """One step on the twin critics' loss: returns their values ``(2, batch)``, TD errors and the loss."""
+    q = critic(batch.obs, batch.action)
+    delta = q - target  # (2, batch): LAP/PAL eq. 1
+    loss = method.critic_loss(delta, batch.weights)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return q, delta, loss
+
+
 def polyak(target: torch.nn.Module, source: torch.nn.Module, tau: float) -> None:
     """``target <- (1 - tau) target + tau source``, in place over all parameters at once."""
     with torch.no_grad():
@@ -157,12 +168,7 @@ class TD3:
             next_action = torch.max(torch.min(self.actor_target(batch.next_obs) + smooth, self.high), self.low)
             q_next = self.critic_target(batch.next_obs, next_action).min(0).values
             target = batch.reward + batch.discount * q_next
-        q = self.critic(batch.obs, batch.action)
-        delta = q - target  # (2, batch): LAP/PAL eq. 1
-        critic_loss = method.critic_loss(delta, batch.weights)
-        self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        self.critic_opt.step()
+        q, delta, critic_loss = critic_step(self.critic, self.critic_opt, batch, target, method)
         self.updates += 1
         stats = {"critic_loss": critic_loss.item(), "actor_loss": self.last_actor_loss, "q_values": q[0].detach()}
         if self.updates % cfg.policy_freq == 0:
