@@ -225,11 +225,56 @@ def test_state_round_trip_continues_identically_and_bad_state_names_the_field():
         other.load_state_dict(state)
 
 
-def test_image_observations_are_refused_naming_the_shape():
+def test_image_stacks_are_image_fields_and_other_shapes_are_refused():
     buf = ReplayBuffer(64, (4, 84, 84), (), sampler=make_sampler("uniform", 64, seed=0), frame_stack=4,
                        obs_dtype=np.uint8, action_dtype=np.int64)  # fmt: skip
-    with pytest.raises(ValueError, match=r"vector observations only; got observation shape \(4, 84, 84\)"):
-        BufferFeatures(buf)
+    src = BufferFeatures(buf)
+    assert src.images == (("obs", (4, 84, 84)), ("next_obs", (4, 84, 84)))
+    assert src.fields == (("action", 1), ("reward", 1), ("timestep", 1))
+    flat = ReplayBuffer(64, (4, 84), (), sampler=make_sampler("uniform", 64, seed=0), obs_dtype=np.float32)
+    with pytest.raises(ValueError, match=r"got observation shape \(4, 84\) of float32"):
+        BufferFeatures(flat)
+
+
+def test_image_features_are_encoded_per_item_and_equivariant():
+    """Frames go through one shared CNN per item: permuting the set permutes the scores, and changing one item's
+    frames changes that item's code alone (and every score, through the pooled context)."""
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, size=(6, 2, 4, 30, 30), dtype=np.uint8)
+
+    class Frames:
+        fields = (("reward", 1),)
+        images = (("obs", (4, 30, 30)), ("next_obs", (4, 30, 30)))
+
+        def __call__(self, idx):
+            return {"reward": np.zeros((idx.shape[0], 1)), "obs": frames[idx, 0], "next_obs": frames[idx, 1]}
+
+    s = NERSSampler(6, seed=0, features=Frames(), **SMALL)
+    slots = np.arange(6)
+    f = s.features(slots, np.full(6, np.nan), np.full(6, np.nan))
+    assert f.vector.shape == (6, 3) and f.images.shape == (6, 2, 4, 30, 30)
+    np.testing.assert_array_equal(f.images, frames)
+    a = s.scores(f, slots)
+    perm = np.array([3, 0, 5, 1, 4, 2])
+    b = s.scores(type(f)(f.vector[perm], f.images[perm]), slots)
+    np.testing.assert_allclose(b, a[perm], rtol=0, atol=1e-5)  # same float32 pooling bound as above
+    with torch.no_grad():
+        codes = s.net.encoder(torch.from_numpy(frames[:, 0]))
+        frames[2] = 255 - frames[2]
+        changed = s.net.encoder(torch.from_numpy(frames[:, 0]))
+    assert codes.shape == (6, 32)  # App. B: 256-64-32 after the convolutions
+    keep = [0, 1, 3, 4, 5]
+    assert torch.equal(changed[keep], codes[keep]) and not torch.equal(changed[2], codes[2])
+    c = s.scores(s.features(slots, np.full(6, np.nan), np.full(6, np.nan)), slots)
+    assert not np.array_equal(c, a)
+    # a REINFORCE step (eq. 7) trains the CNN too
+    s.add(slots)
+    s.on_evaluation({"return": 0.0})
+    b = s.sample(6, beta=1.0)
+    s.update(b.indices, np.ones(6), b.generations, q_values=np.zeros(6))
+    before = s.net.encoder.conv[0].weight.detach().clone()
+    s.on_evaluation({"return": 1.0})
+    assert s.train_steps == 1 and not torch.equal(s.net.encoder.conv[0].weight, before)
 
 
 def test_buffer_features_are_the_stored_fields():
@@ -244,7 +289,8 @@ def test_buffer_features_are_the_stored_fields():
         obs = nxt
     x = s.features(np.array([2]), np.array([-0.5]), np.array([np.nan]))
     expected = [2, 3, 4, 2, 2, 2, 3, 4, 5, 0.2, np.tanh(0.5), 1.0]
-    np.testing.assert_allclose(x[0], expected, rtol=1e-6)
+    assert x.images is None
+    np.testing.assert_allclose(x.vector[0], expected, rtol=1e-6)
 
 
 AGENTS = {"td3": (td3.SPEC, td3.TD3Settings), "sac": (sac.SPEC, sac.SACSettings)}

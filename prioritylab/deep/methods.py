@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 
 from .. import losses_torch as L
@@ -132,12 +133,14 @@ class Method:
                             window=s.window, mode=s.mode, seed=seed)  # fmt: skip
 
     def check_env(self, env) -> None:
-        """Refuse, before any work, an environment the method cannot serve (NERS: vector observations only)."""
-        shape = getattr(env.observation_space, "shape", None) or ()
-        if self.name == "ners" and len(shape) != 1:
-            raise ValueError(f"NERS supports vector observations only; {env.spec.id if env.spec else 'this env'} "
-                             f"has observations of shape {shape} (image observations need a CNN encoder, "
-                             "not implemented)")  # fmt: skip
+        """Refuse, before any work, an environment the method cannot serve (NERS: vector observations or
+        uint8 image stacks)."""
+        space = env.observation_space
+        shape = getattr(space, "shape", None) or ()
+        image = len(shape) == 3 and getattr(space, "dtype", None) == np.uint8
+        if self.name == "ners" and len(shape) != 1 and not image:
+            raise ValueError(f"NERS takes vector observations or uint8 image stacks; "
+                             f"{env.spec.id if env.spec else 'this env'} has observations of shape {shape}")  # fmt: skip
 
     def attach(self, buffer) -> None:
         """Connect the sampler to the buffer it serves (NERS reads the buffer's stored fields); else nothing."""

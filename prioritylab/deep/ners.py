@@ -24,7 +24,7 @@ by the learner (the agent's ``q_values`` stat).
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import torch
@@ -53,50 +53,78 @@ UNSEEN = 1.0
 """TD-error and Q-value feature of an item with none reported yet (App. B: 1.0 for the newest samples)."""
 TIMESTEP_SCALE = 1000.0
 """The timestep feature is the episode step divided by this (a choice of ours: the paper gives no scaling)."""
+# NERS App. B, Table B.1 (Atari): the states pass through a CNN, then fully connected layers
+CNN_CHANNELS = (32, 64)
+"""Output channels of the two convolutions."""
+CNN_KERNEL, CNN_STRIDE = 5, 5
+"""Filter size and stride of both convolutions (5x5, stride 5)."""
+CNN_HIDDEN = (256, 64, 32)
+"""Widths of the fully connected layers after flattening; the last is the size of a state's code."""
 
 
 class FeatureSource(Protocol):
     """Where the transition fields of a slot come from."""
 
     fields: tuple[tuple[str, int], ...]
-    """``(name, width)`` of every field, in the order they are concatenated."""
+    """``(name, width)`` of every vector field, in the order they are concatenated."""
+    images: tuple[tuple[str, tuple[int, int, int]], ...]
+    """``(name, (channels, height, width))`` of every image field (uint8 frames); may be empty or absent."""
 
     def __call__(self, indices: np.ndarray) -> dict[str, np.ndarray]:
-        """Each field of ``indices`` as an array of shape ``(len(indices), width)``."""
+        """Each vector field of ``indices`` as an array ``(len(indices), width)``, each image field as an
+        array ``(len(indices), channels, height, width)``."""
 
 
 class BufferFeatures:
     """The stored fields of a replay buffer: obs, action, n-step reward, next obs, episode timestep.
 
-    Vector observations only; image observations would need NERS's CNN encoder
-    (App. B), which is not implemented.  A discrete action is one number.
+    Vector observations are vector fields.  Image observations, a uint8 stack
+    of shape ``(channels, height, width)`` as the Atari agents store them, are
+    image fields that the network passes through its CNN (App. B).  A discrete
+    action is one number.
     """
 
     def __init__(self, buffer, timestep_scale: float = TIMESTEP_SCALE):
-        if len(buffer.obs_shape) != 1 or buffer.frame_stack != 1:
+        shape = tuple(buffer.obs_shape)
+        image = len(shape) == 3 and np.dtype(buffer.obs_dtype) == np.uint8
+        if not (len(shape) == 1 and buffer.frame_stack == 1) and not image:
             raise ValueError(
-                f"NERS supports vector observations only; got observation shape {buffer.obs_shape} "
-                f"(frame_stack={buffer.frame_stack}); image observations need a CNN encoder, not implemented"
+                f"NERS takes vector observations or uint8 image stacks (channels, height, width); got observation "
+                f"shape {shape} of {np.dtype(buffer.obs_dtype)} (frame_stack={buffer.frame_stack})"
             )
         if not (timestep_scale > 0 and math.isfinite(timestep_scale)):
             raise ValueError(f"timestep_scale must be a positive number, got {timestep_scale!r}")
         self.buffer = buffer
         self.timestep_scale = float(timestep_scale)
-        obs = buffer.obs_shape[0]
         act = int(np.prod(buffer.action_shape, dtype=np.int64)) if buffer.action_shape else 1
-        self.fields = (("obs", obs), ("action", act), ("reward", 1), ("next_obs", obs), ("timestep", 1))
+        if image:
+            self.fields = (("action", act), ("reward", 1), ("timestep", 1))
+            self.images = (("obs", shape), ("next_obs", shape))
+        else:
+            obs = shape[0]
+            self.fields = (("obs", obs), ("action", act), ("reward", 1), ("next_obs", obs), ("timestep", 1))
+            self.images = ()
 
     def __call__(self, indices: np.ndarray) -> dict[str, np.ndarray]:
         n = indices.shape[0]
         data = self.buffer.gather(indices)
         steps = self.buffer.storage["ep_step"][indices]
-        return {
-            "obs": data["obs"].reshape(n, -1),
+        out = {
             "action": data["action"].reshape(n, -1),
             "reward": data["reward"].reshape(n, 1),
-            "next_obs": data["next_obs"].reshape(n, -1),
             "timestep": (steps / self.timestep_scale).reshape(n, 1),
         }
+        for name in ("obs", "next_obs"):
+            out[name] = data[name] if self.images else data[name].reshape(n, -1)
+        return out
+
+
+class SetFeatures(NamedTuple):
+    """D(I) of a set: the vector features ``(n, width)`` and, for image states, the uint8 frames
+    ``(n, images, channels, height, width)`` that the network encodes with its CNN (else ``None``)."""
+
+    vector: np.ndarray
+    images: np.ndarray | None = None
 
 
 def _mlp(sizes: tuple[int, ...]) -> nn.Sequential:
@@ -109,17 +137,51 @@ def _mlp(sizes: tuple[int, ...]) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-class NERSNet(nn.Module):
-    """f_l, f_g and f_s (eq. 3-4): logits of the scores of a set, equivariant to its order."""
+class FrameEncoder(nn.Module):
+    """A state's code from its uint8 frames (NERS App. B): two 5x5 convolutions of stride 5 with 32 and 64
+    channels, flattened, then fully connected layers of 256, 64 and 32 units (ReLU between all layers)."""
 
-    def __init__(self, in_dim: int, local_hidden=LOCAL_HIDDEN, score_hidden=SCORE_HIDDEN):
+    def __init__(self, image_shape: tuple[int, int, int], channels=CNN_CHANNELS, hidden=CNN_HIDDEN):
         super().__init__()
-        self.local = _mlp((in_dim, *local_hidden))
-        self.glob = _mlp((in_dim, *local_hidden))
+        c, h, w = image_shape
+        convs: list[nn.Module] = []
+        for out in channels:
+            convs += [nn.Conv2d(c, out, CNN_KERNEL, CNN_STRIDE), nn.ReLU()]
+            c, h, w = out, (h - CNN_KERNEL) // CNN_STRIDE + 1, (w - CNN_KERNEL) // CNN_STRIDE + 1
+            if h <= 0 or w <= 0:
+                raise ValueError(f"NERS's CNN needs frames of at least 25x25 pixels, got {image_shape[1:]}")
+        self.conv = nn.Sequential(*convs, nn.Flatten())
+        self.fc = _mlp((c * h * w, *hidden))
+        self.out_dim = hidden[-1]
+
+    def forward(self, frames: torch.Tensor) -> torch.Tensor:
+        """Codes ``(n, out_dim)`` of uint8 frames ``(n, channels, height, width)`` (scaled to [0, 1])."""
+        return self.fc(torch.relu(self.conv(frames.float() * (1.0 / 255.0))))
+
+
+class NERSNet(nn.Module):
+    """f_l, f_g and f_s (eq. 3-4): logits of the scores of a set, equivariant to its order.
+
+    With ``image_shape`` and ``n_images``, each item's frames pass through one shared
+    :class:`FrameEncoder` and the codes are concatenated with its vector features (App. B).
+    """
+
+    def __init__(self, in_dim: int, local_hidden=LOCAL_HIDDEN, score_hidden=SCORE_HIDDEN, image_shape=None,
+                 n_images: int = 0):  # fmt: skip
+        super().__init__()
+        self.encoder = FrameEncoder(tuple(image_shape)) if n_images else None
+        width = in_dim + (n_images * self.encoder.out_dim if n_images else 0)
+        self.local = _mlp((width, *local_hidden))
+        self.glob = _mlp((width, *local_hidden))
         self.score = _mlp((2 * local_hidden[-1], *score_hidden, 1))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits ``(n,)`` of a set ``x`` of shape ``(n, in_dim)``; the score is ``sigmoid(logit)``."""
+    def forward(self, x: torch.Tensor, images: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits ``(n,)`` of a set ``x`` of shape ``(n, in_dim)`` (and its frames ``(n, k, c, h, w)``);
+        the score is ``sigmoid(logit)``."""
+        if self.encoder is not None:
+            n, k = images.shape[:2]
+            codes = self.encoder(images.reshape(n * k, *images.shape[2:])).reshape(n, -1)
+            x = torch.cat([x, codes], 1)
         local = self.local(x)
         context = self.glob(x).mean(0, keepdim=True).expand(x.shape[0], -1)
         return self.score(torch.cat([local, context], 1)).squeeze(-1)
@@ -180,6 +242,8 @@ class NERSSampler(PERSampler):
         self.last_replay_reward = math.nan
         self.train_steps = 0
         self.source: FeatureSource | None = None
+        self._fields: tuple = ()
+        self._images: tuple = ()
         self.net: NERSNet | None = None
         self.opt: torch.optim.Adam | None = None
         self.start_history()
@@ -194,18 +258,26 @@ class NERSSampler(PERSampler):
     def set_feature_source(self, source: FeatureSource) -> None:
         """Give the source of the transition fields and build the network (once)."""
         fields = tuple((str(k), int(w)) for k, w in source.fields)
-        if self.source is not None and fields != self._fields:
-            raise ValueError(f"NERS already has feature fields {self._fields}, not {fields}")
-        self.source, self._fields = source, fields
+        images = tuple((str(k), tuple(int(d) for d in shape)) for k, shape in getattr(source, "images", ()))
+        if len({shape for _, shape in images}) > 1:
+            raise ValueError(f"NERS's image fields must share one shape, got {images}")
+        if self.source is not None and (fields, images) != (self._fields, self._images):
+            raise ValueError(f"NERS already has feature fields {self._fields} {self._images}, not {fields} {images}")
+        self.source, self._fields, self._images = source, fields, images
         if self.net is None:
-            in_dim = sum(w for _, w in fields) + 2  # + |TD error| and Q-value
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(self._torch_seed)
-                self.net = NERSNet(in_dim, self.local_hidden, self.score_hidden)
+                self.net = self._build_net()
             self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr)
 
-    def features(self, slots: np.ndarray, td: np.ndarray, q: np.ndarray) -> np.ndarray:
-        """D(I) of eq. 2 as a float32 matrix: the source's fields, then tanh|TD| and tanh(Q) (App. B).
+    def _build_net(self) -> NERSNet:
+        in_dim = sum(w for _, w in self._fields) + 2  # + |TD error| and Q-value
+        shape = self._images[0][1] if self._images else None
+        return NERSNet(in_dim, self.local_hidden, self.score_hidden, image_shape=shape, n_images=len(self._images))
+
+    def features(self, slots: np.ndarray, td: np.ndarray, q: np.ndarray) -> SetFeatures:
+        """D(I) of eq. 2: a float32 matrix of the source's vector fields, then tanh|TD| and tanh(Q) (App. B),
+        and the image fields' frames stacked per item (``None`` without image fields).
 
         A NaN ``td``/``q`` (none reported since the slot was written) becomes 1.0.
         Raises ``ValueError`` naming the field and the slot of a non-finite value.
@@ -223,12 +295,23 @@ class NERSSampler(PERSampler):
         q_f = np.where(np.isnan(q), UNSEEN, np.tanh(q))
         cols.append(_finite(td_f.reshape(n, 1), "td_error", slots))
         cols.append(_finite(q_f.reshape(n, 1), "q_value", slots))
-        return np.concatenate(cols, 1).astype(np.float32)
+        images = None
+        if self._images:
+            images = np.stack([np.asarray(fields[name], dtype=np.uint8).reshape(n, *shape)
+                               for name, shape in self._images], 1)  # fmt: skip
+        return SetFeatures(np.concatenate(cols, 1).astype(np.float32), images)
 
-    def scores(self, x: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        """Scores in (0, 1) of the set ``x`` (no gradient); ``ValueError`` naming the slot of a non-finite one."""
+    def _logits(self, feats: SetFeatures | np.ndarray) -> torch.Tensor:
+        if not isinstance(feats, SetFeatures):
+            feats = SetFeatures(np.asarray(feats, dtype=np.float32))
+        images = None if feats.images is None else torch.from_numpy(feats.images)
+        return self.net(torch.from_numpy(feats.vector), images)
+
+    def scores(self, feats: SetFeatures | np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Scores in (0, 1) of a set (its :class:`SetFeatures`, or the vector matrix alone without image fields),
+        with no gradient; ``ValueError`` naming the slot of a non-finite one."""
         with torch.no_grad():
-            s = torch.sigmoid(self.net(torch.from_numpy(x))).double().numpy()
+            s = torch.sigmoid(self._logits(feats)).double().numpy()
         return _finite(s.reshape(-1, 1), "score", slots).reshape(-1)
 
     # -- protocol ----------------------------------------------------------------
@@ -295,8 +378,7 @@ class NERSSampler(PERSampler):
         if drawn.shape[0] and self.net is not None and reward != 0.0:
             k = min(self.sample_size, drawn.shape[0])
             pick = drawn[self.rng.choice(drawn.shape[0], size=k, replace=False)]
-            x = self.features(pick, self._td[pick], self._q[pick])
-            logits = self.net(torch.from_numpy(x))
+            logits = self._logits(self.features(pick, self._td[pick], self._q[pick]))
             logp = self.alpha * nn.functional.logsigmoid(logits)
             _finite(logp.detach().double().numpy().reshape(-1, 1), "log score", pick)
             step = -(reward * logp.sum())
@@ -321,6 +403,7 @@ class NERSSampler(PERSampler):
             "last_replay_reward": self.last_replay_reward,
             "train_steps": self.train_steps,
             "fields": None if self.net is None else [list(f) for f in self._fields],
+            "images": None if self.net is None else [[k, list(shape)] for k, shape in self._images],
             "net": None if self.net is None else {k: v.clone() for k, v in self.net.state_dict().items()},
             "opt": None if self.opt is None else _clone(self.opt.state_dict()),
         }
@@ -342,7 +425,7 @@ class NERSSampler(PERSampler):
         if not isinstance(last, float):
             raise StateError(f"state['ners']['last_replay_reward'] must be a float, got {last!r}")
         steps = _nested(state_int, ners, "train_steps")
-        fields, net, opt = (_nested(state_value, ners, k) for k in ("fields", "net", "opt"))
+        fields, images, net, opt = (_nested(state_value, ners, k) for k in ("fields", "images", "net", "opt"))
         if (net is None) != (self.net is None):
             have = "has" if self.net is not None else "has no"
             raise StateError(f"state['ners']['net'] is {'absent' if net is None else 'present'}, but this sampler "
@@ -350,10 +433,12 @@ class NERSSampler(PERSampler):
         if net is not None:
             if [list(f) for f in self._fields] != fields:
                 raise StateError(f"state['ners']['fields'] = {fields} differ from this sampler's {self._fields}")
+            if [[k, list(shape)] for k, shape in self._images] != images:
+                raise StateError(f"state['ners']['images'] = {images} differ from this sampler's {self._images}")
             if seed != self._torch_seed:
                 raise StateError("state['ners']['torch_seed'] differs from this sampler's")
             with torch.random.fork_rng(devices=[]):  # building the probe leaves the global generator alone
-                probe_net = NERSNet(sum(w for _, w in self._fields) + 2, self.local_hidden, self.score_hidden)
+                probe_net = self._build_net()
             try:
                 probe_net.load_state_dict(net)
             except (RuntimeError, TypeError, KeyError, AttributeError) as err:
