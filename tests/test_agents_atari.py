@@ -34,7 +34,8 @@ def read_rows(path):
 @pytest.mark.parametrize("sampler", METHODS)
 @pytest.mark.parametrize("agent", sorted(AGENTS))
 def test_every_agent_and_sampler_trains_on_pong(agent, sampler, tmp_path):
-    extra = {"replay": ReplaySettings(ners_local=(16, 16), ners_score=(16,), ners_sample_size=16)} if sampler == "ners" else {}
+    tiny_ners = ReplaySettings(ners_local=(16, 16), ners_score=(16,), ners_sample_size=16)
+    extra = {"replay": tiny_ners} if sampler == "ners" else {}
     cfg = settings(agent, tmp_path, sampler=sampler, steps=300, start_steps=100, eval_every=150, target_every=10,
                    **extra)  # fmt: skip
     folder = train(AGENTS[agent][0], cfg)

@@ -139,8 +139,9 @@ class Method:
         shape = getattr(space, "shape", None) or ()
         image = len(shape) == 3 and getattr(space, "dtype", None) == np.uint8
         if self.name == "ners" and len(shape) != 1 and not image:
-            raise ValueError(f"NERS takes vector observations or uint8 image stacks; "
-                             f"{env.spec.id if env.spec else 'this env'} has observations of shape {shape}")  # fmt: skip
+            name = env.spec.id if env.spec else "this env"
+            raise ValueError(f"NERS takes vector observations or uint8 image stacks; {name} has observations of "
+                             f"shape {shape}")  # fmt: skip
 
     def attach(self, buffer) -> None:
         """Connect the sampler to the buffer it serves (NERS reads the buffer's stored fields); else nothing."""
