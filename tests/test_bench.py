@@ -215,11 +215,11 @@ def test_drift_after_1e8_updates():
 
 
 def test_agent_bench_quick_runs_our_side(tmp_path, capsys):
-    """``prioritylab bench agent --quick`` with no peers: every agent x sampler row, the bare update, parts."""
-    pytest.importorskip("gymnasium")
+    """``prioritylab bench agent --quick`` with no peers: every agent x sampler row, the bare update, parts, and the
+    rows with the replay diagnostics off, whose cost is reported on the rows with them on."""
     path = tmp_path / "agent.json"
     argv = ["bench", "agent", "--quick", "--peers", "--samplers", "uniform", "per", "--tries", "actor-full-critic",
-            "--no-progress", "--json", str(path)]  # fmt: skip
+            "diagnostics-off", "--no-progress", "--json", str(path)]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "bare update" in out and "torch threads 1" in out
@@ -235,3 +235,7 @@ def test_agent_bench_quick_runs_our_side(tmp_path, capsys):
         assert r["parts_ms_median"]["update"] > 0
     assert next(r for r in ours if r["sampler"] == "uniform")["overhead"] == 0.0
     assert doc["config"]["hidden"] == 32 and doc["load"]["torch_threads"] == 1
+    off = [r for r in rows if r["name"] == "prioritylab, diagnostics off"]
+    assert {(r["agent"], r["sampler"]) for r in off} == {(a, s) for a in ("td3", "sac") for s in ("uniform", "per")}
+    for r in ours:
+        assert r["diagnostics_cost"] is not None and math.isfinite(r["diagnostics_cost"])

@@ -13,8 +13,6 @@ import pytest
 from prioritylab.bench import replay as bench
 from prioritylab.cli import main
 
-pytest.importorskip("torch")
-
 
 @pytest.fixture
 def untimed(monkeypatch):

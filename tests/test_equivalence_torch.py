@@ -2,8 +2,7 @@
 
 import numpy as np
 import pytest
-
-torch = pytest.importorskip("torch")
+import torch
 
 from prioritylab import equivalence as eq  # noqa: E402
 from prioritylab import losses_torch as lt  # noqa: E402

@@ -161,7 +161,9 @@ def test_bad_input_raises_value_error(call, message):
 # -- torch ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def torch():
-    return pytest.importorskip("torch")
+    import torch as module
+
+    return module
 
 
 def _td_errors(kappa):

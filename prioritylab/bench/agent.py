@@ -40,15 +40,20 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 AGENTS = ("td3", "sac")
-SAMPLERS = ("uniform", "per", "lap", "pal", "pser")
+SAMPLERS = ("uniform", "per", "lap", "pal", "pser", "ners")
 PEERS = ("sb3", "tianshou")
 PARTS = ("env", "act", "store", "sampler", "gather", "update", "other")
 """Where a step's time goes: environment step and reset, the policy's action, the buffer's writer,
 the sampler (sample + priority update), gather and tensor transfer, the networks' update, the rest."""
-TRIES = ("threads+1", "flush-denormal", "actor-full-critic")
+BARE_TRIES = ("threads+1", "flush-denormal", "actor-full-critic")
 """Variants of the bare update measured with ``--tries``: one more torch thread, denormals flushed to
 zero, and the actor's loss through the full critic forward (both critics, weight gradients computed and
 discarded: the form before :meth:`prioritylab.deep.nets.TwinQ.frozen`)."""
+LOOP_TRIES = ("diagnostics-off",)
+"""Variants of our training step measured with ``--tries``: the replay diagnostics switched off
+(``--no-diagnostics``), for the uniform and per rows; their cost is reported on the rows with them on."""
+TRIES = BARE_TRIES + LOOP_TRIES
+DIAGNOSTICS_OFF_SAMPLERS = ("uniform", "per")
 
 
 @dataclass
@@ -69,6 +74,8 @@ class Result:
     vs_bare: float | None = None
     vs_peer: float | None = None
     """steps/s over the fastest peer's of the same agent."""
+    diagnostics_cost: float | None = None
+    """Median over repeats of (time per step / the same sampler's time with diagnostics off) - 1."""
 
 
 class Timers:
@@ -98,13 +105,13 @@ class Timers:
             self.seconds[k] = 0.0
 
 
-def _settings(agent: str, sampler: str, config: dict):
+def _settings(agent: str, sampler: str, config: dict, diagnostics: bool = True):
     from ..deep import sac, td3
 
     spec, cls = {"td3": (td3.SPEC, td3.TD3Settings), "sac": (sac.SPEC, sac.SACSettings)}[agent]
     cfg = cls(env=config["env"], sampler=sampler, steps=config["total_steps"], buffer_size=config["buffer_size"],
               start_steps=config["prefill"], batch_size=config["batch"], hidden=config["hidden"],
-              seed=config["seed"], progress=False)  # fmt: skip
+              seed=config["seed"], progress=False, diagnostics=diagnostics)  # fmt: skip
     return spec, cfg
 
 
@@ -113,14 +120,16 @@ class Ours:
 
     kind = "ours"
 
-    def __init__(self, agent: str, sampler: str, config: dict):
+    def __init__(self, agent: str, sampler: str, config: dict, diagnostics: bool = True):
         import torch
 
         from ..deep.loop import make_learner
         from ..deep.methods import Method
 
         self.name, self.agent_name, self.sampler = "prioritylab", agent, sampler
-        spec, cfg = _settings(agent, sampler, config)
+        if not diagnostics:
+            self.name, self.kind = "prioritylab, diagnostics off", "try"
+        spec, cfg = _settings(agent, sampler, config, diagnostics)
         self.spec, self.cfg = spec, cfg
         self.device = torch.device("cpu")
         self.env = spec.make_env(cfg.env, cfg)
@@ -317,9 +326,12 @@ def build(agents, samplers, peers, config: dict, tries=(), log: Callable[[str], 
     for agent in agents:
         contenders.append(Bare(agent, config))
         for variant in tries:
-            contenders.append(Bare(agent, config, variant))
+            if variant in BARE_TRIES:
+                contenders.append(Bare(agent, config, variant))
         for sampler in samplers:
             contenders.append(Ours(agent, sampler, config))
+            if "diagnostics-off" in tries and sampler in DIAGNOSTICS_OFF_SAMPLERS:
+                contenders.append(Ours(agent, sampler, config, diagnostics=False))
         for peer in peers:
             if peer == "tianshou" and agent != "td3":
                 skipped[f"{peer} {agent}"] = "not set up (TD3 with its prioritized buffer only)"
@@ -374,12 +386,16 @@ def _ratios(results: list[Result], seconds: dict[int, list[float]]) -> None:
                 r.overhead = statistics.median(paired) - 1.0
             if r.kind in ("ours", "peer") and best_peer:
                 r.vs_peer = r.steps_per_s / best_peer
+            off = next((o for o in rows if o.kind == "try" and o.sampler == r.sampler and o.name.endswith("off")), None)
+            if r.kind == "ours" and off is not None:
+                paired = [a / b for a, b in zip(seconds[id(r)], seconds[id(off)], strict=True)]
+                r.diagnostics_cost = statistics.median(paired) - 1.0
 
 
 def format_table(results: list[Result]) -> str:
     """Plain-text table: steps/s, ratios, and milliseconds per step by part."""
     head = (f"{'agent':<5} {'contender':<34} {'sampler':<7} {'steps/s':>8} {'vs unif':>8} {'vs bare':>8} "
-            f"{'vs peer':>8} | ms/step: " + " ".join(f"{p:>7}" for p in PARTS))  # fmt: skip
+            f"{'vs peer':>8} {'diag':>7} | ms/step: " + " ".join(f"{p:>7}" for p in PARTS))  # fmt: skip
     lines = [head, "-" * len(head)]
     prev = None
     for r in results:
@@ -395,7 +411,8 @@ def format_table(results: list[Result]) -> str:
 
         ms = " ".join(f"{statistics.median(r.parts[p]):>7.3f}" if p in r.parts else f"{'':>7}" for p in PARTS)
         lines.append(f"{r.agent:<5} {r.name:<34} {r.sampler:<7} {r.steps_per_s:>8.1f} {pct(r.overhead):>8} "
-                     f"{ratio(r.vs_bare):>8} {ratio(r.vs_peer):>8} | {'':9}{ms}")  # fmt: skip
+                     f"{ratio(r.vs_bare):>8} {ratio(r.vs_peer):>8} {pct(r.diagnostics_cost):>7} "
+                     f"| {'':9}{ms}")  # fmt: skip
     return "\n".join(lines)
 
 

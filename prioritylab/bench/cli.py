@@ -83,7 +83,9 @@ def _register_agent(sub) -> None:
     p.add_argument("--peers", nargs="*", choices=PEERS, default=list(PEERS),
                    help="peer libraries (default: all that are installed; none with an empty list)")  # fmt: skip
     p.add_argument("--tries", nargs="*", choices=TRIES, default=[],
-                   help="variants of the bare update to measure alongside (default: none)")  # fmt: skip
+                   help="variants to measure alongside (default: none): of the bare update, threads+1, "
+                        "flush-denormal, actor-full-critic; of our loop, diagnostics-off (uniform and per "
+                        "rows)")  # fmt: skip
     p.add_argument("--steps", type=parse_size, default=300, help="timed training steps per contender and repeat")
     p.add_argument("--repeats", type=parse_size, default=5,
                    help="repeats; contenders are interleaved and the median is reported (default: 5)")  # fmt: skip
