@@ -239,3 +239,19 @@ def test_agent_bench_quick_runs_our_side(tmp_path, capsys):
     assert {(r["agent"], r["sampler"]) for r in off} == {(a, s) for a in ("td3", "sac") for s in ("uniform", "per")}
     for r in ours:
         assert r["diagnostics_cost"] is not None and math.isfinite(r["diagnostics_cost"])
+
+
+def test_agent_bench_quick_runs_the_dqn_family_on_atari(tmp_path, capsys):
+    """``--agents ddqn``: a training step is 4 agent steps and one update on a real ALE game; each of our rows
+    reports its replay memory (the frames stored once per slot)."""
+    path = tmp_path / "agent.json"
+    argv = ["bench", "agent", "--quick", "--agents", "ddqn", "--peers", "--samplers", "uniform", "per",
+            "--no-progress", "--json", str(path)]  # fmt: skip
+    assert main(argv) == 0
+    rows = json.loads(path.read_text())["results"]
+    ours = [r for r in rows if r["kind"] == "ours"]
+    assert {(r["agent"], r["sampler"]) for r in ours} == {("ddqn", "uniform"), ("ddqn", "per")}
+    for r in ours:
+        assert r["steps_per_s"] > 0 and r["vs_bare"] > 0 and r["parts_ms_median"]["env"] > 0
+        # 10^4 slots of one 84x84 frame each, plus small per-slot fields: between 1 and 2 frames per slot
+        assert 84 * 84 * 10_000 < r["memory_mb"] * 2**20 < 2 * 84 * 84 * 10_000

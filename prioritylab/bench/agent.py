@@ -39,7 +39,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-AGENTS = ("td3", "sac")
+AGENTS = ("td3", "sac", "dqn", "ddqn")
+CONTINUOUS, ATARI = ("td3", "sac"), ("dqn", "ddqn")
 SAMPLERS = ("uniform", "per", "lap", "pal", "pser", "ners")
 PEERS = ("sb3", "tianshou")
 PARTS = ("env", "act", "store", "sampler", "gather", "update", "other")
@@ -74,6 +75,8 @@ class Result:
     vs_bare: float | None = None
     vs_peer: float | None = None
     """steps/s over the fastest peer's of the same agent."""
+    memory_mb: float | None = None
+    """Replay memory at full capacity (the allocated arrays), MB; where the contender can tell."""
     diagnostics_cost: float | None = None
     """Median over repeats of (time per step / the same sampler's time with diagnostics off) - 1."""
 
@@ -106,12 +109,18 @@ class Timers:
 
 
 def _settings(agent: str, sampler: str, config: dict, diagnostics: bool = True):
-    from ..deep import sac, td3
+    from ..deep import dqn, sac, td3
 
+    common = {"sampler": sampler, "steps": config["total_steps"], "start_steps": config["prefill"],
+              "seed": config["seed"], "progress": False, "diagnostics": diagnostics}  # fmt: skip
+    if agent in ATARI:
+        spec, cls = {"dqn": (dqn.DQN_SPEC, dqn.DQNSettings), "ddqn": (dqn.DDQN_SPEC, dqn.DDQNSettings)}[agent]
+        net = {} if config.get("atari_net") is None else config["atari_net"]
+        return spec, cls(env=config["atari_env"], buffer_size=config["atari_buffer_size"],
+                         batch_size=config["atari_batch"], **net, **common)  # fmt: skip
     spec, cls = {"td3": (td3.SPEC, td3.TD3Settings), "sac": (sac.SPEC, sac.SACSettings)}[agent]
-    cfg = cls(env=config["env"], sampler=sampler, steps=config["total_steps"], buffer_size=config["buffer_size"],
-              start_steps=config["prefill"], batch_size=config["batch"], hidden=config["hidden"],
-              seed=config["seed"], progress=False, diagnostics=diagnostics)  # fmt: skip
+    cfg = cls(env=config["env"], buffer_size=config["buffer_size"], batch_size=config["batch"],
+              hidden=config["hidden"], **common)  # fmt: skip
     return spec, cfg
 
 
@@ -135,6 +144,7 @@ class Ours:
         self.env = spec.make_env(cfg.env, cfg)
         self.method = Method(sampler, cfg.replay, spec.defaults, cfg.steps)
         self.agent, self.buffer, self.rng, _ = make_learner(spec, cfg, self.env, self.device, self.method)
+        self.every = spec.update_every(cfg)  # env steps per update: 1 (TD3, SAC), 4 (DQN family)
         self.obs, _ = self.env.reset(seed=cfg.seed)
         self.step = 0
         for _ in range(cfg.start_steps):
@@ -158,6 +168,9 @@ class Ours:
         if term or trunc:
             self.obs, _ = self.env.reset()
 
+    def memory_bytes(self) -> int:
+        return self.buffer.memory_bytes()
+
     def run(self, n: int) -> tuple[float, dict[str, float]]:
         """Seconds for ``n`` training steps, and the seconds of each part."""
         from ..deep.loop import learn
@@ -166,7 +179,8 @@ class Ours:
         self.timers.reset()
         t0 = time.perf_counter()
         for _ in range(n):
-            self._collect(explore=True)
+            for _ in range(self.every):
+                self._collect(explore=True)
             learn(agent, buffer, method, self.step, cfg.batch_size, device)
         total = time.perf_counter() - t0
         s = dict(self.timers.seconds)
@@ -190,7 +204,7 @@ class Bare:
         self.kind = "bare" if variant is None else "try"
         self.agent_name, self.sampler, self.variant = agent, "-", variant
         self.learner = Ours(agent, "uniform", config)
-        self.batch = self.learner.buffer.sample(config["batch"], device=torch.device("cpu"))
+        self.batch = self.learner.buffer.sample(self.learner.cfg.batch_size, device=torch.device("cpu"))
         self.threads = config["threads"]
         if variant == "actor-full-critic":
             critic = self.learner.agent.critic
@@ -225,6 +239,10 @@ class SB3:
         import stable_baselines3 as sb3
 
         self.name, self.agent_name, self.sampler = "stable-baselines3", agent, "uniform"
+        self.every = 1
+        if agent in ATARI:
+            self._dqn(agent, config)
+            return
         env = gym.make(config["env"])
         kw = {
             "learning_rate": 3e-4, "buffer_size": config["buffer_size"], "learning_starts": config["prefill"],
@@ -242,9 +260,37 @@ class SB3:
             self.model = sb3.SAC("MlpPolicy", env, **kw)
         self.model.learn(config["prefill"])  # random actions, no update (SB3 trains once past learning_starts)
 
+    def _dqn(self, agent: str, config: dict) -> None:
+        """SB3's DQN (it has no Double DQN) on our preprocessed ALE env, with the settings of ours: RMSProp,
+        batch, capacity, one update every 4 steps, the Nature CNN (SB3's NatureCNN), stacks stored once
+        (``optimize_memory_usage``)."""
+        import stable_baselines3 as sb3
+        from torch.optim import RMSprop
+
+        from ..deep.dqn import make_env
+
+        self.name = "stable-baselines3 (DQN)"
+        _, cfg = _settings(agent, "uniform", config)
+        env = make_env(cfg.env, cfg)
+        self.every = cfg.update_every
+        self.model = sb3.DQN(
+            "CnnPolicy", env, learning_rate=cfg.lr, buffer_size=cfg.buffer_size, learning_starts=config["prefill"],
+            batch_size=cfg.batch_size, gamma=cfg.gamma, train_freq=cfg.update_every, gradient_steps=1,
+            target_update_interval=cfg.target_every * cfg.update_every, optimize_memory_usage=True,
+            replay_buffer_kwargs={"handle_timeout_termination": False},
+            policy_kwargs={"optimizer_class": RMSprop, "features_extractor_kwargs": {"features_dim": cfg.hidden},
+                           "optimizer_kwargs": {"alpha": cfg.rms_alpha, "eps": cfg.rms_eps, "centered": cfg.centered}},
+            seed=config["seed"], device="cpu", verbose=0,
+        )  # fmt: skip
+        self.model.learn(config["prefill"])
+
+    def memory_bytes(self) -> int | None:
+        buf = self.model.replay_buffer
+        return sum(v.nbytes for v in vars(buf).values() if isinstance(v, np.ndarray))
+
     def run(self, n: int) -> tuple[float, dict[str, float]]:
         t0 = time.perf_counter()
-        self.model.learn(n, reset_num_timesteps=False)
+        self.model.learn(n * self.every, reset_num_timesteps=False)
         return time.perf_counter() - t0, {}
 
 
@@ -302,6 +348,64 @@ class Tianshou:
         return time.perf_counter() - t0, {}
 
 
+class TianshouDQN:
+    """tianshou's DQN (Double DQN for ``ddqn``) with its prioritized buffer on our preprocessed ALE env: four
+    collected steps and one update per training step, as its off-policy trainer with ``step_per_collect=4``."""
+
+    kind = "peer"
+
+    def __init__(self, agent: str, config: dict):
+        import torch
+        from tianshou.algorithm import DQN
+        from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
+        from tianshou.algorithm.optim import RMSpropOptimizerFactory
+        from tianshou.data import Collector, PrioritizedVectorReplayBuffer
+
+        from ..deep.dqn import NatureCNN, make_env
+
+        self.name, self.agent_name, self.sampler = "tianshou", agent, "per"
+        _, cfg = _settings(agent, "per", config)
+        env = make_env(cfg.env, cfg)
+
+        class QNet(torch.nn.Module):  # tianshou's model interface: (obs, state, info) -> (values, state)
+            def __init__(self):
+                super().__init__()
+                self.q = NatureCNN(env.action_space.n, cfg.channels, cfg.hidden)
+
+            def forward(self, obs, state=None, info=None):
+                return self.q(torch.as_tensor(obs)), state
+
+        policy = DiscreteQLearningPolicy(model=QNet(), action_space=env.action_space, eps_training=0.1)
+        optim = RMSpropOptimizerFactory(lr=cfg.lr, alpha=cfg.rms_alpha, eps=cfg.rms_eps, centered=cfg.centered)
+        self.algorithm = DQN(policy=policy, optim=optim, gamma=cfg.gamma, target_update_freq=cfg.target_every,
+                             is_double=agent == "ddqn", huber_loss_delta=1.0)  # fmt: skip
+        self.buffer = PrioritizedVectorReplayBuffer(cfg.buffer_size, 1, alpha=0.6, beta=0.4)
+        with warnings.catch_warnings():  # "Single environment detected, wrap to DummyVectorEnv"
+            warnings.simplefilter("ignore", UserWarning)
+            self.collector = Collector(self.algorithm, env, self.buffer, exploration_noise=True)
+        self.collector.reset()
+        self.collector.collect(n_step=config["prefill"], random=True)
+        self.batch, self.every = cfg.batch_size, cfg.update_every
+
+    def memory_bytes(self) -> int | None:
+        total = 0
+        for buf in self.buffer.buffers:
+            for value in buf._meta.values():  # the stored fields, allocated at full capacity on the first add
+                total += value.nbytes if isinstance(value, np.ndarray) else 0
+        return total
+
+    def run(self, n: int) -> tuple[float, dict[str, float]]:
+        from tianshou.utils.torch_utils import policy_within_training_step
+
+        collector, algorithm, buffer, batch = self.collector, self.algorithm, self.buffer, self.batch
+        t0 = time.perf_counter()
+        for _ in range(n):
+            with policy_within_training_step(algorithm.policy):
+                collector.collect(n_step=self.every)
+                algorithm.update(buffer, batch)
+        return time.perf_counter() - t0, {}
+
+
 PEER_CLASSES = {"sb3": SB3, "tianshou": Tianshou}
 
 
@@ -326,18 +430,19 @@ def build(agents, samplers, peers, config: dict, tries=(), log: Callable[[str], 
     for agent in agents:
         contenders.append(Bare(agent, config))
         for variant in tries:
-            if variant in BARE_TRIES:
+            if variant in BARE_TRIES and not (agent in ATARI and variant == "actor-full-critic"):
                 contenders.append(Bare(agent, config, variant))
         for sampler in samplers:
             contenders.append(Ours(agent, sampler, config))
             if "diagnostics-off" in tries and sampler in DIAGNOSTICS_OFF_SAMPLERS:
                 contenders.append(Ours(agent, sampler, config, diagnostics=False))
         for peer in peers:
-            if peer == "tianshou" and agent != "td3":
-                skipped[f"{peer} {agent}"] = "not set up (TD3 with its prioritized buffer only)"
+            if peer == "tianshou" and agent == "sac":
+                skipped[f"{peer} {agent}"] = "not set up (TD3 and the DQN family with its prioritized buffer only)"
                 continue
             try:
-                contenders.append(PEER_CLASSES[peer](agent, config))
+                cls = TianshouDQN if (peer == "tianshou" and agent in ATARI) else PEER_CLASSES[peer]
+                contenders.append(cls(agent, config))
             except Exception as err:  # noqa: BLE001 - a peer that cannot be set up is reported, not fatal
                 skipped[f"{peer} {agent}"] = f"{type(err).__name__}: {err}"
                 log(f"skipping {peer} {agent}: {type(err).__name__}: {err}")
@@ -366,6 +471,8 @@ def run(contenders, steps: int, repeats: int, warmup: int, progress: bool = Fals
         res = Result(c.name, c.agent_name, c.kind, c.sampler, [steps / s for s in seconds[id(c)]],
                      {p: v for p, v in parts[id(c)].items() if v})  # fmt: skip
         res.steps_per_s = statistics.median(res.rates)
+        size = c.memory_bytes() if hasattr(c, "memory_bytes") else None
+        res.memory_mb = None if size is None else size / 2**20
         results.append(res)
     _ratios(results, {id(r): seconds[id(c)] for r, c in zip(results, contenders, strict=True)})
     return results
@@ -410,6 +517,8 @@ def format_table(results: list[Result]) -> str:
             return "" if x is None else f"{x:.2f}x"
 
         ms = " ".join(f"{statistics.median(r.parts[p]):>7.3f}" if p in r.parts else f"{'':>7}" for p in PARTS)
+        if r.memory_mb is not None:
+            ms += f"  replay {r.memory_mb:,.0f} MB"
         lines.append(f"{r.agent:<5} {r.name:<34} {r.sampler:<7} {r.steps_per_s:>8.1f} {pct(r.overhead):>8} "
                      f"{ratio(r.vs_bare):>8} {ratio(r.vs_peer):>8} {pct(r.diagnostics_cost):>7} "
                      f"| {'':9}{ms}")  # fmt: skip

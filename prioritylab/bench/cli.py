@@ -63,7 +63,8 @@ def register(subparsers) -> None:
 
 
 AGENT_QUICK = {"steps": 20, "prefill": 300, "repeats": 1, "warmup": 5, "hidden": 32, "batch": 32,
-               "buffer_size": 10_000}  # fmt: skip
+               "buffer_size": 10_000, "atari_buffer_size": 10_000, "atari_batch": 8,
+               "atari_net": {"channels": (4, 4, 4), "hidden": 16}}  # fmt: skip
 
 
 def _register_agent(sub) -> None:
@@ -76,8 +77,14 @@ def _register_agent(sub) -> None:
         "where the time goes, the bare update on fixed tensors, and stable-baselines3 / tianshou side by side "
         "(see docs/benchmarks.md). Peers that are not installed are skipped.",
     )
-    p.add_argument("--env", default="Hopper-v5", help="gymnasium environment (default: Hopper-v5)")
-    p.add_argument("--agents", nargs="+", choices=AGENTS, default=list(AGENTS), help="agents (default: td3 sac)")
+    p.add_argument("--env", default="Hopper-v5", help="gymnasium environment of TD3 and SAC (default: Hopper-v5)")
+    p.add_argument("--agents", nargs="+", choices=AGENTS, default=["td3", "sac"],
+                   help="agents (default: td3 sac); dqn and ddqn run on --atari-env, where one training step is "
+                        "4 agent steps and one update")  # fmt: skip
+    p.add_argument("--atari-env", default="ALE/Pong-v5", help="ALE game of DQN and DDQN (default: ALE/Pong-v5)")
+    p.add_argument("--atari-buffer-size", type=parse_size, default=10**6,
+                   help="replay capacity of DQN and DDQN (default: 10^6; only the prefill is touched)")  # fmt: skip
+    p.add_argument("--atari-batch", type=parse_size, default=32, help="batch size of DQN and DDQN (default: 32)")
     p.add_argument("--samplers", nargs="+", choices=SAMPLERS, default=list(SAMPLERS),
                    help="samplers of our agents (default: all)")  # fmt: skip
     p.add_argument("--peers", nargs="*", choices=PEERS, default=list(PEERS),
@@ -98,7 +105,8 @@ def _register_agent(sub) -> None:
     p.add_argument("--buffer-size", type=parse_size, default=10**6, help="replay capacity (default: 10^6)")
     p.add_argument("--seed", type=int, default=0, help="seed of every contender (default: 0)")
     p.add_argument("--quick", action="store_true",
-                   help="a smoke run: 20 steps, 300 prefill, 1 repeat, hidden 32, batch 32, capacity 10^4")  # fmt: skip
+                   help="a smoke run: 20 steps, 300 prefill, 1 repeat, hidden 32, batch 32, capacity 10^4; a tiny "
+                        "CNN and batch 8 for DQN/DDQN")  # fmt: skip
     p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run_agent)
@@ -114,7 +122,8 @@ def run_agent(args: argparse.Namespace) -> int:
         "env": args.env, "agents": args.agents, "samplers": args.samplers, "steps": args.steps,
         "repeats": args.repeats, "prefill": args.prefill, "warmup": args.warmup, "threads": args.threads,
         "hidden": args.hidden, "batch": args.batch, "buffer_size": args.buffer_size, "seed": args.seed,
-        "tries": args.tries, "total_steps": 10**6,
+        "tries": args.tries, "total_steps": 10**6, "atari_env": args.atari_env,
+        "atari_buffer_size": args.atari_buffer_size, "atari_batch": args.atari_batch, "atari_net": None,
     }  # fmt: skip
     if args.quick:
         config.update(AGENT_QUICK)
