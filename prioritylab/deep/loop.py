@@ -204,7 +204,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     def save(reason: str) -> None:
         save_atomic({
             "identity": identity, "step": step, "updates": updates, "episodes": episodes, "next_ckpt": next_ckpt,
-            "agent": agent.state_dict(), "buffer": buffer.state_dict(), "rng": rng.bit_generator.state,
+            "agent": agent.state_dict(), "buffer": buffer.state_dict(copy=False), "rng": rng.bit_generator.state,
             "noise": noise.get_state(), "torch_rng": torch.get_rng_state(), "env_state": spec.env_state(env),
             "wall_time": clock.elapsed, "reason": reason,
         }, folder / CHECKPOINT)  # fmt: skip

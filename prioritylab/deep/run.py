@@ -12,8 +12,10 @@ A run folder holds:
   replay, every RNG, counters), written atomically.
 
 Checkpoints are taken at episode ends (every ``checkpoint_every`` steps, on
-SIGTERM/Ctrl-C, and at ``stop_after``), where the environment's whole state
-is its RNG: resuming there continues bit-identically on the CPU.
+SIGTERM/Ctrl-C, and at ``stop_after``).  There the environment's state is
+small: its RNG for MuJoCo and other gymnasium envs, the emulator's cloned
+state with its RNG for ALE (each agent's ``Spec.env_state``).  Resuming
+there continues bit-identically on the CPU.
 """
 
 from __future__ import annotations

@@ -390,10 +390,16 @@ class ReplayBuffer:
         return self.diagnostics.report(probs, self.sampler.sampleable(cap))
 
     # -- state -----------------------------------------------------------------
-    def state_dict(self) -> dict:
+    def state_dict(self, copy: bool = True) -> dict:
+        """The whole buffer: storage, writer, sampler and diagnostics.
+
+        ``copy=False`` hands out the storage arrays themselves rather than copies: for a
+        checkpoint written at once (an Atari replay's frames are gigabytes), never for a state
+        kept while the buffer goes on.
+        """
         return {
             "config": self.config(),
-            "storage": {k: v.copy() for k, v in self.storage.items()},
+            "storage": {k: v.copy() if copy else v for k, v in self.storage.items()},
             "writer": {k: v.copy() for k, v in self.writer.items()},
             "sampler": self.sampler.state_dict(),
             "diagnostics": None if self.diagnostics is None else self.diagnostics.state_dict(),

@@ -245,7 +245,7 @@ def state_array(state, key: str, dtype, shape: tuple) -> np.ndarray:
     """
     v = state_value(state, key)
     try:
-        arr = np.array(v)
+        arr = np.asarray(v)  # the one copy is the astype below (a replay's frames are gigabytes)
     except (TypeError, ValueError) as err:
         raise StateError(f"state[{key!r}] is not an array: {err}") from None
     dt = np.dtype(dtype)
