@@ -20,7 +20,9 @@ SUBCOMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="prioritylab", description=__doc__.splitlines()[0])
+    from ._cli import Parser
+
+    parser = Parser(prog="prioritylab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("train", help="train a deep agent: prioritylab train {td3,sac} --help", add_help=False)
     for name, module in SUBCOMMANDS.items():

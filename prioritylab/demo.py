@@ -10,7 +10,6 @@ claim that does not reproduce is not a failure) or if no script was found.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -68,11 +67,17 @@ def readings_table(out: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from ._cli import Parser, check_output_dir, fail
+
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results/demo"), help="output folder")
     parser.add_argument("--quick", action="store_true", help="pass --quick to every script")
     parser.add_argument("--no-deep", action="store_true", help="skip the deep half (TD3 on Pendulum-v1)")
     args = parser.parse_args(argv)
+    try:
+        check_output_dir(args.out)
+    except ValueError as err:
+        fail("prioritylab.demo", str(err))
     scripts, missing = find_scripts(THEORY_DIR)
     for name in missing:
         print(f"[demo] skipping {name}: not in {THEORY_DIR}")

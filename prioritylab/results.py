@@ -17,6 +17,17 @@ from pathlib import Path
 _PACKAGES = ("numpy", "numba", "scipy", "matplotlib", "torch", "gymnasium", "ale-py", "prioritylab")
 
 
+def file_mode() -> int:
+    """The permissions of a newly created file under the current umask (0644 under the usual 022).
+
+    ``tempfile.mkstemp`` creates its files 0600; an atomic write sets this mode before the rename,
+    so results read like any other file.
+    """
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def _atomic_write(path: Path, write) -> None:
     """Write through a temporary file in the same folder, then rename: never half-written."""
     path = Path(path)
@@ -25,6 +36,7 @@ def _atomic_write(path: Path, write) -> None:
     try:
         with os.fdopen(fd, "w", newline="") as fh:
             write(fh)
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -24,11 +24,16 @@ def test_cli_runs_and_writes_files(tmp_path, capsys):
     assert manifest["config"]["config"]["alpha"] == 0.7
 
 
-@pytest.mark.parametrize("argv", [["--n", "0"], ["--alpha", "-1"], ["--cap", "0"], ["--rho", "2"]])
-def test_cli_bad_input_exits_with_a_message(argv):
-    with pytest.raises(SystemExit) as err:
-        main(["cliffwalk", "--seeds", "1", "--no-progress", *argv])
-    assert "prioritylab cliffwalk:" in str(err.value.code)
+@pytest.mark.parametrize("argv,named", [(["--n", "0"], "n must"), (["--alpha", "-1"], "alpha"),
+                                         (["--cap", "0"], "'0'"), (["--rho", "2"], "rho")])  # fmt: skip
+def test_cli_bad_input_exits_with_a_message(argv, named, capsys):
+    try:
+        code = main(["cliffwalk", "--seeds", "1", "--no-progress", *argv])
+    except SystemExit as err:
+        code = err.code
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith("prioritylab cliffwalk: error:") and named in err
+    assert len(err.splitlines()) == 1
 
 
 def test_speed_benchmark_runs_and_reports_its_columns(tmp_path, capsys):

@@ -56,7 +56,9 @@ def test_smoothing_is_a_trailing_uniform_window():
 
 
 def test_command_line_errors_are_one_line(tmp_path, capsys):
-    with pytest.raises(SystemExit, match="no run folders"):
-        cli_main(["report", str(tmp_path), "--out", str(tmp_path / "o")])
-    with pytest.raises(SystemExit, match="is not a folder"):
-        cli_main(["report", str(tmp_path / "missing")])
+    for argv, message in ((["report", str(tmp_path), "--out", str(tmp_path / "o")], "no run folders"),
+                          (["report", str(tmp_path / "missing")], "is not a folder")):  # fmt: skip
+        with pytest.raises(SystemExit) as err:
+            cli_main(argv)
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert err.value.code == 2 and len(lines) == 1 and message in lines[0]

@@ -49,8 +49,10 @@ def test_runs_skip_finished_and_record_crashes(tmp_path, capsys):
     [("x = 1", "defines no function runs"), ("def runs(b):\n    return [{'agent': 'td3'}]", "must be a dict"),
      ("def runs(b):\n    return [{'agent': 'td3', 'env': 'E', 'sampler': 'per', 'seed': 1}]", "sets seed")],
 )
-def test_bad_specifications_are_one_line_errors(tmp_path, text, message):
+def test_bad_specifications_are_one_line_errors(tmp_path, text, message, capsys):
     spec = tmp_path / "spec.py"
     spec.write_text(text)
-    with pytest.raises(SystemExit, match=message):
+    with pytest.raises(SystemExit) as err:
         cli_main(["sweep", str(spec), "--dry-run"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and message in lines[0]

@@ -24,6 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 from prioritylab import equivalence as eq
+from prioritylab._cli import Parser, check_output_dir, fail, positive_int
 from prioritylab.results import save_figure, write_csv, write_json, write_manifest
 from prioritylab.theory.verdict import verdict_word
 
@@ -197,17 +198,21 @@ def verdict_table(checks: list[eq.Check]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("results/lap_equivalence"), help="output folder")
     p.add_argument("--quick", action="store_true", help="fewer cases, sizes and steps (about 6 s)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw")
-    p.add_argument("--cases", type=int, default=None,
+    p.add_argument("--cases", type=positive_int, default=None,
                    help="random data sets per kappa for the exact checks (default 40, --quick 8)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        check_output_dir(args.out)
+    except ValueError as err:
+        fail("lap_equivalence.py", str(err))
     start = time.time()
     rng = np.random.default_rng(args.seed)
     n_cases = args.cases if args.cases is not None else (8 if args.quick else 40)

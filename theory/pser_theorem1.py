@@ -32,6 +32,7 @@ from statistics import NormalDist
 import numpy as np
 from tqdm import tqdm
 
+from prioritylab._cli import Parser, check_output_dir, check_output_file, fail
 from prioritylab.cliffwalk import run_lr1
 from prioritylab.results import save_figure, write_csv, write_manifest
 from prioritylab.samplers.pser import window_from_rho
@@ -900,7 +901,7 @@ def write_outputs(out: Path, cfg: Config, tables: dict, log: list[dict], verdict
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("results/pser_theorem1"), help="output folder")
     p.add_argument("--quick", action="store_true", help="n <= 8, 2000 MC runs, 10 real seeds, 600 PER seeds")
     p.add_argument("--n-max", type=int, default=None, help="largest n (default 16, quick 8)")
@@ -936,7 +937,13 @@ def config_from_args(args) -> Config:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    cfg = config_from_args(args)
+    try:
+        cfg = config_from_args(args)
+        check_output_dir(args.out)
+        if args.write_doc is not None:
+            check_output_file(args.write_doc, "--write-doc")
+    except ValueError as err:
+        fail("pser_theorem1.py", str(err))
     t0 = time.perf_counter()
     with tqdm(total=len(cfg.ns) * len(cfg.rhos), desc="PSER Theorem 1", unit="point") as bar:
         tables, log, variants = compute(cfg, bar)

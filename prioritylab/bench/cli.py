@@ -112,6 +112,17 @@ def _register_agent(sub) -> None:
     p.set_defaults(func=run_agent)
 
 
+def _check_json(args) -> None:
+    """``--json`` must be writable: checked before any timing."""
+    if getattr(args, "json", None):
+        from .._cli import check_output_file, fail
+
+        try:
+            check_output_file(args.json, "--json")
+        except ValueError as err:
+            fail(f"prioritylab bench {args.bench}", str(err))
+
+
 def run_agent(args: argparse.Namespace) -> int:
     import torch
 
@@ -127,6 +138,7 @@ def run_agent(args: argparse.Namespace) -> int:
     }  # fmt: skip
     if args.quick:
         config.update(AGENT_QUICK)
+    _check_json(args)
     torch.set_num_threads(config["threads"])
     load_before = bench.load()
     peers, skipped = bench.available_peers(args.peers)
@@ -150,6 +162,8 @@ def run_agent(args: argparse.Namespace) -> int:
 
 def run_sumtree(args: argparse.Namespace) -> int:
     from ..results import write_json
+
+    _check_json(args)
     from . import sumtree as bench
 
     if args.drift is not None:
@@ -210,6 +224,8 @@ def _register_replay(sub) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     from ..results import write_json
+
+    _check_json(args)
     from . import replay as bench
 
     config = {"layouts": args.layouts, "envs": args.envs, "seconds": args.seconds, "repeats": args.repeats,

@@ -13,9 +13,10 @@ plain NumPy reference instead.
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
 
+from .._cli import HelpFormatter, check_output_dir, positive_int
 from .experiments import CAP_PER_TRANSITION
 from .runner import INITS, LEARNERS, SCHEMES, RunConfig
 
@@ -25,7 +26,7 @@ def register(subparsers) -> None:
         "cliffwalk",
         help="Blind Cliffwalk testbed: updates to learn Q* under a replay scheme",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     d = RunConfig()
     p.add_argument("--n", type=int, nargs="+", default=[d.n], help="number of states; several values run a sweep")
@@ -44,10 +45,10 @@ def register(subparsers) -> None:
     p.add_argument("--q0", choices=("normal", "zeros"), default=d.q0, help="initial parameters")
     p.add_argument("--init-std", type=float, default=d.init_std, help="std of the initial parameters")
     p.add_argument("--threshold", type=float, default=d.threshold, help="MSE threshold of convergence")
-    p.add_argument("--cap", type=int, default=None,
+    p.add_argument("--cap", type=positive_int, default=None,
                    help=f"update cap per run (default: {CAP_PER_TRANSITION} per memory transition)")
-    p.add_argument("--seeds", type=int, default=10, help="number of seeds (0, 1, ...)")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes")
+    p.add_argument("--seeds", type=positive_int, default=10, help="number of seeds (runs seeds 0, 1, ...)")
+    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     p.add_argument("--out", default=None, help="folder for runs.csv, summary.csv, a PNG and manifest.json")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--benchmark", action="store_true", help="measure Q-updates/s, jitted vs NumPy reference")
@@ -67,17 +68,18 @@ def main(args) -> int:
         from .speed import main as speed_main
 
         return speed_main([])
-    from .experiments import default_cap, format_table, run_grid, summarise
+    from .experiments import DIAGNOSTIC_COLUMNS, default_cap, format_table, run_grid, summarise
     from .runner import validate
 
     try:
         cfg = config_from(args)
         for n in args.n:
             validate(cfg.replace(n=n))
-        if args.cap is not None and args.cap <= 0:
-            raise ValueError(f"cap must be a positive integer, got {args.cap}")
+        if args.out:
+            check_output_dir(args.out)
     except ValueError as err:
-        raise SystemExit(f"prioritylab cliffwalk: {err}") from None
+        print(f"prioritylab cliffwalk: error: {err}", file=sys.stderr)
+        return 2
 
     def cap_for(label, n):
         return args.cap if args.cap else default_cap(n)
@@ -89,6 +91,8 @@ def main(args) -> int:
     wall = time.perf_counter() - t0
     summary = summarise(rows)
     print(format_table(summary, ["label", "n", "memory_size", "seeds", "median", "min", "max", "censored"]))
+    print("\nreplay diagnostics (medians over seeds; docs/diagnostics.md):")
+    print(format_table(summary, list(DIAGNOSTIC_COLUMNS)))
     print(f"{len(rows)} runs in {wall:.1f} s")
     if args.out:
         _write(args.out, rows, summary, cfg, vars(args), wall)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..theory.verdict import verdict_word, with_verdict
 from .env import memory_size
-from .runner import RunConfig, run
+from .runner import DIAGNOSTICS, RunConfig, run
 
 CAP_PER_TRANSITION = 200
 """Update cap per run, per memory transition: 26.2 M updates at n = 16.
@@ -52,6 +52,7 @@ def _one(task):
         "censored": res.censored,
         "steps": res.steps,
         "cap": cfg.cap,
+        **res.diagnostics,
     }, curve
 
 
@@ -107,7 +108,8 @@ def default_jobs() -> int:
 
 
 def summarise(rows: list[dict]) -> list[dict]:
-    """Median, min and max updates per ``(label, n)``; censored runs count as their cap."""
+    """Median, min and max updates per ``(label, n)``; censored runs count as their cap.  The replay
+    diagnostics (:data:`prioritylab.cliffwalk.runner.DIAGNOSTICS`) are medians over the seeds."""
     cells: dict[tuple, list[dict]] = {}
     for r in rows:
         cells.setdefault((r["label"], r["n"]), []).append(r)
@@ -120,8 +122,13 @@ def summarise(rows: list[dict]) -> list[dict]:
             "label": label, "n": n, "memory_size": rs[0]["memory_size"], "seeds": len(rs),
             "median": med, "min": float(vals.min()), "max": float(vals.max()), "censored": cens,
             "median_is_lower_bound": bool(cens and med >= min(r["cap"] for r in rs if r["censored"])),
+            **{k: float(np.median([r[k] for r in rs])) for k in DIAGNOSTICS if k in rs[0]},
         })  # fmt: skip
     return out
+
+
+DIAGNOSTIC_COLUMNS = ("label", "n", *DIAGNOSTICS)
+"""Columns of the replay-diagnostics table (medians over seeds; docs/diagnostics.md, "Testbed")."""
 
 
 def lookup(summary: list[dict], label: str, n: int) -> dict:
@@ -183,13 +190,14 @@ def median_curve(curves: list[np.ndarray]) -> np.ndarray:
 
 def script_parser(description: str):
     """The command line every Cliffwalk theory script shares."""
-    import argparse
+    from .._cli import Parser, positive_int
 
-    p = argparse.ArgumentParser(description=description)
+    p = Parser(description=description)
     p.add_argument("--out", default=None, help="output folder for CSV, PNG, manifest.json (default: results/<script>)")
     p.add_argument("--quick", action="store_true", help="small n and few seeds: a few seconds (used by the tests)")
-    p.add_argument("--seeds", type=int, default=None, help="number of seeds per cell (default: 10, quick: 3)")
-    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: $PRIORITYLAB_JOBS or 1)")
+    p.add_argument("--seeds", type=positive_int, default=None, help="number of seeds per cell (default: 10, quick: 3)")
+    p.add_argument("--jobs", type=positive_int, default=None,
+                   help="worker processes (default: $PRIORITYLAB_JOBS or 1)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return p
 
@@ -268,8 +276,14 @@ def run_script(
     ``columns``; only the largest ``n`` with ``last_n_only``), the verdict
     table and ``footer`` (``{out}`` is the output folder).
     """
+    from .._cli import check_output_dir, fail
+
     jobs = args.jobs or default_jobs()
     out = args.out or f"results/{name}"
+    try:
+        check_output_dir(out)
+    except ValueError as err:
+        fail(name, str(err))
     t0 = time.perf_counter()
     rows, curves = run_grid(templates, ns, seeds, cap_for=lambda label, n: default_cap(n), jobs=jobs,
                             progress=not args.no_progress, desc=name)  # fmt: skip
@@ -285,5 +299,7 @@ def run_script(
     print(format_table(shown, list(columns)))
     print()
     print(verdict_table(checks))
+    print("\nreplay diagnostics (medians over seeds; docs/diagnostics.md):")
+    print(format_table(shown, list(DIAGNOSTIC_COLUMNS)))
     print(f"\nwall time {wall:.1f} s for {len(rows)} runs; " + footer.format(out=out))
     return 0

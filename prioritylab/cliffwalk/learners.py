@@ -147,6 +147,26 @@ class ReplayArrays(NamedTuple):
     root: np.ndarray
     cdf: np.ndarray  # cumulative rank masses (RANK)
     pmax: np.ndarray  # [largest raw priority recorded], starts at runner.initial_max_priority
+    # replay diagnostics (docs/diagnostics.md, "Testbed"), accumulated in the replay loop
+    replays: np.ndarray  # times each slot was replayed
+    last: np.ndarray  # update count when each slot was last replayed (0: the memory is filled at 0)
+    ages: np.ndarray  # histogram of the replayed slots' ages, bins of age_bin()
+    wsum: np.ndarray  # [sum of IS weights, sum of their squares] over the replays
+
+
+AGE_EXACT = 1024
+"""Ages below this have a bin each (exact quantiles)."""
+AGE_PER_OCTAVE = 32
+"""Above :data:`AGE_EXACT`, bins are ``2^(1/32)`` wide (a quantile is its bin's lower edge, within 2.2 %)."""
+AGE_BINS = AGE_EXACT + AGE_PER_OCTAVE * 54
+
+
+@njit(cache=True, inline="always")
+def age_bin(age):
+    """Histogram bin of an age (updates since the slot was last replayed, >= 1)."""
+    if age < AGE_EXACT:
+        return age
+    return min(AGE_EXACT + int(AGE_PER_OCTAVE * np.log2(age / AGE_EXACT)), AGE_BINS - 1)
 
 
 def transition_table(memory, n: int) -> Table:
@@ -340,7 +360,8 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
     MSE at the next one, and NaN after it.  ``theta`` is updated in place.
     """
     cls, c_int, c_r, first = table
-    raw, tree, tmin, tmax, leaf0, depth, generation, prev, prev_gen, live, best, leaves, nodes, root, cdf, _ = rep
+    raw, tree, tmin, tmax, leaf0, depth, generation, prev, prev_gen, live, best, leaves, nodes, root, cdf = rep[:15]
+    replays, last, ages, wsum = rep[16:]
     n, N, sc, rec = q_star.shape[0], cls.shape[0], cfg.scheme, cfg.record_every
     q = np.empty((n, 2))
     q_from_theta(theta, cfg.linear, q)
@@ -374,6 +395,11 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
         old = q[s, a]
         apply_update(theta, q, cfg.linear, s, a, cfg.lr * w * delta)
         t += 1
+        replays[i] += 1  # diagnostics: replay count, age since the last replay, IS weight sums
+        ages[age_bin(t - last[i])] += 1
+        last[i] = t
+        wsum[0] += w
+        wsum[1] += w * w
         if sc >= GREEDY:
             d_new = td_error(c_int, c_r, q, cfg.gamma, c) if cfg.post_priority else delta
             p = raw_from_td(cfg, abs(d_new))

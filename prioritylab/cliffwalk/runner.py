@@ -103,6 +103,8 @@ class RunResult:
     """MSE after ``0, record_every, 2 record_every, ...`` updates (empty without recording)."""
     theta: np.ndarray
     """Final parameters."""
+    diagnostics: dict = dataclasses.field(default_factory=dict)
+    """Replay diagnostics over the run's updates (:data:`DIAGNOSTICS`)."""
 
     @property
     def censored(self) -> bool:
@@ -200,7 +202,41 @@ def allocate(cfg: RunConfig, memory) -> L.ReplayArrays:
         best=np.zeros(2 * leaves, dtype=np.int64), leaves=int(leaves),
         nodes=treap_nodes(nr), root=np.full(1, -1, dtype=np.int64),
         cdf=rank_cdf(N, cfg.alpha) if nr else np.empty(0), pmax=np.full(1, initial_max_priority(cfg)),
+        replays=np.zeros(N, dtype=np.int64), last=np.zeros(N, dtype=np.int64),
+        ages=np.zeros(L.AGE_BINS, dtype=np.int64), wsum=np.zeros(2),
     )  # fmt: skip
+
+
+DIAGNOSTICS = ("ess_fraction", "weight_mean", "age_median", "age_p90", "coverage", "max_replays")
+"""Replay diagnostics of a run (docs/diagnostics.md, "Testbed"), over all its updates."""
+
+
+def age_quantile(hist: np.ndarray, q: float) -> float:
+    """The smallest age whose cumulative count reaches ``q`` of the total (NumPy's ``inverted_cdf``), from the
+    histogram of :func:`learners.age_bin`: exact below ``AGE_EXACT``, else the lower edge of its bin."""
+    total = int(hist.sum())
+    if total == 0:
+        return float("nan")
+    k = int(np.searchsorted(np.cumsum(hist), q * total, side="left"))
+    if k < L.AGE_EXACT:
+        return float(k)
+    return float(L.AGE_EXACT * 2.0 ** ((k - L.AGE_EXACT) / L.AGE_PER_OCTAVE))
+
+
+def replay_diagnostics(rep: L.ReplayArrays) -> dict:
+    """ESS fraction and mean of the IS weights, median and 90th percentile age (updates since the replayed
+    slot's previous replay, or since the memory was filled), coverage (share of slots replayed at least once)
+    and the largest replay count, over every update of a run."""
+    t = int(rep.replays.sum())
+    sw, sw2 = float(rep.wsum[0]), float(rep.wsum[1])
+    return {
+        "ess_fraction": sw * sw / (t * sw2) if t and sw2 > 0 else float("nan"),
+        "weight_mean": sw / t if t else float("nan"),
+        "age_median": age_quantile(rep.ages, 0.5),
+        "age_p90": age_quantile(rep.ages, 0.9),
+        "coverage": float(np.count_nonzero(rep.replays)) / rep.replays.shape[0],
+        "max_replays": int(rep.replays.max()) if rep.replays.shape[0] else 0,
+    }
 
 
 def run(cfg: RunConfig, seed) -> RunResult:
@@ -213,7 +249,7 @@ def run(cfg: RunConfig, seed) -> RunResult:
     curve = np.empty(-(-cfg.cap // cfg.record_every) + 1 if cfg.record_every else 0)
     table = L.transition_table(memory, cfg.n)
     conv, steps = L.run_kernel(table, q_star(cfg.n), theta, settings(cfg), rep, rng, curve)
-    return RunResult(int(conv), int(steps), curve, theta)
+    return RunResult(int(conv), int(steps), curve, theta, replay_diagnostics(rep))
 
 
 def run_seeds(cfg: RunConfig, seeds, progress=None) -> list[RunResult]:
@@ -274,6 +310,6 @@ def run_lr1(
 
 
 __all__ = [
-    "INITS", "LEARNERS", "SCHEMES", "RunConfig", "RunResult", "initial_max_priority", "run", "run_lr1", "run_seeds",
-    "settings",
+    "DIAGNOSTICS", "INITS", "LEARNERS", "SCHEMES", "RunConfig", "RunResult", "initial_max_priority",
+    "replay_diagnostics", "run", "run_lr1", "run_seeds", "settings",
 ]  # fmt: skip

@@ -58,7 +58,7 @@ class AtariSettings(RunSettings):
     eval_every: int = 250_000
     """Evaluate every this many agent steps (1M frames)."""
     eval_episodes: int = 10
-    """Episodes per evaluation at epsilon ``eval_eps``, env seeded with seed + 100 (LAP App. D.2)."""
+    """Episodes per evaluation at epsilon eval_eps, env seeded with seed + 100 (LAP App. D.2)."""
     checkpoint_every: int = 500_000
     """Checkpoint at the first episode end after every this many steps (a full replay is ~7 GB on disk)."""
     buffer_size: int = 1_000_000
@@ -111,7 +111,7 @@ class DQNSettings(AtariSettings):
     PSER's Table 4 states its periods in frames (1 agent step = 4 frames): 50k frames before
     learning = 12,500 agent steps, a target period of 10k frames = 2,500 agent steps = 625
     updates.  The Nature paper's own table gives 50k and 10k in agent steps and parameter
-    updates; pass ``--start-steps 50000 --target-every 10000`` for those.
+    updates; pass --start-steps 50000 --target-every 10000 for those.
     """
 
     lr: float = 2.5e-4

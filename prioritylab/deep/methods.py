@@ -33,7 +33,8 @@ METHODS = ("uniform", "per", "lap", "pal", "pser", "ners")
 
 @dataclass
 class ReplaySettings:
-    """Prioritisation settings; ``None`` takes the agent's default for the chosen sampler (its paper's table)."""
+    """Prioritisation settings; an unset value (None) takes the agent's default for the chosen sampler (its
+    paper's table)."""
 
     alpha: float | None = None
     """Priority exponent (TD3/SAC: PER 0.6, LAP/PAL 0.4, LAP Table 6; DDQN: 0.6, Table 7; NERS 0.5, its Table B.1)."""

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..results import write_json, write_manifest
+from ..results import file_mode, write_json, write_manifest
 from .methods import METHODS, ReplaySettings
 
 CHECKPOINT = "checkpoint.pt"
@@ -154,6 +154,7 @@ def save_atomic(obj, path: Path) -> None:
     os.close(fd)
     try:
         torch.save(obj, tmp)
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -248,6 +249,7 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     with os.fdopen(fd, "w", newline="") as fh:
         fh.write(buf.getvalue())
+    os.chmod(tmp, file_mode())
     os.replace(tmp, path)
 
 

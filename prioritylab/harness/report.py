@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._cli import check_output_dir, fail
 from ..results import save_figure, write_csv, write_manifest
 
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
@@ -217,11 +218,12 @@ def register(subparsers) -> None:
 
 def _main(args) -> int:
     if not args.runs.is_dir():
-        raise SystemExit(f"prioritylab report: error: {args.runs} is not a folder")
+        fail("prioritylab report", f"{args.runs} is not a folder")
     try:
+        check_output_dir(args.out)
         result = report(args.runs, args.out)
     except ValueError as err:
-        raise SystemExit(f"prioritylab report: error: {err}") from None
+        fail("prioritylab report", f"{err}")
     print(table_markdown(result["table"]))
     print(f"{result['runs']} runs in {result['groups']} groups; figures and tables in {args.out}")
     return 0

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from .._cli import check_output_dir, fail, nonnegative_int, positive_int
 from ..results import write_json
 
 BUDGETS = ("reduced", "paper")
@@ -127,10 +128,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("sweep", help="run a sweep specification (env x agent x sampler x seed)",
                               description=__doc__.splitlines()[0])  # fmt: skip
     p.add_argument("spec", type=Path, help="a sweep specification file, e.g. deep/lap_mujoco.py")
-    p.add_argument("--seeds", type=int, default=1, help="seeds per run (0, 1, ...)")
-    p.add_argument("--first-seed", type=int, default=0, help="first seed")
+    p.add_argument("--seeds", type=positive_int, default=1, help="seeds per run (first-seed, first-seed + 1, ...)")
+    p.add_argument("--first-seed", type=nonnegative_int, default=0, help="first seed")
     p.add_argument("--budget", choices=BUDGETS, default="reduced", help="the paper's budget or one that fits here")
-    p.add_argument("--jobs", type=int, default=1, help="runs at once (local backend)")
+    p.add_argument("--jobs", type=positive_int, default=1, help="runs at once (local backend)")
     p.add_argument("--out", type=Path, default=Path("runs"), help="parent folder of the run folders")
     p.add_argument("--backend", choices=("local", "ray"), default="local", help="local process pool or Ray")
     p.add_argument("--address", default=None, help="Ray cluster address (backend ray)")
@@ -139,20 +140,21 @@ def register(subparsers) -> None:
 
 
 def _main(args) -> int:
-    if args.seeds <= 0 or args.jobs <= 0:
-        raise SystemExit("prioritylab sweep: error: --seeds and --jobs must be positive")
     if args.backend == "ray" and importlib.util.find_spec("ray") is None:
-        raise SystemExit("prioritylab sweep: error: --backend ray needs ray: pip install 'prioritylab[ray]'")
+        fail("prioritylab sweep", "--backend ray needs ray: pip install 'prioritylab[ray]'")
     try:
         jobs = expand(load_spec(args.spec, args.budget), args.seeds, args.first_seed, args.out)
     except ValueError as err:
-        raise SystemExit(f"prioritylab sweep: error: {err}") from None
+        fail("prioritylab sweep", f"{err}")
     if args.dry_run:
         for j in jobs:
             print(f"{status(j):8s} {' '.join(command(j)[1:])}")
         print(f"{len(jobs)} runs")
         return 0
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        check_output_dir(args.out)
+    except ValueError as err:
+        fail("prioritylab sweep", f"{err}")
     results = run_sweep(jobs, args.jobs, args.backend, args.address, args.out / "sweep.json")
     crashed = [k for k, v in results.items() if v["status"] == "crashed"]
     print(f"{len(jobs) - len(crashed)} of {len(jobs)} runs finished; {len(crashed)} crashed "

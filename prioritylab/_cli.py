@@ -1,0 +1,105 @@
+"""What every command line of the project shares: one-line errors, checked numbers, writable outputs.
+
+The rule: every option is checked, and the output folder is checked to be
+writable, before any work starts; a bad value gets one line naming it
+(``prog: error: ...``) and exit code 2, with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+_ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|obj):`~?([^`]+)`")
+
+
+def plain(text: str | None) -> str | None:
+    """Docstring reST made plain for a terminal: ``x`` and :func:`x` become x."""
+    if text is None:
+        return None
+    return _ROLE.sub(r"\1", text).replace("``", "")
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse`` with a one-line error (no usage block) and the defaults shown in ``--help``."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs["description"] = plain(kwargs.get("description"))
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions kept as written; an option's help ends with its default unless it names one already."""
+
+    def _get_help_string(self, action):
+        text = plain(action.help) or ""
+        default = action.default
+        if ("default" in text or default in (None, False, argparse.SUPPRESS) or not action.option_strings
+                or isinstance(action, argparse._HelpAction)):  # fmt: skip
+            return text
+        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else default
+        return f"{text} (default: {shown})"
+
+
+def fail(prog: str, message: str):
+    """Print ``prog: error: message`` on one line and exit with code 2."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def positive_int(text: str) -> int:
+    """``argparse`` type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """``argparse`` type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def check_output_dir(path, option: str = "--out") -> Path:
+    """Create ``path`` if needed and prove it writable with a probe file; ``ValueError`` naming it if not.
+
+    Refuses an existing regular file and a folder that cannot be written, so that no work is done
+    whose results could not be saved.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{option} {path} is an existing file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".write-probe.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise ValueError(f"{option} {path} cannot be written: {err.strerror or err}") from None
+    return path
+
+
+def check_output_file(path, option: str) -> Path:
+    """The folder of ``path`` must be writable (:func:`check_output_dir`) and ``path`` not a folder."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{option} {path} is a folder, not a file")
+    check_output_dir(path.parent if str(path.parent) else Path("."), option=f"{option} {path}: folder")
+    return path

@@ -1,0 +1,118 @@
+"""Every command line checks its options and its output folder before any work: one line naming the bad value,
+a non-zero exit, nothing written.  Result files get the usual permissions, and --help is plain text."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+from theory_scripts import load_theory_script
+
+from prioritylab.cli import main
+from prioritylab.results import write_csv, write_json
+
+
+def outcome(capsys, call):
+    """Exit code and stderr lines of ``call()`` (a SystemExit counts as its code)."""
+    try:
+        code = call()
+    except SystemExit as err:
+        code = err.code
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
+@pytest.fixture
+def a_file(tmp_path):
+    path = tmp_path / "existing.txt"
+    path.write_text("not a folder")
+    return path
+
+
+def cli(*argv):
+    return lambda: main(list(argv))
+
+
+BAD = {
+    "cliffwalk seeds 0": (("cliffwalk", "--seeds", "0"), "'0'"),
+    "cliffwalk seeds -2": (("cliffwalk", "--seeds", "-2"), "'-2'"),
+    "cliffwalk jobs 0": (("cliffwalk", "--jobs", "0"), "'0'"),
+    "sweep jobs 0": (("sweep", "deep/lap_mujoco.py", "--jobs", "0"), "'0'"),
+    "sweep seeds 0": (("sweep", "deep/lap_mujoco.py", "--seeds", "0"), "'0'"),
+    "sweep first seed -1": (("sweep", "deep/lap_mujoco.py", "--first-seed", "-1"), "'-1'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_numbers_are_refused_in_one_line(case, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(__file__)))
+    argv, named = BAD[case]
+    code, err = outcome(capsys, cli(*argv, "--out", str(tmp_path / "out")))
+    assert code == 2 and len(err) == 1 and named in err[0] and "error" in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", [("cliffwalk", "--n", "3", "--seeds", "1", "--no-progress"),
+                                     ("report", "tests")])  # fmt: skip
+def test_an_existing_file_as_out_is_refused_before_any_work(command, a_file, capsys):
+    code, err = outcome(capsys, cli(*command, "--out", str(a_file)))
+    assert code != 0 and len(err) == 1 and str(a_file) in err[0] and "existing file" in err[0]
+    assert a_file.read_text() == "not a folder"
+
+
+def test_an_unwritable_out_is_refused_before_any_work(capsys, a_file):
+    bad = a_file / "below"  # a folder below a regular file can never be created
+    code, err = outcome(capsys, cli("cliffwalk", "--n", "3", "--seeds", "1", "--no-progress", "--out", str(bad)))
+    assert code == 2 and len(err) == 1 and str(bad) in err[0] and "cannot be written" in err[0]
+
+
+def test_bench_json_path_is_checked_before_timing(capsys, a_file):
+    bad = a_file / "bench.json"
+    code, err = outcome(capsys, cli("bench", "sumtree", "--quick", "--no-progress", "--json", str(bad)))
+    assert code == 2 and len(err) == 1 and str(bad) in err[0]
+
+
+@pytest.mark.parametrize("script,argv,named", [
+    ("per_fig1", ["--seeds", "0"], "'0'"),
+    ("per_fig2", ["--seeds", "-1"], "'-1'"),
+    ("pser_fig7", ["--jobs", "0"], "'0'"),
+    ("lap_equivalence", ["--cases", "0"], "'0'"),
+    ("pser_theorem1", ["--n-max", "2"], "--n-max"),
+])  # fmt: skip
+def test_theory_scripts_refuse_bad_options(script, argv, named, capsys, tmp_path):
+    mod = load_theory_script(script)
+    code, err = outcome(capsys, lambda: mod.main([*argv, "--out", str(tmp_path / "out")]))
+    assert code == 2 and len(err) == 1 and named in err[0]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("script", ["per_fig1", "pser_theorem1", "lap_equivalence"])
+def test_theory_scripts_refuse_a_file_as_out(script, a_file, capsys):
+    mod = load_theory_script(script)
+    code, err = outcome(capsys, lambda: mod.main(["--quick", "--out", str(a_file)]))
+    assert code == 2 and len(err) == 1 and "existing file" in err[0]
+
+
+def test_result_files_follow_the_umask(tmp_path):
+    from prioritylab.deep.run import _write_csv
+
+    old = os.umask(0o022)
+    try:
+        write_csv(tmp_path / "a.csv", [{"x": 1}])
+        write_json(tmp_path / "b.json", {"x": 1})
+        _write_csv(tmp_path / "c.csv", [{"x": 1}])
+    finally:
+        os.umask(old)
+    for name in ("a.csv", "b.json", "c.csv"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name
+
+
+@pytest.mark.parametrize("command", [("cliffwalk",), ("sweep",), ("report",), ("bench", "agent"),
+                                     ("bench", "replay"), ("train", "td3"), ("train", "ddqn")])  # fmt: skip
+def test_help_is_plain_text_with_defaults(command, capsys):
+    with pytest.raises(SystemExit) as err:
+        main([*command, "--help"])
+    assert err.value.code == 0
+    text = capsys.readouterr().out
+    assert "``" not in text and ":func:" not in text and ":class:" not in text
+    assert "default" in text
