@@ -150,18 +150,27 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
         by_task[(agent, env)][sampler] = runs
     for (agent, env), samplers in sorted(by_task.items()):
         name = env.replace("/", "-")
-        fig, ax = plt.subplots(figsize=(5.5, 3.5))
-        for sampler, runs in sorted(samplers.items()):
+        fig, ax = plt.subplots(figsize=(6.5, 4.2))
+        lo, hi = np.inf, -np.inf
+        for k, (sampler, runs) in enumerate(sorted(samplers.items())):
+            color = f"C{k}"
             steps, values = aligned(runs, "return_mean")
             values = np.stack([smooth(v) for v in values])
             mean, half = mean_ci(values)
-            ax.plot(steps, mean, label=f"{sampler} ({len(runs)})")
+            ax.plot(steps, mean, color=color, lw=1.8, label=f"{sampler} ({len(runs)} seeds)")
+            for v in values:  # each seed, faint
+                ax.plot(steps, v, color=color, lw=0.6, alpha=0.35)
             if len(runs) > 1:
-                ax.fill_between(steps, mean - half, mean + half, alpha=0.2)
+                ax.fill_between(steps, mean - half, mean + half, color=color, alpha=0.12, lw=0)
+            lo, hi = min(lo, float(values.min())), max(hi, float(values.max()))
+        pad = 0.08 * (hi - lo if hi > lo else 1.0)
+        ax.set_ylim(lo - pad, hi + pad)  # the seeds' range: a wide band (few seeds) runs off the plot
         ax.set_xlabel("environment steps")
         ax.set_ylabel(f"return (smoothed over {SMOOTH} evals)")
         ax.set_title(f"{agent.upper()} on {env}")
         ax.legend(fontsize=8)
+        fig.text(0.01, -0.02, "Thick: mean over seeds; band: 95 % t-interval of the mean (clipped to the seeds' "
+                 "range); faint: each seed.", fontsize=7, ha="left", va="top")  # fmt: skip
         path = out / f"curves_{agent}_{name}.png"
         save_figure(fig, path)
         plt.close(fig)
