@@ -14,11 +14,13 @@ from prioritylab.cli import main as cli_main
 from prioritylab.harness import report as R
 
 
-def fake_run(root, sampler, seed, returns, finished=True, extra=None):
-    folder = root / f"td3_Hopper-v5_{sampler}_s{seed}"
+def fake_run(root, sampler, seed, returns, finished=True, extra=None, env="Hopper-v5", agent="td3", wall=None):
+    folder = root / f"{agent}_{env.replace('/', '-')}_{sampler}_s{seed}"
     folder.mkdir(parents=True)
     (folder / "manifest.json").write_text(json.dumps(
-        {"config": {"agent": "td3", "env": "Hopper-v5", "sampler": sampler, "seed": seed, "steps": 1000}}))
+        {"config": {"agent": agent, "env": env, "sampler": sampler, "seed": seed, "steps": 1000}}))
+    if wall is not None:
+        (folder / "timing.csv").write_text(f"step,wall_time,steps_per_s,updates_per_s\n1000,{wall},1,1\n")
     with open(folder / "evaluations.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=["step", "return_mean", "ess_mean", "td_mean", "td_std", "q_mean", "q_std"])
         w.writeheader()
@@ -35,7 +37,7 @@ def test_table_is_the_mean_and_t_interval_of_the_last_ten_evaluations(tmp_path):
     for s, c in curves.items():
         fake_run(tmp_path / "runs", "per", s, c, finished=s != 2)
     fake_run(tmp_path / "runs", "uniform", 0, np.arange(12.0))
-    result = R.report(tmp_path / "runs", tmp_path / "out")
+    result = R.report(tmp_path / "runs", tmp_path / "out", include_partial=True)
     row = next(t for t in result["table"] if t["sampler"] == "per")
     finals = np.array([c[-10:].mean() for c in curves.values()])
     assert row["return_last10_mean"] == pytest.approx(finals.mean(), rel=1e-12, abs=0)
@@ -43,7 +45,7 @@ def test_table_is_the_mean_and_t_interval_of_the_last_ten_evaluations(tmp_path):
     assert row["ci95"] == pytest.approx(half, rel=1e-12, abs=0)
     assert row["finished"] == 2 and row["seeds"] == 3
     text = (tmp_path / "out" / "table.md").read_text()
-    assert "(1 unfinished)" in text and "n/a (1 seed)" in text
+    assert "(1 partial)" in text and "n/a (1 seed)" in text
     t3 = (tmp_path / "out" / "ners_table3.md").read_text()
     assert "| td3 | Hopper-v5 | per | 3 | 1.500 | 0.100 | 10.00 | 2.00 |" in t3
     assert (tmp_path / "out" / "curves_td3_Hopper-v5.png").stat().st_size > 0
@@ -62,3 +64,81 @@ def test_command_line_errors_are_one_line(tmp_path, capsys):
             cli_main(argv)
         lines = capsys.readouterr().err.strip().splitlines()
         assert err.value.code == 2 and len(lines) == 1 and message in lines[0]
+
+
+def test_partial_and_corrupt_runs_are_listed_and_never_averaged_in(tmp_path):
+    runs = tmp_path / "runs"
+    fake_run(runs, "per", 0, [1.0] * 12)
+    fake_run(runs, "per", 1, [3.0] * 12)
+    fake_run(runs, "per", 2, [100.0] * 5, finished=False)  # partial: would move the mean a lot
+    fake_run(runs, "per", 3, [1.0] * 12)
+    (runs / "td3_Hopper-v5_per_s3" / "manifest.json").write_text('{"config": {"agent": "td3"')  # truncated JSON
+    fake_run(runs, "per", 4, [1.0] * 12)
+    with open(runs / "td3_Hopper-v5_per_s4" / "evaluations.csv", "a") as fh:
+        fh.write("1300,")  # a row cut short by a kill
+    result = R.report(runs, tmp_path / "out")
+    row = result["table"][0]
+    assert row["seeds"] == 2 and row["return_last10_mean"] == 2.0
+    status = {x["folder"].rsplit("/", 1)[1]: x for x in result["status"]}
+    assert status["td3_Hopper-v5_per_s2"]["status"] == "partial, left out"
+    s3, s4 = status["td3_Hopper-v5_per_s3"], status["td3_Hopper-v5_per_s4"]
+    assert s3["status"] == "corrupt" and "manifest.json" in s3["detail"]
+    assert s4["status"] == "corrupt" and "row 13" in s4["detail"]
+    text = (tmp_path / "out" / "status.md").read_text()
+    assert text.count("| corrupt |") == 2 and "| partial, left out |" in text
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert len(manifest["run_folders"]) == 2 and len(manifest["not_used"]) == 3 and manifest["git_commit"]
+
+
+def test_gain_tables_follow_lap_table_2(tmp_path):
+    runs = tmp_path / "runs"
+    finals = {("Hopper-v5", "uniform"): 100.0, ("Hopper-v5", "lap"): 150.0, ("Hopper-v5", "per"): 80.0,
+              ("Walker2d-v5", "uniform"): -50.0, ("Walker2d-v5", "lap"): -25.0, ("Walker2d-v5", "per"): -100.0}
+    for (env, sampler), v in finals.items():
+        fake_run(runs, sampler, 0, [v] * 10, env=env)
+    rows = {(r["sampler"], r["baseline"]): r for r in R.report(runs, tmp_path / "out")["gains"]}
+    # gain = (x - y) / |y|: lap over uniform +50 % and +50 %, per over uniform -20 % and -100 %
+    assert rows[("lap", "uniform")]["mean_gain_pct"] == pytest.approx(50.0, abs=1e-12)
+    assert rows[("per", "uniform")]["mean_gain_pct"] == pytest.approx(-60.0, abs=1e-12)
+    assert rows[("per", "uniform")]["median_gain_pct"] == pytest.approx(-60.0, abs=1e-12)
+    # lap over per: (150 - 80) / 80 = +87.5 %, (-25 + 100) / 100 = +75 %
+    assert rows[("lap", "per")]["mean_gain_pct"] == pytest.approx(81.25, abs=1e-12)
+    assert rows[("lap", "per")]["envs"] == 2
+    assert "| td3 | lap | per | 2 | +81.25 % | +81.25 % |" in (tmp_path / "out" / "gains.md").read_text()
+
+
+def test_atari_scores_are_human_normalised_and_aggregated_by_rliable(tmp_path):
+    from prioritylab.deep.atari import SCORES
+
+    runs = tmp_path / "runs"
+    half = {g: SCORES[g][0] + 0.5 * (SCORES[g][1] - SCORES[g][0]) for g in ("Pong", "Breakout")}
+    for game in ("Pong", "Breakout"):
+        for seed in range(3):
+            fake_run(runs, "per", seed, [half[game]] * 10, env=f"ALE/{game}-v5", agent="ddqn")
+            score = SCORES[game][0] + (0.2 if game == "Pong" else 1.0) * (SCORES[game][1] - SCORES[game][0])
+            fake_run(runs, "uniform", seed, [score] * 10, env=f"ALE/{game}-v5", agent="ddqn")
+    result = R.report(runs, tmp_path / "out")
+    hn = {r["sampler"]: r for r in result["human_normalised"]}
+    assert hn["per"]["mean"] == pytest.approx(0.5, abs=1e-12) and hn["per"]["median"] == pytest.approx(0.5, abs=1e-12)
+    assert hn["uniform"]["mean"] == pytest.approx(0.6, abs=1e-12)
+    assert hn["uniform"]["per_game"] == pytest.approx({"Breakout": 1.0, "Pong": 0.2}, abs=1e-12)
+    agg = {r["sampler"]: r for r in result["aggregates"]}
+    per = agg["per"]  # every run scores 0.5: every statistic and both ends of every interval are 0.5
+    assert per["domain"].startswith("Atari") and per["runs"] == 3 and per["tasks"] == 2
+    for m in ("iqm", "mean", "median"):
+        assert per[m] == pytest.approx(0.5, abs=1e-12)
+        assert per[f"{m}_lo"] == pytest.approx(0.5, abs=1e-12) and per[f"{m}_hi"] == pytest.approx(0.5, abs=1e-12)
+    assert agg["uniform"]["mean"] == pytest.approx(0.6, abs=1e-12)
+    assert (tmp_path / "out" / "profiles_ddqn_Atari.png").stat().st_size > 0
+    assert "| ddqn | per | 2 | 0.500 | 0.500 |" in (tmp_path / "out" / "human_normalised.md").read_text()
+
+
+def test_overhead_is_the_wall_time_increase_over_uniform(tmp_path):
+    runs = tmp_path / "runs"
+    for seed, (u, p) in enumerate(((600.0, 660.0), (600.0, 700.0))):
+        fake_run(runs, "uniform", seed, [1.0] * 10, wall=u)
+        fake_run(runs, "per", seed, [1.0] * 10, wall=p)
+    rows = {r["sampler"]: r for r in R.report(runs, tmp_path / "out")["overhead"]}
+    assert rows["uniform"]["wall_minutes"] == pytest.approx(10.0, abs=1e-12)
+    assert rows["per"]["increase_over_uniform_pct"] == pytest.approx(100 * (680 / 600 - 1), abs=1e-9)
+    assert "+13.3 %" in (tmp_path / "out" / "overhead.md").read_text()

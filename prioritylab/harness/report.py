@@ -12,9 +12,25 @@ Reads every run folder under ``RUNS`` (a folder with ``manifest.json`` and
 * ``diagnostics_<agent>_<env>.png``: one panel per replay statistic
   (docs/diagnostics.md) over training, one line per sampler, 95 % bands;
 * ``ners_table3.md``: the drawn transitions' |TD error| and Q-value, mean and std
-  at the last evaluation, one row per sampler (the layout of NERS Table 3).
+  at the last evaluation, one row per sampler (the layout of NERS Table 3);
+* ``gains.md`` / ``gains.csv``: mean and median % gain of each sampler's final score
+  over a baseline sampler's, (x - y) / |y| per environment (LAP/PAL Table 2 format),
+  against ``uniform`` and ``per`` when present;
+* ``human_normalised.md`` / ``.csv`` (Atari runs): (score - random) / (human -
+  random) per game with the PSER appendix's scores, mean and median over games;
+* ``aggregates.md`` / ``.csv`` and ``profiles_<agent>_<domain>.png``: IQM, mean and
+  median with 95 % stratified-bootstrap intervals and performance profiles, computed
+  by ``rliable`` over runs x tasks (Atari games human-normalised; one task otherwise);
+* ``overhead.md``: wall time per run and its increase over uniform (LAP/PAL App. B,
+  Table 3), from the runs' ``timing.csv``;
+* ``status.md``: every run folder found, and whether it was used, left out as
+  partial (no ``finished.json``), or skipped as corrupt (with the reason);
+* ``manifest.json``: the command, commit, package versions and the run folders used.
 
-Runs that stopped before their last step are included and marked as unfinished.
+A final score is the mean return over a run's last 10 evaluations.  Partial runs are
+listed and never averaged in, unless ``--include-partial`` (then they are marked).
+A corrupt or truncated ``manifest.json`` / ``evaluations.csv`` is reported by name
+and skipped.
 """
 
 from __future__ import annotations
@@ -22,6 +38,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -63,27 +80,53 @@ def smooth(y: np.ndarray, window: int = SMOOTH) -> np.ndarray:
     return out
 
 
-def find_runs(root: Path) -> list[dict]:
-    runs = []
-    for manifest in sorted(root.rglob("manifest.json")):
-        folder = manifest.parent
-        evals = folder / "evaluations.csv"
-        if not evals.exists():
-            continue
+def read_run(folder: Path) -> dict:
+    """One run folder's config and evaluation rows; ``ValueError`` naming the file if it is corrupt."""
+    manifest = folder / "manifest.json"
+    try:
         config = json.loads(manifest.read_text()).get("config", {})
-        if "agent" not in config:
-            continue
+    except (OSError, ValueError, AttributeError) as err:
+        raise ValueError(f"{manifest}: not readable JSON ({err})") from None
+    for key in ("agent", "env", "sampler"):
+        if not isinstance(config.get(key), str):
+            raise ValueError(f"{manifest}: config has no {key}")
+    evals = folder / "evaluations.csv"
+    try:
         with open(evals, newline="") as fh:
             rows = list(csv.DictReader(fh))
-        if not rows:
-            continue
-        runs.append({
-            "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
-            "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
-            "finished": (folder / "finished.json").exists(),
-        })  # fmt: skip
-    return runs
+    except (OSError, csv.Error, UnicodeDecodeError) as err:
+        raise ValueError(f"{evals}: not readable CSV ({err})") from None
+    if not rows:
+        raise ValueError(f"{evals}: no evaluations")
+    last = -math.inf
+    for i, row in enumerate(rows):
+        try:
+            step, ret = float(row["step"]), float(row["return_mean"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{evals}: row {i + 1} is truncated or not numeric") from None
+        if not (math.isfinite(step) and math.isfinite(ret)) or step <= last:
+            raise ValueError(f"{evals}: row {i + 1} has step {row['step']} / return {row['return_mean']}")
+        last = step
+    return {
+        "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
+        "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
+        "finished": (folder / "finished.json").exists(),
+    }  # fmt: skip
 
+
+def find_runs(root: Path) -> tuple[list[dict], list[dict]]:
+    """Every run folder under ``root`` (a ``manifest.json`` beside an ``evaluations.csv``): the readable
+    runs, and the status of each folder found (``used`` is decided later; ``corrupt`` with its reason)."""
+    runs, status = [], []
+    for manifest in sorted(root.rglob("manifest.json")):
+        folder = manifest.parent
+        if not (folder / "evaluations.csv").exists():
+            continue
+        try:
+            runs.append(read_run(folder))
+        except ValueError as err:
+            status.append({"folder": str(folder), "status": "corrupt", "detail": str(err)})
+    return runs, status
 
 def column(rows: list[dict], key: str) -> np.ndarray:
     return np.array([float(r.get(key, "nan") or "nan") for r in rows])
@@ -122,7 +165,7 @@ def table_markdown(table: list[dict]) -> str:
              "|---|---|---|---|---|---|"]  # fmt: skip
     for t in table:
         ci = "n/a (1 seed)" if math.isnan(t["ci95"]) else f"{t['ci95']:.1f}"
-        unfinished = "" if t["finished"] == t["seeds"] else f" ({t['seeds'] - t['finished']} unfinished)"
+        unfinished = "" if t["finished"] == t["seeds"] else f" ({t['seeds'] - t['finished']} partial)"
         lines.append(f"| {t['agent']} | {t['env']} | {t['sampler']} | {t['seeds']}{unfinished} | {t['last_step']} "
                      f"| {t['return_last10_mean']:.1f} ± {ci} |")  # fmt: skip
     return "\n".join(lines) + "\n"
@@ -202,19 +245,238 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
     return written
 
 
-def report(root: Path, out: Path) -> dict:
-    runs = find_runs(root)
-    if not runs:
+def final_score(run: dict) -> float:
+    """Mean return over the run's last 10 evaluations (LAP/PAL App. D: the final score)."""
+    return float(column(run["rows"], "return_mean")[-LAST:].mean())
+
+
+def gains(groups: dict, baselines=("uniform", "per")) -> list[dict]:
+    """Mean and median % gain (x - y) / |y| of each sampler's mean final score over each baseline's, over the
+    environments both ran (LAP/PAL Table 2)."""
+    finals = {k: np.mean([final_score(r) for r in runs]) for k, runs in groups.items()}
+    out = []
+    agents = sorted({a for a, _, _ in finals})
+    for agent in agents:
+        samplers = sorted({s for a, _, s in finals if a == agent})
+        for base in baselines:
+            for sampler in samplers:
+                if sampler == base:
+                    continue
+                envs = sorted(e for a, e, s in finals if a == agent and s == sampler and (agent, e, base) in finals)
+                vals = [(finals[(agent, e, sampler)] - finals[(agent, e, base)]) / abs(finals[(agent, e, base)])
+                        for e in envs if finals[(agent, e, base)] != 0]  # fmt: skip
+                if vals:
+                    out.append({"agent": agent, "sampler": sampler, "baseline": base, "envs": len(vals),
+                                "mean_gain_pct": 100 * float(np.mean(vals)),
+                                "median_gain_pct": 100 * float(np.median(vals))})  # fmt: skip
+    return out
+
+
+def gains_markdown(rows: list[dict]) -> str:
+    lines = ["| agent | sampler | vs | envs | mean % gain | median % gain |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['agent']} | {r['sampler']} | {r['baseline']} | {r['envs']} | "
+                     f"{r['mean_gain_pct']:+.2f} % | {r['median_gain_pct']:+.2f} % |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def game_of(env: str) -> str | None:
+    """``ALE/Pong-v5`` -> ``Pong``; None for a non-Atari environment."""
+    if not env.startswith("ALE/"):
+        return None
+    return env[4:].rsplit("-v", 1)[0]
+
+
+def human_normalised(groups: dict) -> list[dict]:
+    """Per (agent, sampler): each game's human-normalised mean final score, and their mean and median
+    (PER/PSER convention, the PSER appendix's human and random scores)."""
+    from ..deep.atari import SCORES
+
+    per_key = defaultdict(dict)
+    for (agent, env, sampler), runs in groups.items():
+        game = game_of(env)
+        if game is None or game not in SCORES:
+            continue
+        random, human = SCORES[game]
+        per_key[(agent, sampler)][game] = (np.mean([final_score(r) for r in runs]) - random) / (human - random)
+    out = []
+    for (agent, sampler), games in sorted(per_key.items()):
+        vals = np.array(list(games.values()))
+        out.append({"agent": agent, "sampler": sampler, "games": len(vals), "mean": float(vals.mean()),
+                    "median": float(np.median(vals)),
+                    "per_game": {g: float(v) for g, v in sorted(games.items())}})  # fmt: skip
+    return out
+
+
+def aggregates(groups: dict, out: Path, reps: int = 2000) -> list[dict]:
+    """IQM, mean and median with 95 % stratified-bootstrap CIs (rliable), and performance profiles.
+
+    Tasks are the Atari games of an agent (human-normalised scores) or one non-Atari environment; the
+    score matrix of a sampler is runs x tasks, with as many runs per task as the task with the fewest.
+    The bootstrap is seeded, so a report is reproducible.
+    """
+    from rliable import library as rly
+    from rliable import metrics
+
+    from ..deep.atari import SCORES
+
+    domains = defaultdict(lambda: defaultdict(dict))  # (agent, domain) -> sampler -> task -> scores
+    for (agent, env, sampler), runs in groups.items():
+        game = game_of(env)
+        scores = np.array([final_score(r) for r in runs])
+        if game is not None and game in SCORES:
+            random, human = SCORES[game]
+            domains[(agent, "Atari (human-normalised)")][sampler][game] = (scores - random) / (human - random)
+        else:
+            domains[(agent, env)][sampler][env] = scores
+
+    def agg(x):
+        return np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x), metrics.aggregate_median(x)])
+
+    rows = []
+    for (agent, domain), samplers in sorted(domains.items()):
+        tasks = sorted(set.intersection(*(set(t) for t in samplers.values())))
+        if not tasks:
+            continue
+        n = min(len(samplers[s][t]) for s in samplers for t in tasks)
+        if n < 2:
+            continue
+        score_dict = {s: np.stack([samplers[s][t][:n] for t in tasks], 1) for s in sorted(samplers)}
+        with warnings.catch_warnings():  # arch's notice that random_state will become a NumPy Generator
+            warnings.simplefilter("ignore", FutureWarning)
+            point, ci = rly.get_interval_estimates(score_dict, agg, reps=reps, random_state=np.random.RandomState(0))
+        for s in sorted(score_dict):
+            row = {"agent": agent, "domain": domain, "sampler": s, "runs": n, "tasks": len(tasks)}
+            for i, m in enumerate(("iqm", "mean", "median")):
+                row.update({m: float(point[s][i]), f"{m}_lo": float(ci[s][0, i]), f"{m}_hi": float(ci[s][1, i])})
+            rows.append(row)
+        plot_profiles(score_dict, agent, domain, out, rly)
+    return rows
+
+
+def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path, rly) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    allv = np.concatenate([v.ravel() for v in score_dict.values()])
+    taus = np.linspace(allv.min(), allv.max(), 101)
+    # rliable's profile bootstrap draws from NumPy's global generator and takes no seed: seed it for a
+    # reproducible figure and give the caller its generator back afterwards
+    saved = np.random.get_state()  # noqa: NPY002
+    np.random.seed(0)  # noqa: NPY002
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            profiles, cis = rly.create_performance_profile(score_dict, taus, reps=500)
+    finally:
+        np.random.set_state(saved)  # noqa: NPY002
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    for k, s in enumerate(sorted(score_dict)):
+        ax.plot(taus, profiles[s], color=f"C{k}", label=s)
+        ax.fill_between(taus, cis[s][0], cis[s][1], color=f"C{k}", alpha=0.15, lw=0)
+    ax.set_xlabel("final score" + (" (human-normalised)" if domain.startswith("Atari") else ""))
+    ax.set_ylabel("fraction of runs with score > x")
+    ax.set_title(f"Performance profile, {agent.upper()} on {domain}", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.text(0.01, -0.02, "Band: 95 % stratified-bootstrap interval (rliable).", fontsize=7, ha="left", va="top")
+    name = domain.split(" ")[0].replace("/", "-")
+    path = out / f"profiles_{agent}_{name}.png"
+    save_figure(fig, path)
+    plt.close(fig)
+    return path
+
+
+def overhead(groups: dict) -> list[dict]:
+    """Wall time of each group's runs (the last ``timing.csv`` row) and its increase over uniform's, same agent
+    and env (LAP/PAL App. B, Table 3: run time and % increase)."""
+    walls = {}
+    for key, runs in groups.items():
+        times = []
+        for r in runs:
+            try:
+                with open(r["folder"] / "timing.csv", newline="") as fh:
+                    rows = list(csv.DictReader(fh))
+                times.append(float(rows[-1]["wall_time"]))
+            except (OSError, KeyError, IndexError, ValueError):
+                continue
+        if times:
+            walls[key] = times
+    out = []
+    for (agent, env, sampler), times in sorted(walls.items()):
+        mean, half = mean_ci(np.array(times))
+        base = walls.get((agent, env, "uniform"))
+        inc = 100 * (mean / np.mean(base) - 1) if base else math.nan
+        out.append({"agent": agent, "env": env, "sampler": sampler, "runs": len(times),
+                    "wall_minutes": float(mean) / 60, "ci95_minutes": float(half) / 60,
+                    "increase_over_uniform_pct": float(inc)})  # fmt: skip
+    return out
+
+
+def overhead_markdown(rows: list[dict]) -> str:
+    lines = ["| agent | env | sampler | runs | wall time (min) ± 95 % CI | increase over uniform |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        ci = "" if math.isnan(r["ci95_minutes"]) else f" ± {r['ci95_minutes']:.2f}"
+        inc = "—" if math.isnan(r["increase_over_uniform_pct"]) or r["sampler"] == "uniform" else \
+            f"{r['increase_over_uniform_pct']:+.1f} %"
+        lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['runs']} | {r['wall_minutes']:.2f}{ci} "
+                     f"| {inc} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def report(root: Path, out: Path, include_partial: bool = False) -> dict:
+    found, status = find_runs(root)
+    if not found and not status:
         raise ValueError(f"no run folders (manifest.json + evaluations.csv) under {root}")
+    runs = [r for r in found if r["finished"] or include_partial]
+    for r in found:
+        last = int(column(r["rows"], "step")[-1])
+        if r["finished"]:
+            state = "used"
+        else:
+            state = "used, partial" if include_partial else "partial, left out"
+        status.append({"folder": str(r["folder"]), "status": state,
+                       "detail": f"last evaluation at step {last} of {r['steps']}"})  # fmt: skip
+    status.sort(key=lambda x: x["folder"])
     out.mkdir(parents=True, exist_ok=True)
+    lines = ["| run folder | status | detail |", "|---|---|---|"]
+    lines += [f"| {x['folder']} | {x['status']} | {x['detail']} |" for x in status]
+    (out / "status.md").write_text("\n".join(lines) + "\n")
+    if not runs:
+        raise ValueError(f"no finished runs under {root} (see {out / 'status.md'}; --include-partial uses the others)")
     groups = grouped(runs)
     table = build_table(groups)
     write_csv(out / "table.csv", table)
     (out / "table.md").write_text(table_markdown(table))
     (out / "ners_table3.md").write_text(ners_table3(groups))
+    gain_rows = gains(groups)
+    write_csv(out / "gains.csv", gain_rows)
+    (out / "gains.md").write_text(gains_markdown(gain_rows))
+    hn = human_normalised(groups)
+    if hn:
+        write_csv(out / "human_normalised.csv", [{k: v for k, v in r.items() if k != "per_game"} for r in hn])
+        lines = ["| agent | sampler | games | mean | median |", "|---|---|---|---|---|"]
+        lines += [f"| {r['agent']} | {r['sampler']} | {r['games']} | {r['mean']:.3f} | {r['median']:.3f} |" for r in hn]
+        (out / "human_normalised.md").write_text("\n".join(lines) + "\n")
+    agg = aggregates(groups, out)
+    write_csv(out / "aggregates.csv", agg)
+    lines = ["| agent | domain | sampler | runs x tasks | IQM [95 % CI] | mean [95 % CI] | median [95 % CI] |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [f"| {r['agent']} | {r['domain']} | {r['sampler']} | {r['runs']} x {r['tasks']} | "
+              + " | ".join(f"{r[m]:.3g} [{r[m + '_lo']:.3g}, {r[m + '_hi']:.3g}]" for m in ("iqm", "mean", "median"))
+              + " |" for r in agg]  # fmt: skip
+    (out / "aggregates.md").write_text("\n".join(lines) + "\n")
+    over = overhead(groups)
+    (out / "overhead.md").write_text(overhead_markdown(over))
     figures = plot_curves(groups, out)
-    write_manifest(out, {"runs": str(root), "n_runs": len(runs)}, {"figures": [p.name for p in figures]})
-    return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures}
+    write_manifest(out, {"runs": str(root), "include_partial": include_partial, "n_runs": len(runs)},
+                   {"figures": sorted(p.name for p in out.glob("*.png")),
+                    "run_folders": [str(r["folder"]) for r in runs],
+                    "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
+    return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
+            "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "overhead": over}
 
 
 def register(subparsers) -> None:
@@ -222,6 +484,9 @@ def register(subparsers) -> None:
                               description=__doc__.splitlines()[0])  # fmt: skip
     p.add_argument("runs", type=Path, help="folder holding run folders (searched recursively)")
     p.add_argument("--out", type=Path, default=Path("report"), help="output folder")
+    p.add_argument("--include-partial", action="store_true",
+                   help="average runs without finished.json in too (marked as partial); by default they are "
+                        "listed in status.md and left out")  # fmt: skip
     p.set_defaults(func=_main)
 
 
@@ -230,9 +495,12 @@ def _main(args) -> int:
         fail("prioritylab report", f"{args.runs} is not a folder")
     try:
         check_output_dir(args.out)
-        result = report(args.runs, args.out)
+        result = report(args.runs, args.out, include_partial=args.include_partial)
     except ValueError as err:
         fail("prioritylab report", f"{err}")
     print(table_markdown(result["table"]))
+    left_out = [x for x in result["status"] if not x["status"].startswith("used")]
+    for x in left_out:
+        print(f"left out: {x['folder']}: {x['status']} ({x['detail']})")
     print(f"{result['runs']} runs in {result['groups']} groups; figures and tables in {args.out}")
     return 0
