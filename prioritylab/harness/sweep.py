@@ -18,6 +18,7 @@ commands to a Ray cluster (``pip install 'prioritylab[ray]'``).
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import time
@@ -85,8 +86,9 @@ def command(job: dict) -> list[str]:
     return [sys.executable, "-m", "prioritylab", *args]
 
 
-def run_local(cmd: list[str]) -> tuple[int, str]:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+def run_local(cmd: list[str], cwd: str | None = None) -> tuple[int, str]:
+    """Run one ``prioritylab train`` command (in ``cwd``); its exit code and the end of its error output."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     return proc.returncode, proc.stderr[-2000:]
 
 
@@ -108,8 +110,9 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, 
         import ray
 
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-        remote = ray.remote(run_local)
-        pending = {remote.remote(command(j)): j for j in todo}
+        remote = ray.remote(num_cpus=1)(run_local)  # one CPU per run, as the local pool's one process per job
+        here = os.getcwd()  # the run folders are relative to where the sweep was started
+        pending = {remote.remote(command(j), here): j for j in todo}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             job = pending.pop(ready[0])
