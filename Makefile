@@ -4,16 +4,16 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= results/demo
 
-.PHONY: demo test test-slow mutants lint bench clean clean-cache
+.PHONY: demo test test-slow mutants lint bench docs clean clean-cache
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,deep,ray]'
+	$(PY) -m pip install --quiet -e '.[dev,deep,ray,docs]'
 	touch $@
 
 $(VENV)/.bench: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[dev,deep,ray,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,deep,ray,docs,bench]'
 	touch $@
 
 demo: $(VENV)/.installed
@@ -21,7 +21,12 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(PY) -m ruff check .
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir site
 	$(PY) -m pytest -q
+
+# The documentation site (mkdocs-material + mkdocstrings) into site/; `.venv/bin/mkdocs serve` to browse it.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m slow
@@ -40,4 +45,4 @@ clean-cache:
 	find . -path ./$(VENV) -prune -o \( -name '*.nbi' -o -name '*.nbc' \) -print | xargs rm -f
 
 clean: clean-cache
-	rm -rf $(VENV) results
+	rm -rf $(VENV) results site
