@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from prioritylab.cliffwalk.experiments import lookup, run_script, script_parser, script_seeds
 from prioritylab.cliffwalk.runner import RunConfig
 
@@ -97,29 +99,40 @@ def verdict(summary: list[dict], n: int, alphas=ALPHAS) -> list[dict]:
 
 
 def plot(summary: list[dict], ns: list[int], alphas=ALPHAS):
+    """Three panels: tabular (Fig. 2 left), and linear split into proportional and rank-based (Fig. 2 right),
+    with one colour per method in every panel and a shade per alpha."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    shades = np.linspace(0.45, 0.9, len(alphas))
+    colour = {"uniform": "0.45", "oracle": "k", "greedy-td": "C2"}
+    colour.update({f"per a={a}": plt.cm.Blues(v) for a, v in zip(alphas, shades, strict=True)})
+    colour.update({f"per-rank a={a}": plt.cm.Oranges(v) for a, v in zip(alphas, shades, strict=True)})
     panels = {
-        "tabular": ["uniform", "oracle", "greedy-td"],
-        "linear": ["uniform", "oracle"] + [f"per a={a}" for a in alphas] + [f"per-rank a={a}" for a in alphas],
+        ("tabular", "Fig. 2 left: tabular"): ["uniform", "oracle", "greedy-td"],
+        ("linear", "Fig. 2 right: linear, proportional"): ["uniform", "oracle"] + [f"per a={a}" for a in alphas],
+        ("linear", "Fig. 2 right: linear, rank-based"): ["uniform", "oracle"] + [f"per-rank a={a}" for a in alphas],
     }
-    for ax, (panel, methods) in zip(axes, panels.items(), strict=True):
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.4), sharey=True)
+    for ax, ((learner, title), methods) in zip(axes, panels.items(), strict=True):
         for m in methods:
-            rows = [lookup(summary, f"{panel}/{m}", n) for n in ns]
+            rows = [lookup(summary, f"{learner}/{m}", n) for n in ns]
             x = [r["memory_size"] for r in rows]
-            ls = "--" if "rank" in m else "-"
-            (line,) = ax.plot(x, [r["median"] for r in rows], ls, marker="o", ms=2.5, label=m)
-            ax.fill_between(x, [r["min"] for r in rows], [r["max"] for r in rows], color=line.get_color(), alpha=0.1)
+            ax.plot(x, [r["median"] for r in rows], "-", color=colour[m], marker="o", ms=2.5, lw=1.4,
+                    label=m.replace(" a=", ", \u03b1 = "))  # fmt: skip
+            ax.fill_between(x, [r["min"] for r in rows], [r["max"] for r in rows], color=colour[m], alpha=0.12, lw=0)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("memory size (transitions)")
-        ax.set_title(f"{panel} (PER Fig. 2 {'left' if panel == 'tabular' else 'right'})")
-        ax.legend(fontsize=7)
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8, loc="upper left")
     axes[0].set_ylabel("updates until MSE < 1e-3")
+    fig.text(0.01, -0.03, "Line: median over seeds; band: min-max over seeds. Uniform (grey) and the oracle (black) "
+             "appear in every panel with the same colour; proportional PER in blues, rank-based in oranges, darker "
+             "for larger \u03b1.", fontsize=8, ha="left", va="top")  # fmt: skip
+    fig.tight_layout()
     return fig
 
 

@@ -114,6 +114,8 @@ def curve_rows(curves: dict, labels, ns, seeds, points: int = 200) -> list[dict]
 
 
 def plot(curves: dict, ns: list[int], seeds, q0: str, eta: float):
+    """One panel per n; one colour per method (uniform, oracle, PER, PSER) and one line style per initial
+    priority in every panel; each median curve ends where half of its runs have converged."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -121,26 +123,40 @@ def plot(curves: dict, ns: list[int], seeds, q0: str, eta: float):
 
     cols = min(2, len(ns))
     rows_ = (len(ns) + cols - 1) // cols
-    fig, axes = plt.subplots(rows_, cols, figsize=(5.2 * cols, 3.8 * rows_), squeeze=False)
+    fig, axes = plt.subplots(rows_, cols, figsize=(5.6 * cols, 3.9 * rows_), squeeze=False, sharey=True)
+    style = {"max": "--", "small": ":", "td": "-."}
     labels = (
-        [f"{q0}/uniform", f"{q0}/oracle"]
-        + [f"{q0}/per init={i}" for i in INITS]
-        + [f"{q0}/pser eta={eta} init={i}" for i in INITS]
+        [(f"{q0}/uniform", "uniform", "0.45", "-"), (f"{q0}/oracle", "oracle", "k", "-")]
+        + [(f"{q0}/per init={i}", f"PER, init {i}", "C0", style[i]) for i in INITS]
+        + [(f"{q0}/pser eta={eta} init={i}", f"PSER, init {i}", "C3", style[i]) for i in INITS]
     )
     for ax, n in zip(axes.ravel(), ns, strict=False):
-        for label in labels:
-            med = median_curve([curves[(label, n, s)] for s in seeds])
+        for label, name, color, ls in labels:
+            runs = [curves[(label, n, s)] for s in seeds]
+            med = median_curve(runs)
+            # past the median run length, half of the runs have stopped at convergence and the median is only
+            # their last recorded value: end the curve there, with a dot
+            stop = int(np.median([c.shape[0] for c in runs]))
+            med = med[:stop]
             x = np.arange(1, med.size + 1) * RECORD_EVERY
-            ls = "--" if "init=max" in label else ("-." if "init=td" in label else "-")
-            ax.plot(x, np.maximum(med, 1e-12), ls, lw=1, label=label.split("/", 1)[1])
+            ax.plot(x, np.maximum(med, 1e-12), ls, color=color, lw=1.3, label=name)
+            if med.size:
+                ax.plot(x[-1], max(med[-1], 1e-12), "o", color=color, ms=3)
         ax.axhline(1e-3, color="k", lw=0.5)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(f"n = {n}, Q0 {q0}, eta {eta}")
+        ax.set_title(f"n = {n}", fontsize=10)
         ax.set_xlabel("updates")
         ax.set_ylabel("median MSE to Q*")
-    axes.ravel()[0].legend(fontsize=6)
-    fig.tight_layout()
+    for ax in axes.ravel()[len(ns):]:
+        ax.axis("off")
+    handles, names = axes.ravel()[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=4, fontsize=9, frameon=False, bbox_to_anchor=(0.5, -0.02))
+    fig.suptitle(f"PSER Fig. 7: initial parameters {q0}, eta {eta}", fontsize=11)
+    fig.text(0.01, -0.07, "Median over seeds of the MSE to Q*; a curve ends (dot) where half of its runs have "
+             "converged. Colour: method; line style: initial priority of the memory (dashed max, dotted small, "
+             "dash-dot TD). Thin black line: the 1e-3 threshold.", fontsize=8, ha="left", va="top")  # fmt: skip
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
 
