@@ -55,26 +55,24 @@ def fail(prog: str, message: str):
     raise SystemExit(2)
 
 
-def positive_int(text: str) -> int:
-    """``argparse`` type: an integer >= 1."""
+def _int_at_least(text: str, low: int, kind: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+        value = None
+    if value is None or value < low:
+        raise argparse.ArgumentTypeError(f"must be a {kind} integer, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """``argparse`` type: an integer >= 1."""
+    return _int_at_least(text, 1, "positive")
 
 
 def nonnegative_int(text: str) -> int:
     """``argparse`` type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
+    return _int_at_least(text, 0, "non-negative")
 
 
 def check_output_dir(path, option: str = "--out") -> Path:
