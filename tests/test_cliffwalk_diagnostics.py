@@ -91,7 +91,11 @@ def test_age_quantiles_on_hand_made_histograms():
     h2 = np.zeros(L.AGE_BINS, dtype=np.int64)
     h2[k] = 1
     edge = age_quantile(h2, 0.5)
-    assert edge <= big < edge * 2 ** (1 / L.AGE_PER_OCTAVE)  # a bin's lower edge, within 2.2 %
+    assert edge <= big < edge * (1 + 1 / L.AGE_PER_OCTAVE)  # a bin's lower edge, within 3.1 %
+    for age in (1024, 1055, 1056, 2047, 2048, 5000, 10**6, 3 * 2**30 + 7):  # every bin's edge is below its ages
+        h3 = np.zeros(L.AGE_BINS, dtype=np.int64)
+        h3[L.age_bin(age)] = 1
+        assert age_quantile(h3, 0.5) <= age < age_quantile(h3, 0.5) * (1 + 1 / L.AGE_PER_OCTAVE)
     assert [L.age_bin(a) for a in (1, 1023)] == [1, 1023] and L.age_bin(1024) == L.AGE_EXACT
 
 

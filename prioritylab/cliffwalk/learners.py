@@ -52,6 +52,7 @@ error recomputed after the update (the idealised model of PSER's Theorem 1).
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -148,8 +149,7 @@ class ReplayArrays(NamedTuple):
     cdf: np.ndarray  # cumulative rank masses (RANK)
     pmax: np.ndarray  # [largest raw priority recorded], starts at runner.initial_max_priority
     # replay diagnostics (docs/diagnostics.md, "Testbed"), accumulated in the replay loop
-    replays: np.ndarray  # times each slot was replayed
-    last: np.ndarray  # update count when each slot was last replayed (0: the memory is filled at 0)
+    slot_stats: np.ndarray  # per slot [times replayed, update count at its last replay (0: filled at 0)]
     ages: np.ndarray  # histogram of the replayed slots' ages, bins of age_bin()
     wsum: np.ndarray  # [sum of IS weights, sum of their squares] over the replays
 
@@ -157,16 +157,19 @@ class ReplayArrays(NamedTuple):
 AGE_EXACT = 1024
 """Ages below this have a bin each (exact quantiles)."""
 AGE_PER_OCTAVE = 32
-"""Above :data:`AGE_EXACT`, bins are ``2^(1/32)`` wide (a quantile is its bin's lower edge, within 2.2 %)."""
+"""Above :data:`AGE_EXACT`, each octave ``[2^(e-1), 2^e)`` has 32 equal bins, ``2^(e-1) / 32`` wide (a
+quantile is its bin's lower edge, within 3.1 %)."""
 AGE_BINS = AGE_EXACT + AGE_PER_OCTAVE * 54
 
 
 @njit(cache=True, inline="always")
 def age_bin(age):
-    """Histogram bin of an age (updates since the slot was last replayed, >= 1)."""
+    """Histogram bin of an age (updates since the slot was last replayed, >= 1): the age itself below
+    ``AGE_EXACT``; above, its octave and 32nd of an octave from ``frexp`` (no logarithm in the hot loop)."""
     if age < AGE_EXACT:
         return age
-    return min(AGE_EXACT + int(AGE_PER_OCTAVE * np.log2(age / AGE_EXACT)), AGE_BINS - 1)
+    m, e = math.frexp(age)  # age = m 2^e, 0.5 <= m < 1, e >= 11
+    return min(AGE_EXACT + AGE_PER_OCTAVE * (e - 11) + int((m - 0.5) * (2 * AGE_PER_OCTAVE)), AGE_BINS - 1)
 
 
 def transition_table(memory, n: int) -> Table:
@@ -361,7 +364,8 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
     """
     cls, c_int, c_r, first = table
     raw, tree, tmin, tmax, leaf0, depth, generation, prev, prev_gen, live, best, leaves, nodes, root, cdf = rep[:15]
-    replays, last, ages, wsum = rep[16:]
+    slot_stats, ages, wsum = rep[16:]
+    sw, sw2 = wsum[0], wsum[1]
     n, N, sc, rec = q_star.shape[0], cls.shape[0], cfg.scheme, cfg.record_every
     q = np.empty((n, 2))
     q_from_theta(theta, cfg.linear, q)
@@ -395,11 +399,11 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
         old = q[s, a]
         apply_update(theta, q, cfg.linear, s, a, cfg.lr * w * delta)
         t += 1
-        replays[i] += 1  # diagnostics: replay count, age since the last replay, IS weight sums
-        ages[age_bin(t - last[i])] += 1
-        last[i] = t
-        wsum[0] += w
-        wsum[1] += w * w
+        slot_stats[i, 0] += 1  # diagnostics: replay count, age since the last replay, IS weight sums
+        ages[age_bin(t - slot_stats[i, 1])] += 1
+        slot_stats[i, 1] = t
+        sw += w
+        sw2 += w * w
         if sc >= GREEDY:
             d_new = td_error(c_int, c_r, q, cfg.gamma, c) if cfg.post_priority else delta
             p = raw_from_td(cfg, abs(d_new))
@@ -433,4 +437,5 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
         if rec > 0 and (t % rec == 0 or (cfg.stop and converged_at >= 0)):
             curve[(t + rec - 1) // rec] = squared_error(q, q_star) / (2 * n)
     rep.pmax[0] = pmax
+    wsum[0], wsum[1] = sw, sw2
     return converged_at, t

@@ -202,7 +202,7 @@ def allocate(cfg: RunConfig, memory) -> L.ReplayArrays:
         best=np.zeros(2 * leaves, dtype=np.int64), leaves=int(leaves),
         nodes=treap_nodes(nr), root=np.full(1, -1, dtype=np.int64),
         cdf=rank_cdf(N, cfg.alpha) if nr else np.empty(0), pmax=np.full(1, initial_max_priority(cfg)),
-        replays=np.zeros(N, dtype=np.int64), last=np.zeros(N, dtype=np.int64),
+        slot_stats=np.zeros((N, 2), dtype=np.int64),
         ages=np.zeros(L.AGE_BINS, dtype=np.int64), wsum=np.zeros(2),
     )  # fmt: skip
 
@@ -220,22 +220,24 @@ def age_quantile(hist: np.ndarray, q: float) -> float:
     k = int(np.searchsorted(np.cumsum(hist), q * total, side="left"))
     if k < L.AGE_EXACT:
         return float(k)
-    return float(L.AGE_EXACT * 2.0 ** ((k - L.AGE_EXACT) / L.AGE_PER_OCTAVE))
+    octave, sub = divmod(k - L.AGE_EXACT, L.AGE_PER_OCTAVE)
+    return float(L.AGE_EXACT * 2.0**octave * (1.0 + sub / L.AGE_PER_OCTAVE))
 
 
 def replay_diagnostics(rep: L.ReplayArrays) -> dict:
     """ESS fraction and mean of the IS weights, median and 90th percentile age (updates since the replayed
     slot's previous replay, or since the memory was filled), coverage (share of slots replayed at least once)
     and the largest replay count, over every update of a run."""
-    t = int(rep.replays.sum())
+    replays = rep.slot_stats[:, 0]
+    t = int(replays.sum())
     sw, sw2 = float(rep.wsum[0]), float(rep.wsum[1])
     return {
         "ess_fraction": sw * sw / (t * sw2) if t and sw2 > 0 else float("nan"),
         "weight_mean": sw / t if t else float("nan"),
         "age_median": age_quantile(rep.ages, 0.5),
         "age_p90": age_quantile(rep.ages, 0.9),
-        "coverage": float(np.count_nonzero(rep.replays)) / rep.replays.shape[0],
-        "max_replays": int(rep.replays.max()) if rep.replays.shape[0] else 0,
+        "coverage": float(np.count_nonzero(replays)) / replays.shape[0],
+        "max_replays": int(replays.max()) if replays.shape[0] else 0,
     }
 
 
