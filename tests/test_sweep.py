@@ -44,6 +44,26 @@ def test_runs_skip_finished_and_record_crashes(tmp_path, capsys):
     assert "finished -m prioritylab train td3 --env Pendulum-v1" in capsys.readouterr().out
 
 
+def test_a_run_killed_before_its_first_checkpoint_starts_again(tmp_path, capsys):
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC.replace("common}]\n", "common}][:1]\n"))
+    out = tmp_path / "runs"
+    assert cli_main(["sweep", str(spec), "--out", str(out)]) == 0
+    folder = out / "td3_Pendulum-v1_per_s0"
+    whole = (folder / "evaluations.csv").read_bytes()
+    # as a kill before the first checkpoint leaves it: a manifest and a partial CSV, nothing to resume
+    (folder / "checkpoint.pt").unlink()
+    (folder / "finished.json").unlink()
+    (folder / "evaluations.csv").write_bytes(whole.splitlines(keepends=True)[0])
+    capsys.readouterr()
+    assert cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 0
+    listed = capsys.readouterr().out
+    assert listed.startswith("restart  -m prioritylab train td3") and listed.splitlines()[0].endswith("--overwrite")
+    assert cli_main(["sweep", str(spec), "--out", str(out)]) == 0
+    assert json.loads((out / "sweep.json").read_text())["runs"]["td3_Pendulum-v1_per_s0"]["status"] == "finished"
+    assert (folder / "evaluations.csv").read_bytes() == whole  # the same seed, the same run
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [("x = 1", "defines no function runs"), ("def runs(b):\n    return [{'agent': 'td3'}]", "must be a dict"),

@@ -9,7 +9,8 @@ and ``reduced`` (what fits a 2-core machine); a specification documents both.
 Each (run, seed) is one ``prioritylab train`` process writing its own run
 folder under ``--out``.  A finished run (``finished.json``) is skipped; an
 interrupted one (a checkpoint, no ``finished.json``) resumes from its
-checkpoint.  A run that crashes is recorded with its exit code and the end of
+checkpoint; one interrupted before its first checkpoint has nothing to resume
+and starts again from scratch (``--overwrite``).  A run that crashes is recorded with its exit code and the end of
 its error output in ``sweep.json``, and the sweep goes on.  ``--jobs`` runs
 that many at once in a local process pool; ``--backend ray`` submits the same
 commands to a Ray cluster (``pip install 'prioritylab[ray]'``).
@@ -76,13 +77,18 @@ def status(job: dict) -> str:
         return "finished"
     if (folder / "checkpoint.pt").exists():
         return "resume"
+    if (folder / "evaluations.csv").exists() or (folder / "manifest.json").exists():
+        return "restart"  # stopped before its first checkpoint: nothing to resume
     return "new"
 
 
 def command(job: dict) -> list[str]:
     args = list(job["args"])
-    if status(job) == "resume":
+    state = status(job)
+    if state == "resume":
         args.append("--resume")
+    elif state == "restart":
+        args.append("--overwrite")
     return [sys.executable, "-m", "prioritylab", *args]
 
 
@@ -150,9 +156,12 @@ def _main(args) -> int:
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     if args.dry_run:
-        for j in jobs:
-            print(f"{status(j):8s} {' '.join(command(j)[1:])}")
-        print(f"{len(jobs)} runs")
+        try:
+            for j in jobs:
+                print(f"{status(j):8s} {' '.join(command(j)[1:])}")
+            print(f"{len(jobs)} runs", flush=True)
+        except BrokenPipeError:  # the reader went away (``| head``): stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     try:
         check_output_dir(args.out)
