@@ -81,6 +81,32 @@ def test_oracle_concentrates_on_few_transitions():
     assert d["coverage"] < 0.2  # it replays the transitions on the path back from the reward, first copies only
 
 
+@pytest.mark.parametrize("scheme", ["uniform", "per", "pser", "per-rank"])
+def test_turning_the_diagnostics_off_leaves_the_learning_unchanged(scheme):
+    cfg = RunConfig(n=5, scheme=scheme, beta=0.5, record_every=100)
+    on, off = run(cfg, seed=2), run(cfg.replace(diagnostics=False), seed=2)
+    assert on.updates == off.updates and on.steps == off.steps
+    assert np.array_equal(on.theta, off.theta) and np.array_equal(on.curve, off.curve, equal_nan=True)
+    assert all(np.isnan(off.diagnostics[k]) for k in DIAGNOSTICS)
+    assert on.diagnostics["coverage"] > 0
+
+
+def test_64_bit_counters_for_caps_beyond_32_bits_give_the_same_diagnostics():
+    from prioritylab.cliffwalk import runner
+
+    cfg = RunConfig(n=5, scheme="per", beta=0.5, cap=20_000, stop_at_convergence=False)
+    assert runner.slot_dtype(cfg.cap) == np.int32 and runner.slot_dtype(2**31) == np.int64
+    want = run(cfg, seed=1).diagnostics
+    rng = np.random.default_rng(1)  # run() by hand, with the replay arrays of a 2^31 cap
+    memory = runner.build_memory(cfg.n, rng)
+    theta = runner.initial_theta(cfg, rng)
+    rep = runner.allocate(cfg.replace(cap=2**31), memory)
+    assert rep.slot_stats.dtype == np.int64
+    L.run_kernel(L.transition_table(memory, cfg.n), runner.q_star(cfg.n), theta, runner.settings(cfg), rep, rng,
+                 np.empty(0))  # fmt: skip
+    assert runner.replay_diagnostics(rep) == want
+
+
 def test_age_quantiles_on_hand_made_histograms():
     h = np.zeros(L.AGE_BINS, dtype=np.int64)
     h[[1, 2, 3, 10]] = [5, 1, 1, 3]  # ages 1 x5, 2, 3, 10 x3
@@ -108,3 +134,5 @@ def test_the_cli_prints_and_writes_the_diagnostics(tmp_path, capsys):
         with open(tmp_path / name, newline="") as fh:
             header = next(csv.reader(fh))
         assert set(DIAGNOSTICS) <= set(header), name
+    assert main(["cliffwalk", "--n", "4", "--seeds", "1", "--no-progress", "--no-diagnostics"]) == 0
+    assert "replay diagnostics" not in capsys.readouterr().out

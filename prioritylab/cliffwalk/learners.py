@@ -118,6 +118,7 @@ class Settings(NamedTuple):
     cap: int
     record_every: int
     stop: bool
+    diagnostics: bool
 
 
 class Table(NamedTuple):
@@ -399,11 +400,12 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
         old = q[s, a]
         apply_update(theta, q, cfg.linear, s, a, cfg.lr * w * delta)
         t += 1
-        slot_stats[i, 0] += 1  # diagnostics: replay count, age since the last replay, IS weight sums
-        ages[age_bin(t - slot_stats[i, 1])] += 1
-        slot_stats[i, 1] = t
-        sw += w
-        sw2 += w * w
+        if cfg.diagnostics:  # replay count, age since the last replay, IS weight sums
+            slot_stats[i, 0] += 1
+            ages[age_bin(t - slot_stats[i, 1])] += 1
+            slot_stats[i, 1] = t
+            sw += w
+            sw2 += w * w
         if sc >= GREEDY:
             d_new = td_error(c_int, c_r, q, cfg.gamma, c) if cfg.post_priority else delta
             p = raw_from_td(cfg, abs(d_new))

@@ -86,6 +86,9 @@ class RunConfig:
     """Record the MSE every this many updates (PSER: 100); 0 records nothing."""
     stop_at_convergence: bool = True
     """Stop at convergence (else run ``cap`` updates, e.g. for MSE curves)."""
+    diagnostics: bool = True
+    """Accumulate the replay diagnostics (:data:`DIAGNOSTICS`) in the loop; off, they are NaN and an update
+    of uniform replay is about a quarter faster (docs/benchmarks.md)."""
 
     def replace(self, **changes) -> RunConfig:
         return dataclasses.replace(self, **changes)
@@ -160,7 +163,7 @@ def settings(cfg: RunConfig) -> L.Settings:
         rho=float(cfg.rho), window=window, eta=float(cfg.eta), add_mode=cfg.mode == "add",
         kappa=float(cfg.kappa), post_priority=bool(cfg.post_priority), threshold=float(cfg.threshold),
         exact=cfg.criterion == "exact", cap=int(cfg.cap), record_every=int(cfg.record_every),
-        stop=bool(cfg.stop_at_convergence),
+        stop=bool(cfg.stop_at_convergence), diagnostics=bool(cfg.diagnostics),
     )  # fmt: skip
 
 
@@ -184,6 +187,13 @@ def initial_max_priority(cfg: RunConfig) -> float:
     return max(1.0, float(cfg.kappa)) if cfg.scheme == "lap" else 1.0
 
 
+def slot_dtype(cap: int):
+    """Per-slot replay counters hold at most ``cap``: 32-bit when that fits.  They are read and written at a
+    random slot every update, so their size decides the cache misses the diagnostics add (at n = 16, 1 MB
+    instead of 2 MB; docs/benchmarks.md)."""
+    return np.int32 if cap <= np.iinfo(np.int32).max else np.int64
+
+
 def allocate(cfg: RunConfig, memory) -> L.ReplayArrays:
     """Empty replay state for ``cfg.scheme`` (arrays a scheme does not use have length 0)."""
     N = memory.s_tm1.shape[0]
@@ -202,7 +212,7 @@ def allocate(cfg: RunConfig, memory) -> L.ReplayArrays:
         best=np.zeros(2 * leaves, dtype=np.int64), leaves=int(leaves),
         nodes=treap_nodes(nr), root=np.full(1, -1, dtype=np.int64),
         cdf=rank_cdf(N, cfg.alpha) if nr else np.empty(0), pmax=np.full(1, initial_max_priority(cfg)),
-        slot_stats=np.zeros((N, 2), dtype=np.int64),
+        slot_stats=np.zeros((N, 2) if cfg.diagnostics else (0, 2), dtype=slot_dtype(cfg.cap)),
         ages=np.zeros(L.AGE_BINS, dtype=np.int64), wsum=np.zeros(2),
     )  # fmt: skip
 
@@ -224,10 +234,12 @@ def age_quantile(hist: np.ndarray, q: float) -> float:
     return float(L.AGE_EXACT * 2.0**octave * (1.0 + sub / L.AGE_PER_OCTAVE))
 
 
-def replay_diagnostics(rep: L.ReplayArrays) -> dict:
+def replay_diagnostics(rep: L.ReplayArrays, on: bool = True) -> dict:
     """ESS fraction and mean of the IS weights, median and 90th percentile age (updates since the replayed
     slot's previous replay, or since the memory was filled), coverage (share of slots replayed at least once)
-    and the largest replay count, over every update of a run."""
+    and the largest replay count, over every update of a run; all NaN for a run that did not gather them."""
+    if not on:
+        return dict.fromkeys(DIAGNOSTICS, float("nan"))
     replays = rep.slot_stats[:, 0]
     t = int(replays.sum())
     sw, sw2 = float(rep.wsum[0]), float(rep.wsum[1])
@@ -251,7 +263,7 @@ def run(cfg: RunConfig, seed) -> RunResult:
     curve = np.empty(-(-cfg.cap // cfg.record_every) + 1 if cfg.record_every else 0)
     table = L.transition_table(memory, cfg.n)
     conv, steps = L.run_kernel(table, q_star(cfg.n), theta, settings(cfg), rep, rng, curve)
-    return RunResult(int(conv), int(steps), curve, theta, replay_diagnostics(rep))
+    return RunResult(int(conv), int(steps), curve, theta, replay_diagnostics(rep, cfg.diagnostics))
 
 
 def run_seeds(cfg: RunConfig, seeds, progress=None) -> list[RunResult]:

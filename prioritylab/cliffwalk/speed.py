@@ -14,7 +14,9 @@ runs of a fixed number of updates until the timed seconds reach
 ``min_seconds``; its rate is the updates done over those seconds, so it is
 always positive and each timing is long against the clock's resolution.  The
 report gives the median rate over ``repeats`` repeats and their minimum and
-maximum.
+maximum.  The jitted kernel is timed as runs use it, with the replay
+diagnostics on, and again with them off (``jit_off_*``, ``RunConfig(diagnostics=False)``);
+repeats of the two alternate, so both see the same machine load.
 
 ``--per-scheme`` instead times the jitted kernel alone for every replay scheme and reports
 nanoseconds per update, with the same repeats.
@@ -39,8 +41,8 @@ from .runner import SCHEMES, RunConfig, allocate, initial_theta, run, settings, 
 
 CASES = (("uniform", {}), ("per", {"alpha": 0.7}))
 COLUMNS = [
-    "n", "learner", "scheme", "jit_updates_per_s", "jit_min", "jit_max", "reference_updates_per_s",
-    "reference_min", "reference_max", "speedup", "identical_after_reference_updates",
+    "n", "learner", "scheme", "jit_updates_per_s", "jit_min", "jit_max", "jit_off_updates_per_s",
+    "reference_updates_per_s", "reference_min", "reference_max", "speedup", "identical_after_reference_updates",
 ]  # fmt: skip
 SCHEME_COLUMNS = ["n", "learner", "scheme", "ns_per_update", "ns_min", "ns_max"]
 
@@ -101,8 +103,13 @@ def benchmark(
     for scheme, extra in CASES:
         cfg = RunConfig(n=n, learner=learner, scheme=scheme, stop_at_convergence=False, **extra)
         jit_cfg = cfg.replace(cap=jit_updates)
+        off_cfg = jit_cfg.replace(diagnostics=False)
         _jit_job(jit_cfg, seed)()  # compile or load the cache
-        jit = repeated_rates(lambda c=jit_cfg: _jit_job(c, seed), jit_updates, repeats, min_seconds)
+        jit, off = [], []
+        for _ in range(repeats):  # alternate on and off, one repeat each
+            jit += list(repeated_rates(lambda c=jit_cfg: _jit_job(c, seed), jit_updates, 1, min_seconds))
+            off += list(repeated_rates(lambda c=off_cfg: _jit_job(c, seed), jit_updates, 1, min_seconds))
+        jit, off = np.array(jit), np.array(off)
         ref = repeated_rates(lambda c=cfg: _reference_job(c, seed, ref_updates), ref_updates, repeats, min_seconds)
         first = Reference(cfg, seed)
         for _ in range(ref_updates):
@@ -111,7 +118,9 @@ def benchmark(
         rows.append({
             "n": n, "learner": learner, "scheme": scheme, "alpha": extra.get("alpha", ""),
             "jit_updates_per_s": float(np.median(jit)), "jit_min": float(jit.min()), "jit_max": float(jit.max()),
-            "reference_updates_per_s": float(np.median(ref)), "reference_min": float(ref.min()),
+            "jit_off_updates_per_s": float(np.median(off)), "jit_off_min": float(off.min()),
+            "jit_off_max": float(off.max()), "reference_updates_per_s": float(np.median(ref)),
+            "reference_min": float(ref.min()),
             "reference_max": float(ref.max()), "speedup": float(np.median(jit) / np.median(ref)),
             "identical_after_reference_updates": same, "reference_updates": ref_updates,
             "jit_updates": jit_updates, "repeats": repeats, "min_seconds": min_seconds,
