@@ -28,13 +28,14 @@ def file_mode() -> int:
     return 0o666 & ~umask
 
 
-def _atomic_write(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename: never half-written."""
+def atomic_write(path: Path, write, binary: bool = False) -> None:
+    """Call ``write(fh)`` on a temporary file in the same folder, then rename it to ``path``: a kill or an
+    error never leaves a half-written file (nor the temporary one)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", newline="") as fh:
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="") as fh:
             write(fh)
         os.chmod(tmp, file_mode())
         os.replace(tmp, path)
@@ -45,21 +46,21 @@ def _atomic_write(path: Path, write) -> None:
 
 
 def write_json(path, obj) -> None:
-    _atomic_write(Path(path), lambda fh: json.dump(obj, fh, indent=2, sort_keys=True, default=_jsonable))
+    atomic_write(Path(path), lambda fh: json.dump(obj, fh, indent=2, sort_keys=True, default=_jsonable))
 
 
-def write_csv(path, rows: Iterable[Mapping], fieldnames: list[str] | None = None) -> None:
+def write_csv(path, rows: Iterable[Mapping], fieldnames: list[str] | None = None, lineterminator="\r\n") -> None:
+    """Rows as CSV, atomically (:func:`atomic_write`); the header is ``fieldnames`` or the first row's keys."""
     rows = list(rows)
     if fieldnames is None:
         fieldnames = list(rows[0].keys()) if rows else []
 
     def _write(fh):
-        w = csv.DictWriter(fh, fieldnames=fieldnames)
+        w = csv.DictWriter(fh, fieldnames=fieldnames, lineterminator=lineterminator)
         w.writeheader()
-        for r in rows:
-            w.writerow(r)
+        w.writerows(rows)
 
-    _atomic_write(Path(path), _write)
+    atomic_write(Path(path), _write)
 
 
 def save_figure(fig, path) -> None:

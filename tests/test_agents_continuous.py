@@ -101,7 +101,7 @@ def test_output_folder_that_cannot_be_created_is_refused(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     assert cli_main(["train", "td3", "--out", str(blocker / "runs"), "--no-progress"]) == 2
-    assert "not writable" in capsys.readouterr().err
+    assert "cannot be written" in capsys.readouterr().err
     assert blocker.read_text() == "not a folder"
 
 

@@ -94,16 +94,16 @@ def test_theory_scripts_refuse_a_file_as_out(script, a_file, capsys):
 
 
 def test_result_files_follow_the_umask(tmp_path):
-    from prioritylab.deep.run import _write_csv
+    from prioritylab.deep.run import save_atomic
 
     old = os.umask(0o022)
     try:
         write_csv(tmp_path / "a.csv", [{"x": 1}])
         write_json(tmp_path / "b.json", {"x": 1})
-        _write_csv(tmp_path / "c.csv", [{"x": 1}])
+        save_atomic({"x": 1}, tmp_path / "c.pt")
     finally:
         os.umask(old)
-    for name in ("a.csv", "b.json", "c.csv"):
+    for name in ("a.csv", "b.json", "c.pt"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name
 
 

@@ -21,11 +21,8 @@ there continues bit-identically on the CPU.
 from __future__ import annotations
 
 import csv
-import io
-import os
 import shutil
 import signal
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,7 +30,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..results import file_mode, write_json, write_manifest
+from .._cli import check_output_dir
+from ..results import atomic_write, write_csv, write_json, write_manifest
 from .methods import METHODS, ReplaySettings
 
 CHECKPOINT = "checkpoint.pt"
@@ -118,9 +116,10 @@ def run_dir(cfg: RunSettings, agent: str) -> Path:
 
 def prepare_dir(path: Path, resume: bool, overwrite: bool) -> None:
     """Check the run folder before any work: writable, and not holding a run we would clobber."""
-    path.mkdir(parents=True, exist_ok=True) if _parent_writable(path) else None
-    if not path.is_dir() or not os.access(path, os.W_OK):
-        raise SettingsError(f"output folder {path} is not writable")
+    try:
+        check_output_dir(path, option="output folder")
+    except ValueError as err:
+        raise SettingsError(str(err)) from None
     finished = (path / "finished.json").exists()
     started = (path / CHECKPOINT).exists() or (path / EVALS).exists()
     if resume:
@@ -141,25 +140,9 @@ def prepare_dir(path: Path, resume: bool, overwrite: bool) -> None:
         raise SettingsError(f"{path} holds an unfinished run; pass --resume to continue it or --overwrite")
 
 
-def _parent_writable(path: Path) -> bool:
-    p = path
-    while not p.exists():
-        p = p.parent
-    return p.is_dir() and os.access(p, os.W_OK)
-
-
 def save_atomic(obj, path: Path) -> None:
     """``torch.save`` through a temporary file and a rename: a kill never leaves a corrupt checkpoint."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.chmod(tmp, file_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda fh: torch.save(obj, fh), binary=True)
 
 
 def load_checkpoint(path: Path, identity: dict) -> dict:
@@ -215,8 +198,8 @@ class RunLog:
     def record(self, row: dict, timing: dict) -> None:
         self.evals.append({k: _fmt(v) for k, v in row.items()})
         self.timing.append({k: _fmt(v) for k, v in timing.items()})
-        _write_csv(self.path / EVALS, self.evals)
-        _write_csv(self.path / TIMING, self.timing)
+        write_csv(self.path / EVALS, self.evals, lineterminator="\n")
+        write_csv(self.path / TIMING, self.timing, lineterminator="\n")
         step = int(row["step"])
         for k, v in {**row, **timing}.items():
             if k != "step" and isinstance(v, (int, float, np.floating)) and np.isfinite(v):
@@ -238,19 +221,6 @@ def _read_csv(path: Path) -> list[dict]:
         return []
     with open(path, newline="") as fh:
         return list(csv.DictReader(fh))
-
-
-def _write_csv(path: Path, rows: list[dict]) -> None:
-    buf = io.StringIO()
-    if rows:
-        w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", newline="") as fh:
-        fh.write(buf.getvalue())
-    os.chmod(tmp, file_mode())
-    os.replace(tmp, path)
 
 
 class Clock:
