@@ -142,3 +142,21 @@ def test_overhead_is_the_wall_time_increase_over_uniform(tmp_path):
     assert rows["uniform"]["wall_minutes"] == pytest.approx(10.0, abs=1e-12)
     assert rows["per"]["increase_over_uniform_pct"] == pytest.approx(100 * (680 / 600 - 1), abs=1e-9)
     assert "+13.3 %" in (tmp_path / "out" / "overhead.md").read_text()
+
+
+def test_atari_curves_mark_the_random_and_nearby_human_scores():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    assert R._reference_scores(ax, "ALE/Pong-v5", -21.0, -20.9) == (-21.0, -20.7)  # random -20.7, human 14.6 far
+    assert [line.get_ydata()[0] for line in ax.get_lines()] == [-20.7]
+    fig2, ax2 = plt.subplots()
+    assert R._reference_scores(ax2, "ALE/Pong-v5", -21.0, 10.0) == (-21.0, 14.6)  # human within reach: drawn
+    assert [line.get_ydata()[0] for line in ax2.get_lines()] == [-20.7, 14.6]
+    fig3, ax3 = plt.subplots()
+    assert R._reference_scores(ax3, "Hopper-v5", 1.0, 2.0) == (1.0, 2.0) and not ax3.get_lines()
+    for f in (fig, fig2, fig3):
+        plt.close(f)

@@ -181,6 +181,23 @@ def ners_table3(groups: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _reference_scores(ax, env: str, lo: float, hi: float) -> tuple[float, float]:
+    """On an Atari game, dotted lines at the random agent's score and, when it is within twice the curves'
+    range of them, the human's (PSER appendix table); the y range grows to hold them."""
+    from ..deep.atari import SCORES
+
+    game = game_of(env)
+    if game is None or game not in SCORES:
+        return lo, hi
+    random, human = SCORES[game]
+    ax.axhline(random, color="0.45", ls=":", lw=1.2, label=f"random agent ({random:g})")
+    lo, hi = min(lo, random), max(hi, random)
+    if lo - 2 * (hi - lo) <= human <= hi + 2 * (hi - lo):
+        ax.axhline(human, color="0.2", ls="--", lw=1.0, label=f"human ({human:g})")
+        lo, hi = min(lo, human), max(hi, human)
+    return lo, hi
+
+
 def plot_curves(groups: dict, out: Path) -> list[Path]:
     import matplotlib
 
@@ -200,12 +217,13 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
             steps, values = aligned(runs, "return_mean")
             values = np.stack([smooth(v) for v in values])
             mean, half = mean_ci(values)
-            ax.plot(steps, mean, color=color, lw=1.8, label=f"{sampler} ({len(runs)} seeds)")
+            ax.plot(steps, mean, color=color, lw=1.8, label=f"{sampler} ({len(runs)} seed{'s' * (len(runs) > 1)})")
             for v in values:  # each seed, faint
                 ax.plot(steps, v, color=color, lw=0.6, alpha=0.35)
             if len(runs) > 1:
                 ax.fill_between(steps, mean - half, mean + half, color=color, alpha=0.12, lw=0)
             lo, hi = min(lo, float(values.min())), max(hi, float(values.max()))
+        lo, hi = _reference_scores(ax, env, lo, hi)
         pad = 0.08 * (hi - lo if hi > lo else 1.0)
         ax.set_ylim(lo - pad, hi + pad)  # the seeds' range: a wide band (few seeds) runs off the plot
         ax.set_xlabel("environment steps")
