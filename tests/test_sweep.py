@@ -64,6 +64,22 @@ def test_a_run_killed_before_its_first_checkpoint_starts_again(tmp_path, capsys)
     assert (folder / "evaluations.csv").read_bytes() == whole  # the same seed, the same run
 
 
+def test_a_run_another_sweep_finished_meanwhile_is_skipped(tmp_path, monkeypatch):
+    jobs = [{"name": n, "folder": tmp_path / n, "args": ["train", "td3"]} for n in ("a", "b")]
+    started = []
+
+    def fake_run(cmd, cwd=None):
+        started.append(cmd)
+        (tmp_path / "b").mkdir()
+        (tmp_path / "b" / "finished.json").write_text("{}")  # as if a second sweep finished "b" meanwhile
+        return 0, ""
+
+    monkeypatch.setattr(sweep, "run_local", fake_run)
+    results = sweep.run_sweep(jobs, 1, "local", None, tmp_path / "sweep.json")
+    assert len(started) == 1
+    assert results == {"a": {"status": "finished", "exit_code": 0}, "b": {"status": "finished (skipped)"}}
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [("x = 1", "defines no function runs"), ("def runs(b):\n    return [{'agent': 'td3'}]", "must be a dict"),

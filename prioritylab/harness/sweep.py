@@ -98,6 +98,14 @@ def run_local(cmd: list[str], cwd: str | None = None) -> tuple[int, str]:
     return proc.returncode, proc.stderr[-2000:]
 
 
+def _run_job(job: dict) -> tuple[int | None, str]:
+    """Run a job of the local pool; its status and command are taken when it starts, not when the sweep
+    started, so a run another sweep finished meanwhile is skipped (exit code None)."""
+    if status(job) == "finished":
+        return None, ""
+    return run_local(command(job))
+
+
 def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, record: Path) -> dict:
     todo = [j for j in jobs if status(j) != "finished"]
     results = {j["name"]: {"status": "finished (skipped)"} for j in jobs if status(j) == "finished"}
@@ -105,6 +113,11 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, 
     started = time.time()
 
     def done(job, rc, err):
+        if rc is None:  # another sweep finished it meanwhile
+            results[job["name"]] = {"status": "finished (skipped)"}
+            bar.update(1)
+            write_json(record, {"started": started, "runs": results})
+            return
         results[job["name"]] = {"status": "finished" if rc == 0 else "crashed", "exit_code": rc}
         if rc:
             results[job["name"]]["error"] = err
@@ -125,7 +138,7 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, 
             done(job, *ray.get(ready[0]))
     else:
         with ThreadPoolExecutor(max_workers=n_jobs) as pool:
-            futures = {pool.submit(run_local, command(j)): j for j in todo}
+            futures = {pool.submit(_run_job, j): j for j in todo}
             for f in as_completed(futures):
                 done(futures[f], *f.result())
     bar.close()
