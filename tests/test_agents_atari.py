@@ -268,19 +268,21 @@ def test_cli_trains_dqn_on_pong(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_ddqn_improves_on_road_runner_over_its_random_score(tmp_path):
-    """Double DQN + uniform replay on RoadRunner with the reduced schedule of deep/lap_atari.py (100k agent
-    steps = 400k frames, 5k random steps, epsilon decay over 6,250 updates, target sync every 2,000 updates,
-    seed 0): the final evaluation's mean score is above 500, against 11.5 for a random agent (PSER appendix
-    table) and 7,845 for the human.  About 24k updates, 30-40 minutes on one core of this machine.
+def test_ddqn_improves_on_breakout_over_its_random_score(tmp_path):
+    """Double DQN + uniform replay on Breakout: the final evaluation's mean score is above 5 (random: 1.7,
+    PSER appendix table) after 500k agent steps (2M frames), with epsilon decaying over 50k updates (200k
+    steps) instead of Table 7's 250k.  About 125k updates: several hours on one core of this machine.
 
-    Breakout was the first choice and was dropped: an untrained greedy policy rarely presses FIRE, so its
-    evaluation episodes run towards the 27k-step truncation and one evaluation takes minutes."""
-    cfg = dqn.DDQNSettings(env="ALE/RoadRunner-v5", sampler="uniform", steps=100_000, start_steps=5_000,
-                           eps_decay=6_250, target_every=2_000, eval_every=10_000, buffer_size=100_000,
-                           threads=1, out=tmp_path, progress=False)  # fmt: skip
+    Breakout because a policy that has not learned scores nothing: a constant action never returns the ball.
+    RoadRunner was tried with the reduced schedule of deep/lap_atari.py (100k steps, final evaluation
+    above 500) and failed: the identical run scored 930 and 1,110 at 50k and 60k steps and 110 at the
+    end, and an untrained network's constant action already scored 1,130 in another run
+    (docs/results/ddqn_atari_reduced).  Breakout's evaluations are slow until the agent learns to press
+    FIRE (episodes run towards the 27k-step truncation), which is why they are only every 100k steps."""
+    cfg = dqn.DDQNSettings(env="ALE/Breakout-v5", sampler="uniform", steps=500_000, eval_every=100_000,
+                           eps_decay=50_000, buffer_size=500_000, threads=1, out=tmp_path, progress=False)  # fmt: skip
     rows = read_rows(train(dqn.DDQN_SPEC, cfg) / "evaluations.csv")
-    assert float(rows[-1]["return_mean"]) > 500.0
+    assert float(rows[-1]["return_mean"]) > 5.0
 
 
 def test_ners_scores_atari_frames_through_its_cnn(tmp_path):
