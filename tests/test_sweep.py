@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 
 import pytest
 
@@ -78,6 +79,49 @@ def test_a_run_another_sweep_finished_meanwhile_is_skipped(tmp_path, monkeypatch
     results = sweep.run_sweep(jobs, 1, "local", None, tmp_path / "sweep.json")
     assert len(started) == 1
     assert results == {"a": {"status": "finished", "exit_code": 0}, "b": {"status": "finished (skipped)"}}
+
+
+def test_only_selects_runs_by_their_settings(tmp_path, capsys):
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC)
+    out = str(tmp_path / "runs")
+    assert cli_main(["sweep", str(spec), "--out", out, "--dry-run", "--only", "sampler=per", "--seeds", "2"]) == 0
+    listed = capsys.readouterr().out
+    assert "2 runs" in listed and "NoSuchEnv" not in listed and listed.count("--sampler per") == 2
+    # one key with two values: either matches; two keys: both must match; numbers compare as text
+    both = sweep.select(sweep.load_spec(spec, "reduced"), ["sampler=per", "sampler=uniform"])
+    assert [r["sampler"] for r in both] == ["per", "uniform"]
+    assert sweep.select(sweep.load_spec(spec, "reduced"), ["steps=40", "env=NoSuchEnv-v0"])[0]["sampler"] == "uniform"
+
+
+@pytest.mark.parametrize(
+    ("only", "message"),
+    [("sampler", "takes KEY=VALUE, got 'sampler'"), ("=per", "takes KEY=VALUE"),
+     ("game=Pong", "no run of the specification has a setting 'game'"),
+     ("sampler=lap", "--only sampler=lap matches none of the specification's 2 runs")],
+)
+def test_a_bad_only_is_a_one_line_error_before_any_run(tmp_path, only, message, capsys):
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC)
+    out = tmp_path / "runs"
+    with pytest.raises(SystemExit) as err:
+        cli_main(["sweep", str(spec), "--out", str(out), "--only", only])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and message in lines[0]
+    assert not out.exists()  # refused before the output folder was made
+
+
+def test_the_atari_100k_queue_runs_both_atari_specifications_game_by_game():
+    root = pathlib.Path(__file__).resolve().parents[1] / "deep"
+    queue = sweep.load_spec(root / "atari_100k.py", "reduced")
+    ddqn, dqn = sweep.load_spec(root / "lap_atari.py", "reduced"), sweep.load_spec(root / "pser_atari.py", "reduced")
+    assert sorted(map(repr, queue)) == sorted(map(repr, ddqn + dqn))
+    games = [r["env"] for r in queue]
+    assert games == sorted(games, key=games.index) and games[0] == "ALE/Pong-v5"  # each game's runs together
+    first_game = [(r["agent"], r["sampler"]) for r in queue[:6]]
+    assert first_game == [("ddqn", "uniform"), ("ddqn", "per"), ("ddqn", "lap"), ("ddqn", "pal"), ("dqn", "per"),
+                          ("dqn", "pser")]  # fmt: skip
+    assert all(r["steps"] == 100_000 for r in queue)  # the Atari 100k regime: 100k agent steps, 400k frames
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,24 @@ def load_spec(path: Path, budget: str) -> list[dict]:
     return runs
 
 
+def select(runs: list[dict], only: list[str]) -> list[dict]:
+    """The runs whose settings match every ``KEY=VALUE`` of ``only`` (values compared as text, so
+    ``steps=100000`` and ``env=ALE/Pong-v5`` both work); ``ValueError`` naming an item that is not
+    ``KEY=VALUE``, a key no run has, or a selection that matches no run."""
+    wanted = {}
+    for item in only:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--only takes KEY=VALUE, got {item!r}")
+        if not any(key in run for run in runs):
+            raise ValueError(f"--only {item}: no run of the specification has a setting {key!r}")
+        wanted.setdefault(key, set()).add(value)
+    chosen = [r for r in runs if all(k in r and str(r[k]) in values for k, values in wanted.items())]
+    if not chosen:
+        raise ValueError(f"--only {' '.join(only)} matches none of the specification's {len(runs)} runs")
+    return chosen
+
+
 def expand(runs: list[dict], seeds: int, first_seed: int, out: Path) -> list[dict]:
     jobs = []
     for run in runs:
@@ -157,6 +175,9 @@ def register(subparsers) -> None:
     p.add_argument("--out", type=Path, default=Path("runs"), help="parent folder of the run folders")
     p.add_argument("--backend", choices=("local", "ray"), default="local", help="local process pool or Ray")
     p.add_argument("--address", default=None, help="Ray cluster address (backend ray)")
+    p.add_argument("--only", action="append", default=[], metavar="KEY=VALUE",
+                   help="run only the runs with this setting, e.g. env=ALE/Pong-v5 or sampler=per; repeat the "
+                        "option to combine keys (all must match) or values of one key (any may match)")  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="list the runs and their status, run nothing")
     p.set_defaults(func=_main)
 
@@ -165,7 +186,7 @@ def _main(args) -> int:
     if args.backend == "ray" and importlib.util.find_spec("ray") is None:
         fail("prioritylab sweep", "--backend ray needs ray: pip install 'prioritylab[ray]'")
     try:
-        jobs = expand(load_spec(args.spec, args.budget), args.seeds, args.first_seed, args.out)
+        jobs = expand(select(load_spec(args.spec, args.budget), args.only), args.seeds, args.first_seed, args.out)
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     if args.dry_run:
