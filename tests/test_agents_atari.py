@@ -276,9 +276,10 @@ def test_ddqn_improves_on_breakout_over_its_random_score(tmp_path):
     Breakout because a policy that has not learned scores nothing: a constant action never returns the ball.
     RoadRunner was tried with the reduced schedule of deep/lap_atari.py (100k steps, final evaluation
     above 500) and failed: the identical run scored 930 and 1,110 at 50k and 60k steps and 110 at the
-    end, and an untrained network's constant action already scored 1,130 in another run
-    (docs/results/ddqn_atari_reduced).  Breakout's evaluations are slow until the agent learns to press
-    FIRE (episodes run towards the 27k-step truncation), which is why they are only every 100k steps."""
+    end, and an untrained network's constant action already scored 1,130 in another run (those run
+    folders were not kept; docs/results/atari_100k holds the runs of deep/atari_100k.py).  Breakout's
+    evaluations are slow until the agent learns to press FIRE (episodes run towards the 27k-step
+    truncation), which is why they are only every 100k steps."""
     cfg = dqn.DDQNSettings(env="ALE/Breakout-v5", sampler="uniform", steps=500_000, eval_every=100_000,
                            eps_decay=50_000, buffer_size=500_000, threads=1, out=tmp_path, progress=False)  # fmt: skip
     rows = read_rows(train(dqn.DDQN_SPEC, cfg) / "evaluations.csv")
