@@ -5,7 +5,7 @@ Table 2 reports mean and median % gains over DDQN and DDQN + PER (``prioritylab 
 same tables from the run folders).  The text does not name the 10 games (they appear only in its
 Fig. 2); ``paper`` here runs a 10-game selection of ours (``PAPER_GAMES``), not the paper's.
 
-``reduced`` (fits a 2-core machine; 30-60 minutes a run on one core): Pong and RoadRunner, 100k agent
+``reduced`` (fits a 2-core machine; 34-41 minutes a Pong run, two at once): Pong and RoadRunner, 100k agent
 steps (400k frames), with Table 7's schedules scaled to that budget and labelled as such:
 5k random steps (Table 7: 20k), epsilon 1 -> 0.01 over 6,250 updates (25k steps; Table 7: 250k
 updates), a target sync every 2,000 updates (Table 7: 8k), evaluation every 10k steps, a replay of
