@@ -15,6 +15,8 @@ Why RoadRunner and not Breakout: an untrained greedy policy in Breakout rarely p
 each evaluation episode runs towards the 27k-step truncation (eval epsilon 0.001), and one
 evaluation of 10 episodes took several minutes; RoadRunner's episodes end within a few hundred steps
 until the agent learns, and agents learn it within 100k steps (the Atari 100k benchmark).
+In docs/results/atari_100k, Double DQN with this schedule showed no learning: its scores jumped
+between 0 and about 1,000, which a near-constant policy also scores.
 
     prioritylab sweep deep/lap_atari.py --budget reduced --seeds 2 --out runs/ddqn_atari_reduced
 """

@@ -14,6 +14,8 @@ Why RoadRunner and not Breakout: an untrained greedy policy in Breakout rarely p
 each evaluation episode runs towards the 27k-step truncation (eval epsilon 0.001), and one
 evaluation of 10 episodes took several minutes; RoadRunner's episodes end within a few hundred steps
 until the agent learns, and agents learn it within 100k steps (the Atari 100k benchmark).
+In docs/results/atari_100k, DQN with this schedule reached 1,730 (per) and 2,580 (pser) at 100k
+steps, seed 0.
 
     prioritylab sweep deep/pser_atari.py --budget reduced --seeds 2 --out runs/dqn_atari_reduced
 """
