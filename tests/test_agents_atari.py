@@ -274,7 +274,7 @@ def test_dqn_with_per_improves_on_pong_over_its_random_score(tmp_path):
     final evaluation (10 episodes) averages above -19.0, where random play scores -20.7 (PSER
     appendix table) and a policy that has not learned loses every point (-21).
 
-    About 49k updates; 20-30 minutes with both cores of this machine to itself.  Pong because the
+    About 49k updates; 32 minutes with both cores of this machine to itself (seed 0 ended at -16.3).  Pong because the
     reduced runs in docs/results/atari_100k show this agent starting to win points between 70k
     and 100k steps (seed 0: -20.2 with per, -18.6 with pser at 100k); twice that budget is
     where the test expects the rise to be clear of evaluation noise.  RoadRunner would not do:
