@@ -230,8 +230,9 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
         ax.set_ylabel(f"return (smoothed over {SMOOTH} evals)")
         ax.set_title(f"{agent.upper()} on {env}")
         ax.legend(fontsize=8)
-        fig.text(0.01, -0.02, "Thick: mean over seeds; band: 95 % t-interval of the mean (clipped to the seeds' "
-                 "range); faint: each seed.", fontsize=7, ha="left", va="top")  # fmt: skip
+        caption = ("Thick: mean over seeds; band: 95 % t-interval of the mean; faint: each seed. "
+                   "The y axis spans the seeds' values, so a wide band (few seeds) runs off it.")
+        fig.text(0.01, -0.02, caption, fontsize=7, ha="left", va="top")
         path = out / f"curves_{agent}_{name}.png"
         save_figure(fig, path)
         plt.close(fig)
