@@ -15,7 +15,7 @@ each evaluation episode runs towards the 27k-step truncation (eval epsilon 0.001
 evaluation of 10 episodes took several minutes; RoadRunner's episodes end within a few hundred steps
 until the agent learns, and agents learn it within 100k steps (the Atari 100k benchmark).
 In docs/results/atari_100k, DQN with this schedule reached 1,730 (per) and 2,580 (pser) at 100k
-steps, seed 0.
+steps on seed 0; on seed 1 it peaked at 80k-90k (per 2,860, pser 1,200) and ended at 0 and 490.
 
     prioritylab sweep deep/pser_atari.py --budget reduced --seeds 2 --out runs/dqn_atari_reduced
 """
