@@ -43,6 +43,7 @@ TESTBED_TESTS = ("tests/test_cliffwalk_learners.py",)
 PROTOCOL_TESTS = ("tests/test_sampler_protocol.py",)
 REPLAY_TESTS = ("tests/test_replay.py",)
 AGENT_TESTS = ("tests/test_agents_continuous.py",)
+TARGET_TESTS = ("tests/test_targets.py",)
 
 # (name, file, exact old text, new text, tests to run)
 MUTANTS = [
@@ -163,6 +164,22 @@ MUTANTS = [
          "        if self.updates % cfg.policy_freq == 0:\n", "        if True:\n", AGENT_TESTS),
         ("SAC: target without the entropy term", "prioritylab/deep/sac.py",
          "min(0).values - temp * next_logp\n", "min(0).values\n", AGENT_TESTS),
+        ("TD3: twin maximum instead of minimum in the target", "prioritylab/deep/td3.py",
+         "q_next = self.critic_target(batch.next_obs, next_action).min(0)",
+         "q_next = self.critic_target(batch.next_obs, next_action).max(0)", TARGET_TESTS),
+        ("TD3: smoothing noise not clipped", "prioritylab/deep/td3.py",
+         ".clamp(-cfg.noise_clip, cfg.noise_clip) * self.half", " * self.half", TARGET_TESTS),
+        ("TD3: smoothing noise not scaled by the action half-width", "prioritylab/deep/td3.py",
+         "cfg.noise_clip) * self.half", "cfg.noise_clip)", TARGET_TESTS),
+        ("TD3: next action clamped below at -high", "prioritylab/deep/td3.py",
+         "+ smooth, self.high), self.low)", "+ smooth, self.high), -self.high)", TARGET_TESTS),
+        ("SAC: entropy term added in the target", "prioritylab/deep/sac.py",
+         "min(0).values - temp * next_logp\n", "min(0).values + temp * next_logp\n", TARGET_TESTS),
+        ("DQN: reward not clipped in the target", "prioritylab/deep/dqn.py",
+         "batch.reward.clamp(-1.0, 1.0) + batch.discount", "batch.reward + batch.discount", TARGET_TESTS),
+        ("Double DQN: the target network picks the next action", "prioritylab/deep/dqn.py",
+         "best = self.q(next_obs).argmax(1, keepdim=True)", "best = self.target(next_obs).argmax(1, keepdim=True)",
+         TARGET_TESTS),
         ("PAL: lambda from the first critic only", "prioritylab/deep/methods.py",
          "L.pal_lambda(delta.detach().abs().amax(0),", "L.pal_lambda(delta.detach()[0].abs(),", AGENT_TESTS),
     ]
