@@ -24,6 +24,14 @@ THEORY_DIR = ROOT / "theory"
 """Folder of the theory scripts (present in a source checkout, not in an installed wheel)."""
 SCRIPTS = ("per_fig1.py", "per_fig2.py", "pser_theorem1.py", "pser_fig7.py", "lap_equivalence.py")
 """The scripts run, in this order."""
+EXPLAINED = {
+    "per_fig1.py": "docs/theory/per-figures.md",
+    "per_fig2.py": "docs/theory/per-figures.md",
+    "pser_theorem1.py": "docs/theory/pser-theorem.md",
+    "pser_fig7.py": "docs/theory/pser-figures.md",
+    "lap_equivalence.py": "docs/theory/loss-sampling-equivalence.md",
+}
+"""The page that explains each script's verdicts, reproduced or not."""
 DEEP_SCRIPT = ROOT / "deep" / "pendulum_demo.py"
 """The deep half: TD3 on Pendulum-v1, uniform vs per, about a minute."""
 
@@ -64,6 +72,12 @@ def readings_table(out: Path) -> str:
     except (OSError, ValueError):
         return ""
     return table if isinstance(table, str) else ""
+
+
+def explained_line(scripts: list[Path]) -> str:
+    """One line naming, per script run, the page that explains its verdicts."""
+    pages = "; ".join(f"{s.name} -> {EXPLAINED[s.name]}" for s in scripts if s.name in EXPLAINED)
+    return f"[demo] every verdict, reproduced or not, is explained in docs/theory/: {pages}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[demo] failed: {', '.join(failed)}")
         return 1
     print(f"[demo] all results under {args.out}/ (CSV, PNG, manifest.json per script)")
+    print(explained_line(scripts))
     return 0
 
 

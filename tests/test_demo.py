@@ -57,7 +57,15 @@ def test_all_scripts_succeeding_exit_0_without_quick(tmp_path, monkeypatch, caps
     out = tmp_path / "r"
     assert demo.main(["--out", str(out), "--no-deep"]) == 0
     assert json.loads((out / "per_fig1" / "argv.json").read_text()) == ["--out", str(out / "per_fig1")]
-    assert "failed" not in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "failed" not in text
+    last = text.strip().splitlines()[-1]
+    assert "explained in docs/theory/" in last and "per_fig1.py -> docs/theory/per-figures.md" in last
+
+
+def test_every_script_has_an_existing_explanation_page():
+    for name in demo.SCRIPTS:
+        assert (demo.ROOT / demo.EXPLAINED[name]).is_file(), name
 
 
 def test_no_scripts_is_an_error(tmp_path, monkeypatch, capsys):

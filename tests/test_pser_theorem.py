@@ -422,9 +422,19 @@ def test_verdict_flags_cases_built_to_fail():
     assert base["E_PER closed form (eq. 28) = exact chain"]
     assert base["Monte Carlo within 95% CI of exact, post-update"]
     assert base["Monte Carlo within 95% CI of exact, re-decay"]
-    assert not base["PSER bound (eq. 31) >= exact, post-update, W = eq. 8-9"]
-    assert base["PSER bound (eq. 31) >= exact, re-decay, W = eq. 8-9"]
+    assert not base["windowed bound (eq. 31 extended to W) >= exact, post-update, W = eq. 8-9"]
+    assert base["windowed bound (eq. 31 extended to W) >= exact, re-decay, W = eq. 8-9"]
     assert base["0 <= E_real - E_redecay <= n - 1 (exact)"]
+    # with W = eq. 8-9, Algorithm 1 is also checked against eq. 31 itself (no window), not only the windowed bound
+    for r in tables["eq8-9"]:
+        assert r["e_pser_bound_eq31"] == pm.e_pser_bound(r["n"], r["rho"], None, cfg.alpha)
+        assert r["e_pser_bound_eq31"] <= r["e_pser_bound"]
+    eq31 = "PSER bound (eq. 31) >= exact, real (Algorithm 1), W = eq. 8-9"
+    assert eq31 in base
+    lifted = copy.deepcopy(tables)
+    for r in lifted["eq8-9"]:
+        r["e_pser_bound_eq31"] = 2 * r["e_pser_real_exact"]
+    assert {v["claim"]: v["reproduced"] for v in script.verdict(lifted, variants)}[eq31]
 
     bad = copy.deepcopy(tables)
     bad["eq8-9"][3]["e_per_closed"] *= 1.001  # a perturbed closed form
@@ -443,7 +453,7 @@ def test_verdict_flags_cases_built_to_fail():
     assert not flagged["E_PSER closed form = exact chain, re-decay (gamma >= rho)"]
     assert not flagged["Monte Carlo within 95% CI of exact, post-update"]
     assert not flagged["Monte Carlo within 95% CI of exact, real (Algorithm 1)"]
-    assert flagged["PSER bound (eq. 31) >= exact, post-update, W = eq. 8-9"]
+    assert flagged["windowed bound (eq. 31 extended to W) >= exact, post-update, W = eq. 8-9"]
     assert flagged["PSER bound (eq. 31) >= exact, post-update, unlimited W"]
     assert not flagged["0 <= E_real - E_redecay <= n - 1 (exact)"]
     assert "not reproduced" in script.format_verdict(script.verdict(bad, variants))
