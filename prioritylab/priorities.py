@@ -122,6 +122,15 @@ def pser_decay(raw, tree, tmin, leaf0, alpha, prev, prev_gen, generation, sample
         cur = s
 
 
+@njit(cache=True)
+def pser_set(raw, tree, tmin, leaf0, alpha, prev, prev_gen, generation, sampleable, t, p, rho, window, add_mode,
+             p_max):  # fmt: skip
+    """Set slot ``t``'s raw priority to ``p`` (eq. 10 already applied) and decay it backwards (eq. 6/7)."""
+    raw[t] = p
+    set_mass(tree, tmin, leaf0, t, mass_of(p, alpha), sampleable[t])
+    pser_decay(raw, tree, tmin, leaf0, alpha, prev, prev_gen, generation, sampleable, t, rho, window, add_mode, p_max)
+
+
 def sequential_links(episode_start: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(generation, prev, prev_gen)`` of a memory written once, slot by slot, in order.
 
@@ -137,6 +146,7 @@ def sequential_links(episode_start: np.ndarray) -> tuple[np.ndarray, np.ndarray,
 
 __all__ = [
     "ABS",
+    "pser_set",
     "LAP",
     "PER",
     "RULES",

@@ -39,7 +39,7 @@ Replay schemes (integer codes below), all with one transition per update:
   ``|delta|`` (descending, ties by slot), exact at every step via a treap.
 * ``PSER``: PER plus the backward decay of PSER eq. 6/7 over a window ``W``
   (eq. 8-9) and the anti-collapse rule eq. 10, ``p <- max(|delta| + eps, eta
-  p_old)``, through :func:`prioritylab.samplers.pser.pser_decay`.  ``p_old`` is
+  p_old)``, through :func:`prioritylab.priorities.pser_set`.  ``p_old`` is
   the slot's raw priority current when it is set, so it includes every decay
   written by earlier updates (the library sampler's reading inside a batch).
 * ``LAP``: raw priority ``max(|delta|, kappa)`` (LAP eq. 9/30), mass ``raw^alpha``;
@@ -60,7 +60,7 @@ from numba import njit
 
 from ..priorities import LAP as LAP_RULE
 from ..priorities import PER as PER_RULE
-from ..priorities import mass_of, pser_anti_collapse, pser_decay, raw_priority
+from ..priorities import mass_of, pser_anti_collapse, pser_set, raw_priority
 from ..sumtree import tree_rebuild, tree_sample_one, tree_set
 from .structures import argmax_build, argmax_fix, sample_rank, treap_build, treap_rekey, treap_select
 
@@ -275,9 +275,8 @@ def init_priorities(cls, c_int, c_r, q, cfg, rep):
     elif cfg.scheme == PSER and cfg.init == INIT_TD:
         # PSER's fill (Theorem 1's proof): each priority is set in memory order and decayed backwards
         for i in range(N):
-            tree_set(rep.tree, rep.tmin, rep.tmax, rep.leaf0, i, mass_of(raw[i], cfg.alpha))
-            pser_decay(raw, rep.tree, rep.tmin, rep.leaf0, cfg.alpha, rep.prev, rep.prev_gen, rep.generation,
-                       rep.live, i, cfg.rho, cfg.window, cfg.add_mode, rep.pmax[0])  # fmt: skip
+            pser_set(raw, rep.tree, rep.tmin, rep.leaf0, cfg.alpha, rep.prev, rep.prev_gen, rep.generation, rep.live,
+                     i, raw[i], cfg.rho, cfg.window, cfg.add_mode, rep.pmax[0])  # fmt: skip
     else:
         for i in range(N):
             rep.tree[rep.leaf0 + i] = mass_of(raw[i], cfg.alpha)
@@ -413,16 +412,17 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
                 # PSER eq. 10, p_old = the current raw (earlier decays included)
                 p = pser_anti_collapse(p, cfg.eta, raw[i])
             pmax = max(pmax, p)
-            raw[i] = p
-            if sc == GREEDY:
-                argmax_fix(best, raw, leaves, i)
-            elif sc == RANK:
-                treap_rekey(nodes, root, i, p)
+            if sc == PSER:  # eq. 6/7: the priority decays backwards along the episode
+                pser_set(raw, tree, tmin, leaf0, cfg.alpha, prev, prev_gen, generation, live, i, p, cfg.rho,
+                         cfg.window, cfg.add_mode, pmax)  # fmt: skip
             else:
-                tree_set(tree, tmin, tmax, leaf0, i, mass_of(p, cfg.alpha))
-                if sc == PSER:
-                    pser_decay(raw, tree, tmin, leaf0, cfg.alpha, prev, prev_gen, generation, live, i, cfg.rho,
-                               cfg.window, cfg.add_mode, pmax)  # fmt: skip
+                raw[i] = p
+                if sc == GREEDY:
+                    argmax_fix(best, raw, leaves, i)
+                elif sc == RANK:
+                    treap_rekey(nodes, root, i, p)
+                else:
+                    tree_set(tree, tmin, tmax, leaf0, i, mass_of(p, cfg.alpha))
         if cfg.linear or t % RESYNC == 0:
             sse = squared_error(q, q_star)
         else:

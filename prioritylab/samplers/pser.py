@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from .._checks import check_positive_int, check_range
-from ..priorities import mass_of, pser_anti_collapse, pser_decay, set_mass
+from ..priorities import pser_anti_collapse, pser_decay, pser_set
 from .per import PERSampler
 
 MODES = ("max", "add")
@@ -50,10 +50,8 @@ def pser_update(
     for i in range(indices.shape[0]):
         t = indices[i]
         p = pser_anti_collapse(base[i], eta, raw[t])
-        raw[t] = p
-        set_mass(tree, tmin, leaf0, t, mass_of(p, alpha), sampleable[t])
-        pser_decay(raw, tree, tmin, leaf0, alpha, prev, prev_gen, generation, sampleable, t, rho, window, add_mode,
-                   p_max)  # fmt: skip
+        pser_set(raw, tree, tmin, leaf0, alpha, prev, prev_gen, generation, sampleable, t, p, rho, window, add_mode,
+                 p_max)  # fmt: skip
 
 
 class PSERSampler(PERSampler):

@@ -42,7 +42,7 @@ from numba import njit
 
 from .._checks import as_rng, check_positive_int, check_range
 from ..cliffwalk.env import Memory, build_memory, discount, memory_size, right_action
-from ..priorities import pser_decay, sequential_links
+from ..priorities import mass_of, masses_of, pser_decay, sequential_links
 from ..samplers.pser import MODES, pser_update
 from ..sumtree import SumTree, tree_sample_one, tree_set
 
@@ -147,7 +147,7 @@ def e_per_closed(n: int, eps: float = 0.0, alpha: float = 1.0) -> float:
     big_n = memory_size(n)
     total = 1.0 + sum(big_n / 2.0**k for k in range(1, n))
     if eps > 0.0:
-        total += (big_n - 1) * (eps / (1.0 + eps)) ** alpha
+        total += (big_n - 1) * mass_of(eps / (1.0 + eps), alpha)
     return total
 
 
@@ -181,7 +181,7 @@ def e_pser_closed(n: int, rho: float, window: int | None = None, alpha: float = 
     n = _check_n(n)
     rho, alpha, _ = _check_common(rho, alpha)
     m = chain_length(n, window)
-    r = rho**alpha
+    r = mass_of(rho, alpha)
     big_n = memory_size(n)
     total = float(m + 1)
     for k in range(2, n + 1):
@@ -205,7 +205,7 @@ def e_pser_bound(n: int, rho: float, window: int | None = None, alpha: float = 1
     n = _check_n(n)
     rho, alpha, _ = _check_common(rho, alpha)
     m = chain_length(n, window)
-    r = rho**alpha
+    r = mass_of(rho, alpha)
     big_n = memory_size(n)
     total = sum((1.0 - r ** (m - k + 2)) / (1.0 - r) for k in range(1, m + 2))
     total += sum(big_n / 2.0 ** (k - 1) for k in range(m + 2, n + 1))
@@ -216,7 +216,7 @@ def e_pser_bound_loose(n: int, rho: float, alpha: float = 1.0) -> float:
     """``n / (1 - rho^alpha)``: the linear envelope of :func:`e_pser_bound` (unlimited window)."""
     n = _check_n(n)
     rho, alpha, _ = _check_common(rho, alpha)
-    return n / (1.0 - rho**alpha)
+    return n / (1.0 - mass_of(rho, alpha))
 
 
 # --------------------------------------------------------------------------- the filled memory
@@ -313,7 +313,7 @@ def build_model(
     else:
         raw[:] = td0
     gamma = discount(n)
-    return Model(memory, raw, raw**alpha, *_pair_tables(memory, n), _q_star_lr1(n, gamma), gamma, p_max)
+    return Model(memory, raw, masses_of(raw, alpha), *_pair_tables(memory, n), _q_star_lr1(n, gamma), gamma, p_max)
 
 
 # --------------------------------------------------------------------------- exact expectation
@@ -530,13 +530,13 @@ def _geometric_expected(model: Model, n: int, rho: float, window: int, alpha: fl
     values = np.array([model.q_star[n - k, right[n - k]] for k in range(1, n + 1)])
     col_len = np.array([min(window, n - 1) + 1] + [min(window, n - k) for k in range(1, n)], dtype=np.int64)
     col_mass = np.zeros((n, int(col_len.max())))
-    col_mass[0, : col_len[0]] = raw0[: col_len[0]] ** alpha
+    col_mass[0, : col_len[0]] = masses_of(np.ascontiguousarray(raw0[: col_len[0]], dtype=np.float64), alpha)
     for k in range(1, n):
         decayed = values[k - 1]
         for i in range(col_len[k]):
             decayed *= rho
-            col_mass[k, i] = decayed**alpha
-    return float(_geometric_dp(col_mass, col_len, values**alpha, reading == "real"))
+            col_mass[k, i] = mass_of(decayed, alpha)
+    return float(_geometric_dp(col_mass, col_len, masses_of(values, alpha), reading == "real"))
 
 
 def e_reading_exact(
@@ -595,7 +595,7 @@ def e_redecay_closed(n: int, rho: float, window: int | None = None, alpha: float
     window = _check_window(window)
     if discount(n) < rho:
         raise ValueError(f"closed form needs gamma = {discount(n):.3g} >= rho = {rho}")
-    r = rho**alpha
+    r = mass_of(rho, alpha)
     w = n if window is None else window
     if w == 0:
         raise ValueError("window must be at least 1 (window 0 is PER)")
@@ -652,7 +652,7 @@ def e_bruteforce(
         q_t, raw_t = frontier.pop()
         row = {}
         if max(abs(x - y) for x, y in zip(q_t, qs, strict=True)) > TOL:
-            mass = [x**alpha if x > 0 else 0.0 for x in raw_t]
+            mass = [mass_of(x, alpha) if x > 0 else 0.0 for x in raw_t]
             total = sum(mass)
             for i in range(big_n):
                 p = mass[i] / total if total > 0 else 1.0 / big_n
@@ -772,7 +772,7 @@ def _run_once(s_tm1, a_tm1, links, tables, q_star, tree, leaf0, depth, raw, para
                        add_mode, p_max)  # fmt: skip
         if reading == 1:  # re-decay: the replayed transition itself keeps its post-update |delta|
             raw[i] = after
-        tree_set(tree, none, none, leaf0, i, raw[i] ** alpha)
+        tree_set(tree, none, none, leaf0, i, mass_of(raw[i], alpha))
     return steps, n_dirty
 
 
