@@ -400,6 +400,22 @@ def test_rejected_add_with_overflowing_td_changes_nothing(name):
     assert s.size == 1
 
 
+def test_rank_based_checks_only_what_it_computes():
+    """per-rank ranks |delta| and never raises a priority to alpha: 1e300 at alpha = 1.3 is a valid
+    priority (its power would overflow), through update, set_priorities, add(init="td") and a reload."""
+    s = make_sampler("per-rank", 8, alpha=1.3, seed=0)
+    s.add(np.arange(4))
+    s.update([0], [1e300])
+    s.set_priorities([1], [1e299])
+    assert s.ranks([0, 1]).tolist() == [1, 2]
+    td = make_sampler("per-rank", 8, alpha=1.3, init="td", seed=0)
+    td.add([0, 1], td_errors=[1e300, 1.0])
+    assert td.max_priority == 1e300
+    other = make_sampler("per-rank", 8, alpha=1.3, seed=1)
+    other.load_state_dict(pickle.loads(pickle.dumps(s.state_dict())))
+    assert state_bytes(other) == state_bytes(s)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_empty_add_and_update_are_no_ops(name):
     s = filled(name)

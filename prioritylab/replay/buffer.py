@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_positive_int, check_range
-from ..samplers.base import MAX_WRITES, Sampler, StateError, check_keys, state_array, state_int, state_value
+from ..samplers.base import Sampler, StateError, check_keys, state_array, state_int, state_value
 from .diagnostics import ReplayDiagnostics
 from .kernels import EMPTY, TAIL, TRANSITION, all_finite, gather_batch, plan_writes, write_step
 
@@ -500,6 +500,10 @@ class ReplayBuffer:
                         f"state['storage'][{key!r}] reaches {top}, but state['writer'][{counter!r}] counts {count} "
                         f"{name}: the newest must be {count - 1}"
                     )
+            order = np.argsort(gen[written], kind="stable")
+            if (np.diff(storage["env_step"][written][order]) < 0).any():
+                raise StateError("state['storage']['env_step'] must not decrease in write order "
+                                 "(state['sampler']['generation'])")  # fmt: skip
         elif writer["steps"][0] or writer["next_episode"][0]:
             raise StateError("state['writer']['steps'] and ['next_episode'] must be 0 while no slot is written")
         self._check_layout(storage, writer, gen)
@@ -622,7 +626,8 @@ class ReplayBuffer:
                 p = base + (loc - 1) % seg
                 if kind[p] == EMPTY:
                     if loc != 0 or ep_step[s] != 0:
-                        raise StateError(f"state['storage']['kind'] and ['ep_step'] of slot {s}: it follows an empty slot")
+                        raise StateError(f"state['storage']['kind'] and ['ep_step'] of slot {s}: it follows an "
+                                         "empty slot")  # fmt: skip
                     continue
                 follows = episode[p] == episode[s] and ep_step[p] == ep_step[s] - 1 and kind[p] == TRANSITION
                 starts = ep_step[s] == 0 and kind[s] == TRANSITION and kind[p] == TAIL

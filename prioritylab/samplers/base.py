@@ -573,7 +573,7 @@ class Sampler:
         cap = (self.capacity,)
         generation = state_array(state, "generation", np.int64, cap)
         writes = state_int(state, "writes")
-        if generation.min() < -1 or writes != generation.max() + 1:
+        if generation.min() < -1 or generation.max() >= MAX_WRITES or writes != int(generation.max()) + 1:
             raise StateError("state['writes'] must be one past the newest stamp in state['generation']")
         written = generation >= 0
         stamps = generation[written]
