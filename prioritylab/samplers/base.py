@@ -126,6 +126,17 @@ def store_priorities(tree, tmin, leaf0, sampleable, raw_store, td_store, indices
 
 
 @njit(cache=True)
+def total_may_overflow(tree, n, mass, top_mass, span):
+    """Whether ``n`` items of masses ``mass`` (or at most ``top_mass``), each raising at most ``span``
+    other slots to at most the largest of them, could bring the total mass of ``tree`` to
+    :data:`_SAFE_TOTAL` (a bound: exact checks are made on a copy past it)."""
+    top = top_mass
+    for i in range(mass.shape[0]):
+        top = max(top, mass[i])
+    return not tree[0] + n * (1 + span) * top < _SAFE_TOTAL
+
+
+@njit(cache=True)
 def link_stamps(indices, prev, generation, writes, scratch, prev_gen):
     """Stamp of each item's predecessor at the moment the item is written.
 
@@ -794,19 +805,18 @@ class PrioritySampler(Sampler):
     """Slots besides its own whose priority one item can raise (PSER's window)."""
 
     def _may_overflow(self, n: int, prepared) -> bool:
-        """Whether writing ``n`` items (raw priorities ``prepared[0]`` or at most the max priority) could
-        make the total mass overflow: a cheap bound, exact checks happen on a copy only past it."""
+        """Whether writing ``n`` items (masses ``prepared[1]``, or at most the max priority's) could make
+        the total mass overflow: a cheap bound (:func:`total_may_overflow`), exact checks happen on a
+        copy only past it."""
         if self.tree is None or n == 0:
             return False
-        top = self._max_raw
-        if prepared is not None and prepared[0].shape[0]:
-            top = max(top, float(prepared[0].max()))
-        grow = n * (1 + self._decay_span) * mass_of(top, self.alpha)
-        return not self.tree.total + grow < _SAFE_TOTAL
+        mass = _NO_TD if prepared is None else prepared[1]
+        return total_may_overflow(self.tree.arrays.tree, n, mass, mass_of(self._max_raw, self.alpha),
+                                  self._decay_span)  # fmt: skip
 
     def _guard_total(self, idx, raw, mass, td, values, what: str) -> None:
         """Refuse, before writing, priorities that would make the total sampling mass overflow."""
-        if self._may_overflow(idx.shape[0], (raw,)):
+        if self._may_overflow(idx.shape[0], (raw, mass)):
             i = int(np.argmax(np.abs(values)))
             self._try_on_copy(lambda s: s._apply(idx, raw, mass, td), f"{what}[{i}] = {values[i]}")
 
