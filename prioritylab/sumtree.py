@@ -423,13 +423,27 @@ def tree_rebuild(tree, tmin, tmax, leaf0):
                 _recompute(t, parent, kind)
 
 
+_SAFE_TOTAL = np.finfo(np.float64).max / 2
+"""Below this bound on the new total, an update cannot overflow the root (rounding is far smaller)."""
+
+
 @njit(cache=True)
 def _checked_update(tree, tmin, tmax, leaf0, capacity, indices, values):
-    """:func:`check_priorities`, then :func:`tree_update` only if all pass (one call from Python)."""
+    """:func:`check_priorities`, then :func:`tree_update` only if all pass (one call from Python).
+
+    Returns -1 when written, the position of the first invalid pair, or -2 (nothing written) when
+    the new total could reach the float range: the caller decides on a copy.
+    """
     bad = check_priorities(indices, values, capacity)
-    if bad < 0:
-        tree_update(tree, tmin, tmax, leaf0, indices, values)
-    return bad
+    if bad >= 0:
+        return bad
+    grow = 0.0
+    for i in range(values.shape[0]):
+        grow += values[i]
+    if not tree[0] + grow < _SAFE_TOTAL:
+        return -2
+    tree_update(tree, tmin, tmax, leaf0, indices, values)
+    return -1
 
 
 # --------------------------------------------------------------------------- wrapper
@@ -538,11 +552,19 @@ class SumTree:
         """Set the masses of ``indices``; the last value wins for duplicates.
 
         Raises ``ValueError`` (tree unchanged) on an index out of range or a
-        NaN, infinite or negative value, naming the first offending position.
+        NaN, infinite or negative value, naming the first offending position,
+        and on values whose total would overflow the float range (naming the largest).
         """
         idx = as_index_array("indices", indices)
         val = _as_values(priorities, idx.shape[0], "priorities")
         bad = _checked_update(self._tree, self._min, self._max, self.leaf0, self.capacity, idx, val)
+        if bad == -2:  # near the float range: write a copy first, refuse if its total overflows
+            trial = self._tree.copy()
+            tree_update(trial, np.empty(0), np.empty(0), self.leaf0, idx, val)
+            if not np.isfinite(trial[0]):
+                i = int(np.argmax(val))
+                raise ValueError(f"priorities[{i}] = {val[i]}: the total mass overflows the float range; refused")
+            tree_update(self._tree, self._min, self._max, self.leaf0, idx, val)
         if bad >= 0:  # nothing was written
             j, v = idx[bad], val[bad]
             if not 0 <= j < self.capacity:

@@ -212,6 +212,7 @@ def test_state_round_trip_continues_identically_and_bad_state_names_the_field():
         ("net", None, r"state\['ners'\]\['net'\] does not fit"),
         ("opt", {"state": {}, "param_groups": []}, r"state\['ners'\]\['opt'\]"),
         ("train_steps", -1, r"state\['ners'\]\['train_steps'\]"),
+        ("surplus", 1, r"state\['ners'\] has an unknown entry 'surplus'"),
     ]:
         with pytest.raises(ValueError, match=message):
             c.load_state_dict(broken(path, value))

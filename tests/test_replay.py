@@ -109,6 +109,9 @@ def test_every_sampleable_slot_holds_its_stacks_and_n_step_return(n_envs, stack,
     fill(buf, driver, steps, p_term, p_trunc)
     live = np.flatnonzero(buf.sampler.sampleable(np.arange(cap)))
     assert live.shape[0] == len(buf)
+    copy = make_buffer(cap, n_envs, stack, n_step, gamma)  # the load's checks hold for every state the writer makes
+    copy.load_state_dict(pickle.loads(pickle.dumps(buf.state_dict())))
+    assert pickle.dumps(copy.state_dict()) == pickle.dumps(buf.state_dict())
     if not live.shape[0]:
         return
     data = buf.gather(live)
@@ -230,6 +233,24 @@ def test_update_accepts_torch_tensors_and_skips_stale_items():
     assert batch.weights.dtype == torch.float32
     buf.update(batch, torch.full((4,), 3.0))
     np.testing.assert_array_equal(buf.sampler.priorities(batch.indices), np.full(4, 3.0 + 1e-6))
+
+
+def test_is_weights_below_the_float32_range_stay_positive():
+    """A float64 weight of 1e-60 would be 0 as float32; the batch gives float32's smallest normal instead."""
+    from prioritylab.replay.buffer import WEIGHT_FLOOR
+
+    buf = make_buffer(16, 1, sampler="per", alpha=1.0, eps=0.0)
+    fill(buf, Driver(1, 1, np.random.default_rng(0)), 10, 0.0, 0.0)
+    live = np.flatnonzero(buf.sampler.sampleable(np.arange(16)))
+    td = np.full(live.shape[0], 1e-30)
+    td[0] = 1e30  # weight (1e30 / 1e-30)^-1 = 1e-60 relative to the smallest
+    buf.sampler.update(live, td)
+    batch = buf.sample(64, beta=1.0)
+    heavy = batch.indices == live[0]
+    assert heavy.any() and batch.weights.dtype == np.float32
+    assert (batch.weights > 0).all() and (batch.weights <= 1).all()
+    assert (batch.weights[heavy] == WEIGHT_FLOOR).all() and WEIGHT_FLOOR == np.finfo(np.float32).tiny
+    assert (batch.weights[~heavy] == 1.0).all()
 
 
 def run_and_record(buf, driver, steps):

@@ -400,6 +400,22 @@ def test_rejected_add_with_overflowing_td_changes_nothing(name):
     assert s.size == 1
 
 
+def test_rank_based_checks_only_what_it_computes():
+    """per-rank ranks |delta| and never raises a priority to alpha: 1e300 at alpha = 1.3 is a valid
+    priority (its power would overflow), through update, set_priorities, add(init="td") and a reload."""
+    s = make_sampler("per-rank", 8, alpha=1.3, seed=0)
+    s.add(np.arange(4))
+    s.update([0], [1e300])
+    s.set_priorities([1], [1e299])
+    assert s.ranks([0, 1]).tolist() == [1, 2]
+    td = make_sampler("per-rank", 8, alpha=1.3, init="td", seed=0)
+    td.add([0, 1], td_errors=[1e300, 1.0])
+    assert td.max_priority == 1e300
+    other = make_sampler("per-rank", 8, alpha=1.3, seed=1)
+    other.load_state_dict(pickle.loads(pickle.dumps(s.state_dict())))
+    assert state_bytes(other) == state_bytes(s)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_empty_add_and_update_are_no_ops(name):
     s = filled(name)
@@ -418,12 +434,52 @@ def test_stale_items_never_reject_a_call():
     assert s.priorities([0, 1]).tolist() == [1.0, 1.0]
 
 
-def test_overflowing_total_cannot_be_sampled():
-    s = make_sampler("per", 4, alpha=1.0, seed=0)
-    s.add([0, 1, 2])
-    s.update([1, 2], [1e308, 1e308])
-    with pytest.raises(ValueError, match="total mass is inf"):
-        s.sample(2)
+@pytest.mark.parametrize("name", ["per", "lap", "pser"])
+def test_update_whose_total_mass_would_overflow_is_refused_without_change(name):
+    """Each mass is finite, their sum is not: refused before writing, and the sampler still samples and
+    its state loads back.  One such priority alone is accepted."""
+    s = make_sampler(name, 8, alpha=1.0, seed=0)
+    s.add([0, 1, 2], episode_start=True)
+    before = state_bytes(s)
+    for call in (lambda: s.update([1, 2], [1e308, 1e308]), lambda: s.set_priorities([1, 2], [1e308, 1e308])):
+        with pytest.raises(ValueError, match=r"\[0\] = 1e\+308: the total sampling mass overflows"):
+            call()
+        assert state_bytes(s) == before
+    s.update([1], [1e308])
+    assert np.isfinite(s.total)
+    s.sample(4)
+    other = make_sampler(name, 8, alpha=1.0, seed=1)
+    other.load_state_dict(pickle.loads(pickle.dumps(s.state_dict())))
+    assert other.total == s.total
+
+
+@pytest.mark.parametrize("name", ["per", "pser"])
+def test_add_and_set_sampleable_whose_total_would_overflow_are_refused(name):
+    """New slots enter at the max priority, and a held slot adds its mass when it becomes sampleable."""
+    s = make_sampler(name, 8, alpha=1.0, seed=0)
+    s.add([0, 1], episode_start=True, sampleable=np.array([True, False]))
+    s.update([0, 1], [1e308, 1e308])  # slot 1 is held: only slot 0's mass is in the total
+    before = state_bytes(s)
+    with pytest.raises(ValueError, match=r"adding slots \[2\].*overflows"):
+        s.add([2], episode_start=True)
+    with pytest.raises(ValueError, match=r"making slots \[1\] sampleable.*overflows"):
+        s.set_sampleable([1], True)
+    assert state_bytes(s) == before
+    s.add([2], episode_start=True, sampleable=False)  # held: no mass in the tree, accepted
+    assert np.isfinite(s.total)
+
+
+def test_pser_decay_counts_towards_the_total():
+    """The update's own mass fits; its decay onto the predecessor would overflow the total."""
+    s = make_sampler("pser", 8, alpha=1.0, rho=0.9, window=1, eta=0.0, eps=0.0, seed=0)
+    s.add([0, 1])
+    s.update([0, 1], [0.0, 0.0])
+    before = state_bytes(s)
+    with pytest.raises(ValueError, match="overflows"):
+        s.update([1], [1.5e308])  # slot 0 would decay to 1.35e308: 2.85e308 in all
+    assert state_bytes(s) == before
+    s.update([1], [0.9e308])
+    assert np.isfinite(s.total)
 
 
 @pytest.mark.parametrize("name", NAMES)

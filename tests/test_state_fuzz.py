@@ -18,6 +18,7 @@ from prioritylab import make_sampler
 from prioritylab.replay import ReplayBuffer
 
 NAMES = ["uniform", "per", "per-rank", "lap", "pser", "greedy-td"]
+INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def filled_sampler(name, seed=0):
@@ -41,6 +42,23 @@ def filled_buffer(seed=0):
         obs = np.full((2, 2, 3), t, dtype=np.float32)
         buf.add(obs, np.array([t % 3, 1]), rng.normal(size=2), obs + 1, np.array([t % 5 == 4, False]),
                 np.array([False, t % 7 == 6]))  # fmt: skip
+        if t in (9, 12):
+            batch = buf.sample(3, beta=0.5)  # an open diagnostics window
+            buf.update(batch, rng.normal(size=3))
+    return buf
+
+
+def continuous_buffer(seed=0):
+    """One environment, float actions, PER: the storage of a TD3/SAC agent."""
+    buf = ReplayBuffer(16, (3,), (2,), sampler=make_sampler("per", 16, seed=seed), action_dtype=np.float32)
+    rng = np.random.default_rng(seed)
+    for t in range(20):
+        obs = np.full((1, 3), t, dtype=np.float32)
+        buf.add(obs, rng.normal(size=(1, 2)), rng.normal(size=1), obs + 1, np.array([t % 6 == 5]),
+                np.array([t == 13]))  # fmt: skip
+        if t in (8, 15):
+            batch = buf.sample(4, beta=0.4)
+            buf.update(batch, rng.normal(size=4))
     return buf
 
 
@@ -72,7 +90,7 @@ def corruptions(value):
             out.append(("2-D", np.stack([value, value])))
         if value.dtype.kind in "iu":
             out += [("fraction", value + 0.5), ("minus-5", np.full(value.shape, -5)),
-                    ("huge", np.full(value.shape, 2**62))]
+                    ("huge", np.full(value.shape, 2**62)), ("int64-max", np.full(value.shape, INT64_MAX))]
             if value.size > 1:
                 out.append(("reversed", value[::-1].copy()))
         elif value.dtype.kind == "f":
@@ -84,7 +102,8 @@ def corruptions(value):
         elif value.dtype.kind == "b":
             out += [("ints", value.astype(np.int64) + 2), ("flipped", ~value)]
     elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        out += [("minus-5", -5), ("huge", 2**63), ("float", float(value) + 0.5), ("plus-1", value + 1)]
+        out += [("minus-5", -5), ("huge", 2**63), ("float", float(value) + 0.5), ("plus-1", value + 1),
+                ("int64-max", INT64_MAX)]
     elif isinstance(value, float):
         out += [("nan", np.nan), ("inf", np.inf), ("negative", -1.0)]
     elif isinstance(value, dict):  # rng state or settings
@@ -111,21 +130,14 @@ VALID = {
     ("action", "minus-5"),
     ("action", "huge"),
     ("action", "reversed"),
+    ("action", "int64-max"),  # a discrete action is any stored integer
+    ("action", "negative"),  # a continuous action
+    ("ess", "truncated"),  # one batch fewer: batch sizes are not stored, so another valid window
+    ("ages", "reversed"),  # the order of the ages drawn within a window is not used
+    ("beta", "nan"),  # batches drawn without a beta
     ("reward", "fraction"),
-    ("episode", "reversed"),
-    ("episode", "huge"),
-    ("env_step", "reversed"),
-    ("env_step", "huge"),
-    ("steps", "huge"),
-    ("steps", "plus-1"),
-    ("next_episode", "huge"),
-    ("next_episode", "plus-1"),
     ("max_raw", "plus-1"),
     ("since_sort", "plus-1"),
-    ("terminated", "flipped"),
-    ("counts", "huge"),  # draw counts of the diagnostics: any non-negative count is a history
-    ("ages", "list"),  # two ages drawn so far: another valid window
-    ("truncated", "flipped"),
 }
 
 
@@ -144,8 +156,9 @@ def check_all(make, load_target):
             before = pickle.dumps(target.state_dict())
             try:
                 target.load_state_dict(state)
-            except ValueError:
+            except ValueError as err:
                 assert pickle.dumps(target.state_dict()) == before, (path, label)
+                assert f"'{path[-1]}'" in str(err), f"{path} {label}: the message does not name the field: {err}"
                 rejected += 1
                 continue
             except Exception as err:  # noqa: BLE001 - the point of the test
@@ -172,3 +185,142 @@ def test_not_a_dict_is_rejected():
             with pytest.raises(ValueError):
                 target.load_state_dict(bad)
         assert pickle.dumps(target.state_dict()) == before
+
+
+def test_every_corrupted_continuous_buffer_field_is_rejected():
+    """Float actions: a NaN or infinite action is refused like a NaN observation."""
+    assert check_all(continuous_buffer, continuous_buffer) > 100
+
+
+def assert_rejected(target, state, field):
+    """Loading ``state`` raises ValueError naming ``field`` and leaves ``target`` unchanged."""
+    before = pickle.dumps(target.state_dict())
+    with pytest.raises(ValueError) as info:
+        target.load_state_dict(state)
+    assert f"'{field}'" in str(info.value), f"the message does not name {field!r}: {info.value}"
+    assert pickle.dumps(target.state_dict()) == before
+
+
+def dict_paths(state, path=()):
+    """Path of every dict in a nested state (the state itself, nested dicts, the RNG state)."""
+    if isinstance(state, dict):
+        yield path
+        for k, v in state.items():
+            if k != "config":  # settings: compared whole (an extra setting is another configuration)
+                yield from dict_paths(v, (*path, k))
+
+
+def at(state, path):
+    for k in path:
+        state = state[k]
+    return state
+
+
+TARGETS = {
+    **{name: (lambda seed, name=name: filled_sampler(name, seed)) for name in NAMES},
+    "buffer": filled_buffer,
+    "continuous": continuous_buffer,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TARGETS))
+def test_an_unknown_entry_at_any_level_is_rejected(kind):
+    make = TARGETS[kind]
+    original = make(9).state_dict()
+    paths = list(dict_paths(original))
+    assert ("rng", "state") in paths or ("sampler", "rng", "state") in paths
+    for path in paths:
+        state = copy.deepcopy(original)
+        at(state, path)["surplus"] = 1
+        assert_rejected(make(0), state, "surplus")
+
+
+@pytest.mark.parametrize("kind", ["per", "buffer"])
+def test_rng_leaves_must_be_integers_of_their_range(kind):
+    make = TARGETS[kind]
+    original = make(9).state_dict()
+    rng_path = ("rng",) if kind != "buffer" else ("sampler", "rng")
+    tampers = [
+        (("state", "state"), "float", lambda v: float(v)),
+        (("state", "inc"), "float", lambda v: float(v)),
+        (("state", "inc"), "bool", lambda v: True),
+        (("uinteger",), "float", lambda v: 0.0),
+        (("uinteger",), "negative", lambda v: -1),
+        (("has_uint32",), "two", lambda v: 2),
+        (("has_uint32",), "float", lambda v: 1.0),
+        (("bit_generator",), "other", lambda v: "MT19937"),
+    ]
+    for leaf, _label, spoil in tampers:
+        state = copy.deepcopy(original)
+        parent = at(state, rng_path + leaf[:-1])
+        parent[leaf[-1]] = spoil(parent[leaf[-1]])
+        assert_rejected(make(0), state, leaf[-1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_link_to_a_never_written_slot_is_rejected(name):
+    state = filled_sampler(name, 9).state_dict()
+    assert state["generation"][12] == -1 and state["prev"][2] == 1
+    state["prev"][2] = 12  # slot 12 was never written: no write could have linked to it
+    assert_rejected(filled_sampler(name), state, "prev")
+
+
+@pytest.mark.parametrize("name", ["per", "lap", "pser"])
+def test_a_zero_priority_is_rejected_where_the_rule_keeps_priorities_positive(name):
+    state = filled_sampler(name, 9).state_dict()
+    state["raw"][3] = 0.0  # |delta| + eps (eps > 0) or max(|delta|, kappa): never 0
+    assert_rejected(filled_sampler(name), state, "raw")
+    s = filled_sampler(name)
+    before = pickle.dumps(s.state_dict())
+    with pytest.raises(ValueError, match=r"priorities\[1\] = 0.0 must be positive"):
+        s.set_priorities([2, 3], [1.0, 0.0])
+    assert pickle.dumps(s.state_dict()) == before
+
+
+@pytest.mark.parametrize("key", ["terminated", "truncated"])
+def test_an_episode_end_flag_must_match_the_writer(key):
+    """Flipping the flag of any one slot (a transition mid-episode, an episode's last transition, a tail,
+    an empty slot) breaks what the writer implies: the last transition of an episode, and only it, is
+    followed by the episode's tail."""
+    original = filled_buffer(9).state_dict()
+    for slot in range(original["storage"][key].shape[0]):
+        state = copy.deepcopy(original)
+        state["storage"][key][slot] ^= True
+        other = "truncated" if key == "terminated" else "terminated"
+        if original["storage"][other][slot]:
+            continue  # an ended step may carry both flags: the writer keeps them as given
+        assert_rejected(filled_buffer(), state, key)
+
+
+def test_sampleable_slots_and_links_must_match_the_writer():
+    original = filled_buffer(9).state_dict()
+    live = original["sampler"]["sampleable"]
+    for slot in range(live.shape[0]):
+        state = copy.deepcopy(original)
+        state["sampler"]["sampleable"][slot] ^= True
+        assert_rejected(filled_buffer(), state, "sampleable")
+    linked = np.flatnonzero(original["sampler"]["prev"] >= 0)
+    assert linked.shape[0] > 5
+    for slot in linked:
+        state = copy.deepcopy(original)
+        state["sampler"]["prev"][slot] = -1
+        state["sampler"]["prev_gen"][slot] = -1  # a consistent unlinked slot for a plain sampler
+        assert_rejected(filled_buffer(), state, "prev")
+
+
+def test_diagnostics_must_be_one_window():
+    original = filled_buffer(9).state_dict()
+    assert original["diagnostics"]["ess"].shape[0] == 2
+    tampers = [
+        ("ess", lambda d: d.update(ess=np.full(2, np.nan))),
+        ("ess", lambda d: d.update(ess=np.ones(7))),  # more batches than drawn items
+        ("ages", lambda d: d.update(ages=d["ages"][:-1])),
+        ("ages", lambda d: d.update(ages=np.full_like(d["ages"], 10**6))),  # older than the run
+        ("moments", lambda d: d["moments"].__setitem__((0, 1), d["moments"][0, 0] + 1)),  # weights above 1
+        ("counts", lambda d: d["counts"].__setitem__(np.flatnonzero(original["storage"]["kind"] == 2)[0], 1)),
+        ("beta", lambda d: d.update(ess=np.empty(0), ages=np.empty(0, dtype=np.int64), moments=np.zeros((3, 3)))),
+    ]
+    for field, spoil in tampers:
+        state = copy.deepcopy(original)
+        spoil(state["diagnostics"])
+        assert_rejected(filled_buffer(), state, field)

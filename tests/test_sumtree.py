@@ -232,6 +232,22 @@ def test_bad_update_raises_and_leaves_tree_unchanged(indices, values, match):
     assert state_bytes(tree) == before
 
 
+def test_update_whose_total_would_overflow_is_refused_without_change():
+    """Each value is finite, their sum is not: refused before writing, naming the largest value.
+    Replacing a huge value by another keeps the total finite and is accepted."""
+    tree = SumTree(8, track_min=True, track_max=True)
+    tree.update([0, 1], [1.0, 1e308])
+    before = state_bytes(tree)
+    with pytest.raises(ValueError, match=r"priorities\[1\] = 1e\+308: the total mass overflows"):
+        tree.update([2, 3], [1.0, 1e308])
+    assert state_bytes(tree) == before
+    tree.update([1, 2], [1.5e308, 1e307])  # the old 1e308 is replaced: 1.6e308 in all
+    assert tree.total == 1.0 + 1.5e308 + 1e307 and tree.max == 1.5e308
+    other = SumTree(8, track_min=True, track_max=True)
+    other.load_state_dict(tree.state_dict())
+    assert other.total == tree.total
+
+
 @pytest.mark.parametrize("capacity", [0, -3, 2.5, True, "8"])
 def test_bad_capacity(capacity):
     with pytest.raises(ValueError, match="capacity"):

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from ..priorities import ABS, masses_of
-from ..samplers.base import _OK, StateError, prepare_update, state_int, state_value
+from ..samplers.base import _OK, StateError, check_keys, prepare_update, state_int, state_value
 from ..samplers.per import PERSampler
 
 BASELINES = ("previous", "first")
@@ -345,6 +345,7 @@ class NERSSampler(PERSampler):
         td_k, q_k = td[fresh], q[fresh]
         score = self.scores(self.features(keep, td_k, q_k), keep)
         mass = masses_of(score, self.alpha)
+        self._guard_total(keep, score, mass, None, score, "scores")
         self._td[keep] = td_k
         self._q[keep] = q_k
         self._apply(keep, score, mass, None)
@@ -412,6 +413,7 @@ class NERSSampler(PERSampler):
     def _parse_state(self, state: dict) -> dict:
         values = super()._parse_state(state)
         ners = state_value(state, "ners")
+        check_keys(ners, self.state_dict()["ners"], "state['ners']")
         q = _state_vector(ners, "q", self.capacity)
         if np.isinf(q).any():
             raise StateError("state['ners']['q'] must hold finite Q-values or NaN")

@@ -39,10 +39,14 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_positive_int, check_range
-from ..samplers.base import Sampler, StateError, state_array, state_value
+from ..samplers.base import Sampler, StateError, check_keys, state_array, state_int, state_value
 from .diagnostics import ReplayDiagnostics
 from .kernels import EMPTY, TAIL, TRANSITION, all_finite, gather_batch, plan_writes, write_step
 
+WEIGHT_FLOOR = np.float32(np.finfo(np.float32).tiny)
+"""Smallest IS weight a batch hands out (the smallest normal float32, 1.2e-38): a float64 weight in
+(0, 1] that float32 cannot hold would become 0; the smallest normal rather than the smallest subnormal
+(1.4e-45) so that it also stays positive where subnormals are flushed to zero."""
 SAMPLER_BYTES_PER_SLOT = 90  # stamps, links, flags, TD, raw priority, sum and min trees (4-ary: 4/3 nodes a leaf)
 
 
@@ -342,13 +346,16 @@ class ReplayBuffer:
         return {"obs": obs, "action": action, "reward": ret, "next_obs": next_obs, "discount": disc, "steps": steps}
 
     def sample(self, batch_size: int, beta: float | None = None, device=None) -> Batch:
-        """Draw ``batch_size`` transitions; tensors on ``device`` (a torch device or name) if given."""
+        """Draw ``batch_size`` transitions; tensors on ``device`` (a torch device or name) if given.
+
+        IS weights are float32 in (0, 1]: a weight below float32's range is :data:`WEIGHT_FLOOR`.
+        """
         drawn = self.sampler.sample(batch_size, beta)
         data = self.gather(drawn.indices)
         if self.diagnostics is not None:
             ages = self.writer["steps"][0] - 1 - self.storage["env_step"][drawn.indices]
             self.diagnostics.on_sample(drawn.indices, drawn.weights, ages, beta)
-        weights = drawn.weights.astype(np.float32)
+        weights = np.maximum(drawn.weights.astype(np.float32), WEIGHT_FLOOR)  # stays in (0, 1] as float32
         if device is not None:
             import torch
 
@@ -408,11 +415,14 @@ class ReplayBuffer:
     def load_state_dict(self, state: dict) -> None:
         """Load a :meth:`state_dict`; checked in full (``ValueError`` naming the field) before anything changes."""
         try:
+            check_keys(state, ("config", "storage", "writer", "sampler", "diagnostics"))
             storage, writer = self._parse_state(state)
             diag = state_value(state, "diagnostics")
             if (diag is None) != (self.diagnostics is None):
                 raise StateError("state['diagnostics'] does not match whether this buffer keeps diagnostics")
-            diag = None if diag is None else ReplayDiagnostics.parse_state(diag, self.capacity)
+            if diag is not None:
+                diag = ReplayDiagnostics.parse_state(diag, self.capacity)
+                self._check_diagnostics(diag, storage, writer)
         except StateError:
             raise
         except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError) as err:
@@ -424,10 +434,11 @@ class ReplayBuffer:
 
     def _parse_state(self, state) -> tuple[dict, dict]:
         config = state_value(state, "config")
-        if config != self.config():
-            raise StateError(f"state was saved by a buffer with settings {config}, this one has {self.config()}")
-        cap, n = self.capacity, self.num_envs
+        if not isinstance(config, dict) or config != self.config():
+            raise StateError(f"state['config'] = {config!r} differs from this buffer's settings {self.config()}")
+        cap = self.capacity
         raw_storage = state_value(state, "storage")
+        check_keys(raw_storage, self.storage, "state['storage']")
         storage = {}
         for key, arr in self.storage.items():
             storage[key] = state_array(raw_storage, key, arr.dtype, arr.shape)
@@ -437,6 +448,7 @@ class ReplayBuffer:
         if (storage["ep_step"] < 0).any():
             raise StateError("state['storage']['ep_step'] must be non-negative")
         raw_writer = state_value(state, "writer")
+        check_keys(raw_writer, self.writer, "state['writer']")
         writer = {}
         for key, arr in self.writer.items():
             writer[key] = state_array(raw_writer, key, arr.dtype, arr.shape)
@@ -449,30 +461,130 @@ class ReplayBuffer:
         for e in np.flatnonzero(writer["open"]):
             s = last[e]
             if s // self.seg != e or kind[s] != TRANSITION or storage["ep_step"][s] != writer["cur_step"][e]:
-                raise StateError(f"state['writer'] for environment {e} disagrees with the stored episode")
-        if writer["steps"][0] < 0 or writer["next_episode"][0] < 0:
-            raise StateError("state['writer'] counters must be non-negative")
+                raise StateError(
+                    f"state['writer']['last'] = {s} and ['cur_step'] = {writer['cur_step'][e]} of environment {e}, "
+                    "in an episode by state['writer']['open'], disagree with that slot's "
+                    "state['storage']['kind'] and ['ep_step']"
+                )
         sampler_state = state_value(state, "sampler")
         gen = state_array(sampler_state, "generation", np.int64, (cap,))
+        writes = state_int(sampler_state, "writes")
+        for key in ("steps", "next_episode"):
+            v = int(writer[key][0])
+            if not 0 <= v <= writes // (self.num_envs if key == "steps" else 1):
+                raise StateError(
+                    f"state['writer'][{key!r}] = {v} must be in [0, {writes // self.num_envs}] (each step writes "
+                    f"a slot per environment, each episode at least one; state['sampler']['writes'] = {writes})"
+                    if key == "steps"
+                    else f"state['writer'][{key!r}] = {v} must be in [0, state['sampler']['writes'] = {writes}]"
+                )
         written = kind != EMPTY
         if not np.array_equal(gen >= 0, written):
-            raise StateError("state['sampler'] and state['storage'] disagree on which slots are written")
+            raise StateError("state['sampler']['generation'] and state['storage']['kind'] disagree on which slots "
+                             "are written")  # fmt: skip
         live = state_array(sampler_state, "sampleable", bool, (cap,))
         if (live & (kind != TRANSITION)).any():
-            raise StateError("state['sampler']['sampleable'] marks a slot that holds no transition")
-        for key in ("obs", "reward"):
+            raise StateError("state['sampler']['sampleable'] marks a slot that holds no transition by "
+                             "state['storage']['kind']")  # fmt: skip
+        for key in ("obs", "action", "reward"):
             if storage[key].dtype.kind == "f" and not np.isfinite(storage[key]).all():
                 raise StateError(f"state['storage'][{key!r}] holds a non-finite value")
         for key in ("episode", "env_step"):
             if not np.array_equal(storage[key] >= 0, written) or (storage[key] < -1).any():
                 raise StateError(f"state['storage'][{key!r}] must be >= 0 on written slots and -1 elsewhere")
-        if written.any() and (
-            storage["episode"].max() >= writer["next_episode"][0] or storage["env_step"].max() >= writer["steps"][0]
-        ):
-            raise StateError("state['writer'] counters are behind the stored slots")
+        if written.any():
+            for key, counter, name in (("episode", "next_episode", "episodes started"), ("env_step", "steps", "steps")):
+                top, count = int(storage[key].max()), int(writer[counter][0])
+                if top != count - 1:
+                    raise StateError(
+                        f"state['storage'][{key!r}] reaches {top}, but state['writer'][{counter!r}] counts {count} "
+                        f"{name}: the newest must be {count - 1}"
+                    )
+            order = np.argsort(gen[written], kind="stable")
+            if (np.diff(storage["env_step"][written][order]) < 0).any():
+                raise StateError("state['storage']['env_step'] must not decrease in write order "
+                                 "(state['sampler']['generation'])")  # fmt: skip
+        elif writer["steps"][0] or writer["next_episode"][0]:
+            raise StateError("state['writer']['steps'] and ['next_episode'] must be 0 while no slot is written")
         self._check_layout(storage, writer, gen)
-        del n
+        self._check_flags_and_links(storage, writer, sampler_state, gen, live)
         return storage, writer
+
+    def _rings(self, arr: np.ndarray, shift: int) -> np.ndarray:
+        """``arr`` (one entry per slot) as ``(num_envs, seg)``, each ring read ``shift`` slots ahead."""
+        return np.roll(arr.reshape(self.num_envs, self.seg), -shift, axis=1)
+
+    def _check_flags_and_links(self, storage, writer, sampler_state, gen, live) -> None:
+        """What the writer implies for flags, sampleable slots and predecessor links (after
+        :meth:`_check_layout`, so each ring is written in order).
+
+        * ``terminated``/``truncated`` only on transitions; a transition ends its episode exactly when
+          the next slot of its ring is its tail; the newest slot of a ring never ends an episode (the
+          tail would be newer);
+        * a transition is sampleable exactly when its n-step return and next observation are written
+          (the slot ``n`` ahead is of its episode, or its tail is within ``n``) and every frame of its
+          stack still holds its episode's earlier step;
+        * the predecessor link of a transition past its episode's first step is the slot before it in
+          the ring (with that slot's stamp while it is not overwritten); other slots have none.
+        """
+        kind, episode, ep_step = storage["kind"], storage["episode"], storage["ep_step"]
+        is_trans = kind == TRANSITION
+        for key in ("terminated", "truncated"):
+            if (storage[key] & ~is_trans).any():
+                s = int(np.flatnonzero(storage[key] & ~is_trans)[0])
+                raise StateError(f"state['storage'][{key!r}] is set on slot {s}, which holds no transition")
+        ends = storage["terminated"] | storage["truncated"]
+        ring = self._rings(np.arange(self.capacity), 0)
+        nxt = self._rings(np.arange(self.capacity), 1)
+        pos = writer["pos"]
+        oldest = np.arange(self.seg)[None, :] == ((pos - 1) % self.seg)[:, None]  # the pair newest -> oldest
+        pairs = is_trans[ring] & ~oldest
+        bad = pairs & (ends[ring] != (kind[nxt] == TAIL))
+        newest = np.arange(self.num_envs) * self.seg + (pos - 1) % self.seg
+        if bad.any() or (is_trans[newest] & ends[newest]).any():
+            s = int(ring[bad][0]) if bad.any() else int(newest[is_trans[newest] & ends[newest]][0])
+            raise StateError(
+                f"state['storage']['terminated'] or ['truncated'] of slot {s} disagree with the slot after it "
+                "(an episode's last transition is followed by its tail, any other by its next step)"
+            )
+        flat = (self.num_envs, self.seg)
+        e0, s0 = episode.reshape(flat), ep_step.reshape(flat)
+        complete = np.zeros(flat, dtype=bool)
+        for m in range(1, self.n_step + 1):
+            same = (self._rings(episode, m) == e0) & (self._rings(ep_step, m) == s0 + m)
+            complete |= same & ((m == self.n_step) | (self._rings(kind, m) == TAIL))
+        intact = np.ones(flat, dtype=bool)
+        for j in range(1, self.frame_stack):
+            back = (self._rings(episode, -j) == e0) & (self._rings(ep_step, -j) == s0 - j)
+            intact &= (s0 < j) | back
+        expected = (is_trans.reshape(flat) & complete & intact).reshape(-1)
+        if not np.array_equal(live, expected):
+            s = int(np.flatnonzero(live != expected)[0])
+            raise StateError(
+                f"state['sampler']['sampleable'] is {bool(live[s])} for slot {s}, but its n-step return, next "
+                f"observation and frame stack in state['storage'] make it {bool(expected[s])}"
+            )
+        prev = state_array(sampler_state, "prev", np.int64, (self.capacity,))
+        prev_gen = state_array(sampler_state, "prev_gen", np.int64, (self.capacity,))
+        before = np.roll(np.arange(self.capacity).reshape(flat), 1, axis=1).reshape(-1)
+        want = np.where(is_trans & (ep_step > 0), before, -1)
+        kept = (want >= 0) & (gen[before] < gen)
+        if not np.array_equal(prev, want) or (kept & (prev_gen != gen[before])).any():
+            s = int(np.flatnonzero((prev != want) | (kept & (prev_gen != gen[before])))[0])
+            raise StateError(
+                f"state['sampler']['prev'] or ['prev_gen'] of slot {s} is not the link to the previous step of "
+                "its episode that state['storage'] implies"
+            )
+
+    def _check_diagnostics(self, diag: dict, storage, writer) -> None:
+        """Draw counts only on transitions; ages below the steps taken."""
+        counts, ages = diag["counts"], diag["ages"]
+        if ((counts > 0) & (storage["kind"] != TRANSITION)).any():
+            s = int(np.flatnonzero((counts > 0) & (storage["kind"] != TRANSITION))[0])
+            raise StateError(f"state['diagnostics']['counts'] counts draws of slot {s}, which holds no transition")
+        if ages.size and ages.max() >= writer["steps"][0]:
+            raise StateError(f"state['diagnostics']['ages'] holds {ages.max()}, not below the "
+                             f"{writer['steps'][0]} steps taken")  # fmt: skip
 
     def _check_layout(self, storage, writer, gen) -> None:
         """Each environment's segment is a ring written in order: the newest slot sits just before the
@@ -485,16 +597,28 @@ class ReplayBuffer:
             newest = base + (pos - 1) % seg
             if g.max() < 0:
                 if pos != 0 or writer["open"][e] or writer["episode_of"][e] != -1:
-                    raise StateError(f"state['writer'] for environment {e} describes writes its segment lacks")
+                    raise StateError(
+                        f"state['writer']['pos'], ['open'] or ['episode_of'] of environment {e} describe writes "
+                        "its segment lacks (state['sampler']['generation'])"
+                    )
                 continue
             if gen[newest] != g.max():
-                raise StateError(f"state['writer']['pos'] of environment {e} is not after its newest slot")
+                raise StateError(
+                    f"state['writer']['pos'] of environment {e} is not after its newest slot "
+                    "by state['sampler']['generation']"
+                )
             if writer["episode_of"][e] != episode[newest]:
-                raise StateError(f"state['writer']['episode_of'] of environment {e} is not its newest episode")
+                raise StateError(
+                    f"state['writer']['episode_of'] of environment {e} is not the state['storage']['episode'] "
+                    "of its newest slot"
+                )
             if writer["open"][e] != (kind[newest] == TRANSITION) or (
                 writer["open"][e] and writer["last"][e] != newest
             ):
-                raise StateError(f"state['writer'] of environment {e} disagrees with its newest slot")
+                raise StateError(
+                    f"state['writer']['open'] or ['last'] of environment {e} disagree with the "
+                    "state['storage']['kind'] of its newest slot"
+                )
             for loc in range(seg):
                 s = base + loc
                 if kind[s] == EMPTY or loc == pos % seg:
@@ -502,12 +626,16 @@ class ReplayBuffer:
                 p = base + (loc - 1) % seg
                 if kind[p] == EMPTY:
                     if loc != 0 or ep_step[s] != 0:
-                        raise StateError(f"state['storage'] slot {s} follows an empty slot")
+                        raise StateError(f"state['storage']['kind'] and ['ep_step'] of slot {s}: it follows an "
+                                         "empty slot")  # fmt: skip
                     continue
                 follows = episode[p] == episode[s] and ep_step[p] == ep_step[s] - 1 and kind[p] == TRANSITION
                 starts = ep_step[s] == 0 and kind[s] == TRANSITION and kind[p] == TAIL
                 if not (follows or starts) or gen[p] > gen[s]:
-                    raise StateError(f"state['storage'] slot {s} does not continue slot {p}")
+                    raise StateError(
+                        f"state['storage'] slot {s} does not continue slot {p} (by ['kind'], ['episode'] and "
+                        "['ep_step'], written after it by state['sampler']['generation'])"
+                    )
 
     def __repr__(self) -> str:
         return (

@@ -127,22 +127,38 @@ class ReplayDiagnostics:
     @staticmethod
     def parse_state(state, capacity: int) -> dict:
         """Check a :meth:`state_dict` (``ValueError`` naming the field); returns it as arrays."""
-        from ..samplers.base import StateError, state_array, state_value
+        from ..samplers.base import StateError, check_keys, state_array, state_value
 
+        check_keys(state, ("counts", "ess", "ages", "moments", "beta"), "state['diagnostics']")
         counts = state_array(state, "counts", np.int64, (capacity,))
         ess = state_array(state, "ess", np.float64, (-1,))
         ages = state_array(state, "ages", np.int64, (-1,))
         moments = state_array(state, "moments", np.float64, (3, 3))
         beta = state_value(state, "beta")
-        if (counts < 0).any() or (ages < 0).any():
-            raise StateError("state['diagnostics'] counts and ages must be non-negative")
-        if (~(np.isnan(ess) | ((ess >= 0) & (ess <= 1 + 1e-12)))).any():
-            raise StateError("state['diagnostics']['ess'] must hold fractions in [0, 1]")
+        for key, arr in (("counts", counts), ("ages", ages)):
+            if (arr < 0).any():
+                raise StateError(f"state['diagnostics'][{key!r}] must be non-negative")
+        if not ((ess > 0) & (ess <= 1 + 1e-12)).all():  # one per batch: (sum w)^2 / (k sum w^2), weights > 0
+            raise StateError("state['diagnostics']['ess'] must hold fractions in (0, 1], one per batch")
         n = moments[:, 0]
         if not np.isfinite(moments).all() or (n < 0).any() or (n != np.round(n)).any() or (moments[:, 2] < 0).any():
             raise StateError("state['diagnostics']['moments'] must hold counts, sums and sums of squares")
+        w_n, w_s, w_s2 = moments[0]
+        tol = 1e-9 * max(w_n, 1.0)
+        if w_n != ages.shape[0] or not (0 <= w_s2 <= w_s + tol and w_s <= w_n + tol) or (w_n > 0) != (w_s > 0):
+            raise StateError(
+                f"state['diagnostics']['moments'] counts {w_n:g} weights in (0, 1] and state['diagnostics']['ages'] "
+                f"holds {ages.shape[0]} ages: each drawn item gives one of each"
+            )
+        if (ess.shape[0] == 0) != (ages.shape[0] == 0) or ess.shape[0] > ages.shape[0]:
+            raise StateError(
+                f"state['diagnostics']['ess'] holds {ess.shape[0]} batches for the {ages.shape[0]} drawn items of "
+                "state['diagnostics']['ages']: one per batch, each of at least one item"
+            )
         if not isinstance(beta, float) or not (math.isnan(beta) or 0.0 <= beta <= 1.0):
             raise StateError(f"state['diagnostics']['beta'] must be a float in [0, 1] or NaN, got {beta!r}")
+        if not math.isnan(beta) and ess.shape[0] == 0:
+            raise StateError(f"state['diagnostics']['beta'] = {beta} is set, but no batch was drawn (state['ess'])")
         return {"counts": counts, "ess": ess, "ages": ages, "moments": moments, "beta": beta}
 
     def assign(self, parsed: dict) -> None:

@@ -33,6 +33,7 @@ update), when the stamps are passed back.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +47,9 @@ _NO_STAMPS = np.empty(0, dtype=np.int64)
 _NO_TD = np.empty(0)
 _NO_TREE = TreeArrays(np.empty(0), np.empty(0), np.empty(0), 0, 0)  # samplers without a sum tree
 MAX_WRITES = 2**62  # write stamps stay far from int64 overflow
+_SAFE_TOTAL = np.finfo(np.float64).max / 2
+"""A total mass bound below which a write cannot overflow the sum tree (rounding of the tree's sums is
+far below this margin); a write whose bound reaches it is first tried on a copy."""
 
 # error codes of the jitted checks
 _OK, _OUT_OF_RANGE, _NOT_FINITE, _EMPTY, _OVERFLOW, _BAD_LINK = 0, 1, 2, 3, 4, 5
@@ -119,6 +123,17 @@ def store_priorities(tree, tmin, leaf0, sampleable, raw_store, td_store, indices
     if tree.shape[0] > 0:
         write_masses(tree, tmin, leaf0, indices, mass, sampleable)
     return top
+
+
+@njit(cache=True)
+def total_may_overflow(tree, n, mass, top_mass, span):
+    """Whether ``n`` items of masses ``mass`` (or at most ``top_mass``), each raising at most ``span``
+    other slots to at most the largest of them, could bring the total mass of ``tree`` to
+    :data:`_SAFE_TOTAL` (a bound: exact checks are made on a copy past it)."""
+    top = top_mass
+    for i in range(mass.shape[0]):
+        top = max(top, mass[i])
+    return not tree[0] + n * (1 + span) * top < _SAFE_TOTAL
 
 
 @njit(cache=True)
@@ -270,10 +285,41 @@ def _as_int64(values, name: str) -> np.ndarray:
     return as_index_array(name, values)
 
 
+def check_keys(state, expected, where: str = "state") -> None:
+    """:class:`StateError` naming the first entry of ``state`` that is not among ``expected``."""
+    if not isinstance(state, dict):
+        raise StateError(f"{where} must be a dict, got {type(state).__name__}")
+    extra = [k for k in state if k not in expected]
+    if extra:
+        raise StateError(f"{where} has an unknown entry {extra[0]!r}")
+
+
+def _check_rng_leaves(value, template, where: str) -> None:
+    """``value`` has exactly the structure of the bit generator state ``template``: the same keys,
+    integers (never floats or booleans) where it has integers, ``has_uint32`` in {0, 1}."""
+    if isinstance(template, dict):
+        check_keys(value, template, where)
+        for k, t in template.items():
+            if k not in value:
+                raise StateError(f"{where} lacks the entry {k!r}")
+            _check_rng_leaves(value[k], t, f"{where}[{k!r}]")
+    elif isinstance(template, str):
+        if value != template:
+            raise StateError(f"{where} must be {template!r}, got {value!r}")
+    elif isinstance(template, np.ndarray):
+        if not isinstance(value, np.ndarray) or value.dtype != template.dtype or value.shape != template.shape:
+            raise StateError(f"{where} must be a {template.dtype} array of shape {template.shape}")
+    elif isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise StateError(f"{where} must be a non-negative integer, got {value!r}")
+    elif where.endswith("['has_uint32']") and value not in (0, 1):
+        raise StateError(f"{where} must be 0 or 1, got {value!r}")
+
+
 def load_rng_state(state, bit_generator_type, key: str = "rng") -> np.random.Generator:
     """A fresh Generator set to ``state[key]``, or :class:`StateError` naming the field."""
     value = state_value(state, key)
     probe = np.random.Generator(bit_generator_type())
+    _check_rng_leaves(value, probe.bit_generator.state, f"state[{key!r}]")
     try:
         probe.bit_generator.state = value
     except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as err:
@@ -294,6 +340,7 @@ class Sampler:
     _rule = ABS
     _rule_param = 0.0
     _alpha_for_checks = 1.0
+    _positive_priorities = False  # whether the rule keeps every priority above 0 (set_priorities must too)
 
     def __init__(self, capacity: int, seed=None):
         self.capacity = check_positive_int("capacity", capacity)
@@ -394,6 +441,13 @@ class Sampler:
         if bad >= 0:
             raise ValueError(f"prev[{bad}] = {links[bad]} points at an empty slot")
         prepared = self._prepare_add(idx, td)  # everything that can fail happens here
+        if self._may_overflow(n, prepared):
+            self._try_on_copy(lambda s: s._commit_add(idx, links, link_gen, flags, prepared),
+                              f"adding slots {idx[:4].tolist()}{'...' if n > 4 else ''}")  # fmt: skip
+        self._commit_add(idx, links, link_gen, flags, prepared)
+
+    def _commit_add(self, idx, links, link_gen, flags, prepared) -> None:
+        n = idx.shape[0]
         self._size, delta = commit_add(
             idx, links, link_gen, flags, self._writes, self._generation, self._prev, self._prev_gen,
             self._sampleable, self._td, self._filled, self._size,
@@ -407,6 +461,11 @@ class Sampler:
         """Allow (``True``) or forbid (``False``) drawing written ``slots``; priorities are kept."""
         idx = _as_int64(slots, "slots")
         flags = self._check_flags("sampleable", sampleable, idx.shape[0], True)
+        if self._may_overflow(int(flags.sum()), None):
+            self._try_on_copy(lambda s: s._set_flags(idx, flags), f"making slots {idx[:4].tolist()} sampleable")
+        self._set_flags(idx, flags)
+
+    def _set_flags(self, idx: np.ndarray, flags: np.ndarray) -> None:
         code, pos, delta = commit_flags(idx, flags, self._generation, self._sampleable)
         if code == _OUT_OF_RANGE:
             raise ValueError(f"slots[{pos}] = {idx[pos]} is out of range [0, {self.capacity})")
@@ -432,25 +491,32 @@ class Sampler:
         if code != _OK:
             raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
         if keep.shape[0]:
+            self._guard_total(keep, raw, mass, kept, td, "td_errors")
             self._apply(keep, raw, mass, kept)
 
     def set_priorities(self, indices, priorities, generations=None) -> None:
         """Set raw priorities directly (a learned sampler's scores), stale items skipped.
 
         Takes the same path as :meth:`update` with the identity rule; priorities
-        must be finite and non-negative.
+        must be finite and non-negative, and positive where the sampler's rule
+        keeps every priority positive (PER and PSER with eps > 0, LAP).
         """
         idx, p, gen = self._check_call(indices, priorities, generations, "priorities")
         neg = p < 0
         if neg.any():
             i = int(np.flatnonzero(neg)[0])
             raise ValueError(f"priorities[{i}] = {p[i]} must be non-negative")
+        if self._positive_priorities and (p == 0).any():
+            i = int(np.flatnonzero(p == 0)[0])
+            raise ValueError(f"priorities[{i}] = 0.0 must be positive: {self.name}'s rule gives every slot a "
+                             "positive priority")  # fmt: skip
         code, pos, keep, raw, mass, _ = prepare_update(
             idx, p, gen, self._generation, ABS, 0.0, self._alpha_for_checks
         )
         if code != _OK:
             raise ValueError(self._update_error(code, pos, idx, p, "priorities"))
         if keep.shape[0]:
+            self._guard_total(keep, raw, mass, None, p, "priorities")
             self._apply(keep, raw, mass, None)
 
     def on_evaluation(self, info: dict | None = None) -> None:
@@ -495,6 +561,7 @@ class Sampler:
         sampler is left unchanged.
         """
         try:
+            check_keys(state, self.state_dict())
             values = self._parse_state(state)
             probe = load_rng_state(state, type(self.rng.bit_generator))
         except StateError:
@@ -508,17 +575,16 @@ class Sampler:
     def _parse_state(self, state: dict) -> dict:
         """Check ``state`` and return the attributes to assign (no side effect)."""
         name, capacity, config = (state_value(state, k) for k in ("name", "capacity", "config"))
-        if name != self.name or capacity != self.capacity:
-            raise StateError(
-                f"state is for sampler {name!r} with capacity {capacity!r}, "
-                f"not {self.name!r} with capacity {self.capacity}"
-            )
-        if config != self.config():
-            raise StateError(f"state was saved with settings {config}, this sampler has {self.config()}")
+        if not isinstance(name, str) or name != self.name:
+            raise StateError(f"state['name'] = {name!r} is not this sampler's {self.name!r}")
+        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity != self.capacity:
+            raise StateError(f"state['capacity'] = {capacity!r} is not this sampler's {self.capacity}")
+        if not isinstance(config, dict) or config != self.config():
+            raise StateError(f"state['config'] = {config!r} differs from this sampler's settings {self.config()}")
         cap = (self.capacity,)
         generation = state_array(state, "generation", np.int64, cap)
         writes = state_int(state, "writes")
-        if generation.min() < -1 or writes != generation.max() + 1:
+        if generation.min() < -1 or generation.max() >= MAX_WRITES or writes != int(generation.max()) + 1:
             raise StateError("state['writes'] must be one past the newest stamp in state['generation']")
         written = generation >= 0
         stamps = generation[written]
@@ -526,16 +592,23 @@ class Sampler:
             raise StateError("state['generation'] repeats a write stamp")
         filled = state_array(state, "filled", np.int64, (-1,))
         if not np.array_equal(np.sort(filled), np.flatnonzero(written)):
-            raise StateError("state['filled'] must list each written slot (generation >= 0) exactly once")
+            raise StateError("state['filled'] must list each written slot (state['generation'] >= 0) exactly once")
         prev = state_array(state, "prev", np.int64, cap)
         prev_gen = state_array(state, "prev_gen", np.int64, cap)
         if ((prev < -1) | (prev >= self.capacity)).any() or ((prev >= 0) & ~written).any():
             raise StateError("state['prev'] must hold -1 or a slot, and only for written slots")
         linked = prev >= 0
-        if ((prev_gen < -1) | (linked & ((prev_gen < 0) | (prev_gen >= generation)))).any() or (
+        target = generation[np.where(linked, prev, 0)]
+        if (linked & (target < 0)).any():
+            s = int(np.flatnonzero(linked & (target < 0))[0])
+            raise StateError(f"state['prev'] links slot {s} to slot {prev[s]}, which was never written")
+        if ((prev_gen < -1) | (linked & ((prev_gen < 0) | (prev_gen >= generation) | (prev_gen > target)))).any() or (
             prev_gen[~linked] != -1
         ).any():
-            raise StateError("state['prev_gen'] must be an earlier stamp for each link and -1 elsewhere")
+            raise StateError(
+                "state['prev_gen'] must be, for each link of state['prev'], a stamp the target slot had before "
+                "the linking write (-1 elsewhere)"
+            )
         sampleable = state_array(state, "sampleable", bool, cap)
         if (sampleable & ~written).any():
             raise StateError("state['sampleable'] marks an empty slot")
@@ -567,6 +640,13 @@ class Sampler:
         }
 
     # -- hooks for subclasses --------------------------------------------------
+    def _may_overflow(self, n: int, prepared) -> bool:
+        """Whether writing ``n`` items could make a total sampling mass overflow (no masses here)."""
+        return False
+
+    def _guard_total(self, idx, raw, mass, td, values, what: str) -> None:
+        """Refuse priorities that would make the total sampling mass overflow (no masses here)."""
+
     def _prepare_add(self, idx: np.ndarray, td: np.ndarray | None):
         """Check and compute what :meth:`_on_add` needs; must not change state."""
         return None
@@ -700,7 +780,7 @@ class PrioritySampler(Sampler):
         self.initial_priority = check_range(
             "initial_priority", initial_priority, 0.0, np.inf, lo_open=True, hi_open=True
         )
-        if not np.isfinite(mass_of(self.initial_priority, self.alpha)):
+        if self._uses_tree and not np.isfinite(mass_of(self.initial_priority, self.alpha)):
             raise ValueError(f"initial_priority={initial_priority} overflows when raised to alpha={alpha}")
         if init not in ("max", "td"):
             raise ValueError(f"init must be 'max' or 'td', got {init!r}")
@@ -713,7 +793,47 @@ class PrioritySampler(Sampler):
 
     @property
     def _alpha_for_checks(self) -> float:
-        return self.alpha
+        """The power whose result must be finite: masses are computed only for the sum tree."""
+        return self.alpha if self._uses_tree else 1.0
+
+    @property
+    def _positive_priorities(self) -> bool:
+        """PER and PSER with eps > 0 and LAP (kappa > 0) never give a priority of 0."""
+        return self._rule != ABS and self._rule_param > 0.0
+
+    _decay_span = 0
+    """Slots besides its own whose priority one item can raise (PSER's window)."""
+
+    def _may_overflow(self, n: int, prepared) -> bool:
+        """Whether writing ``n`` items (masses ``prepared[1]``, or at most the max priority's) could make
+        the total mass overflow: a cheap bound (:func:`total_may_overflow`), exact checks happen on a
+        copy only past it."""
+        if self.tree is None or n == 0:
+            return False
+        mass = _NO_TD if prepared is None else prepared[1]
+        return total_may_overflow(self.tree.arrays.tree, n, mass, mass_of(self._max_raw, self.alpha),
+                                  self._decay_span)  # fmt: skip
+
+    def _guard_total(self, idx, raw, mass, td, values, what: str) -> None:
+        """Refuse, before writing, priorities that would make the total sampling mass overflow."""
+        if self._may_overflow(idx.shape[0], (raw, mass)):
+            i = int(np.argmax(np.abs(values)))
+            self._try_on_copy(lambda s: s._apply(idx, raw, mass, td), f"{what}[{i}] = {values[i]}")
+
+    def _try_on_copy(self, write, what: str) -> None:
+        """Run ``write`` on a copy of the arrays a write touches and raise ``ValueError`` if the copy's
+        total mass overflows (only past the bound of :meth:`_may_overflow`: a write near the float range)."""
+        trial = copy.copy(self)
+        for key, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                setattr(trial, key, value.copy())
+        trial.tree = copy.deepcopy(self.tree)
+        write(trial)
+        if not np.isfinite(trial.tree.total):
+            raise ValueError(
+                f"{what}: the total sampling mass overflows the float range (alpha={self.alpha}); "
+                "refused, nothing changed"
+            )
 
     def config(self) -> dict:
         return {
@@ -760,7 +880,7 @@ class PrioritySampler(Sampler):
                 raise ValueError("init='td' needs td_errors in add()")
             code, pos, _, raw, mass, _ = prepare_update(
                 np.zeros(td.shape[0], dtype=np.int64), td, _NO_STAMPS, np.zeros(1, dtype=np.int64),
-                self._rule, self._rule_param, self.alpha,
+                self._rule, self._rule_param, self._alpha_for_checks,
             )  # fmt: skip
             if code != _OK:
                 raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
@@ -810,14 +930,17 @@ class PrioritySampler(Sampler):
             raise StateError("state['raw'] must hold finite non-negative priorities")
         if (raw[values["_generation"] < 0] != 0).any():
             raise StateError("state['raw'] holds a priority on a slot never written")
+        if self._positive_priorities and (raw[values["_generation"] >= 0] == 0).any():
+            s = int(np.flatnonzero((raw == 0) & (values["_generation"] >= 0))[0])
+            raise StateError(f"state['raw'] holds 0 on written slot {s}; {self.name}'s priorities are positive")
         max_raw = state_value(state, "max_raw")
         if not isinstance(max_raw, (float, int, np.floating, np.integer)) or isinstance(max_raw, bool):
             raise StateError(f"state['max_raw'] must be a number, got {max_raw!r}")
         max_raw = float(max_raw)
         if not (np.isfinite(max_raw) and max_raw >= self.initial_priority and max_raw >= raw.max()):
             raise StateError(f"state['max_raw'] = {max_raw} must be finite and at least every stored priority")
-        mass = masses_of(raw, self.alpha)
-        if not np.isfinite(mass).all() or not np.isfinite(mass_of(max_raw, self.alpha)):
+        mass = masses_of(raw, self._alpha_for_checks)
+        if not np.isfinite(mass).all() or not np.isfinite(mass_of(max_raw, self._alpha_for_checks)):
             raise StateError(f"state['raw'] holds a priority that overflows when raised to alpha={self.alpha}")
         values.update(_raw=raw, _max_raw=max_raw)
         if self.tree is not None:

@@ -85,6 +85,10 @@ class PSERSampler(PERSampler):
         self.window = window_from_rho(self.rho) if window is None else check_positive_int("window", window)
         super().__init__(capacity, alpha=alpha, beta=beta, eps=eps, seed=seed, **kwargs)
 
+    @property
+    def _decay_span(self) -> int:
+        return self.window
+
     def config(self) -> dict:
         return {**super().config(), "rho": self.rho, "eta": self.eta, "window": self.window, "mode": self.mode}
 

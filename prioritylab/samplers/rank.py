@@ -229,7 +229,8 @@ class RankSampler(PrioritySampler):
         since_sort = state_int(state, "since_sort", 0, self.sort_every)
         live = heap[:heap_n]
         if heap_n != values["_size"] or ((live < 0) | (live >= self.capacity)).any():
-            raise StateError("state['heap'] must list the written slots")
+            raise StateError(f"state['heap_n'] = {heap_n} and state['heap'] must list the {values['_size']} "
+                             "written slots")  # fmt: skip
         if not np.array_equal(np.sort(live), np.sort(values["_filled"][:heap_n])):
             raise StateError("state['heap'] must list each written slot exactly once")
         expected_pos = np.full(self.capacity, -1, dtype=np.int64)
