@@ -195,8 +195,9 @@ class MinAtarSettings(RunSettings):
     """Probability of repeating the previous action (MinAtar's default sticky actions: 0.1)."""
     ramping: bool = True
     """Difficulty ramping of Asterix and Seaquest (MinAtar's default: on)."""
-    max_episode_steps: int = 100_000
-    """Truncate episodes after this many frames (ours, a guard: MinAtar has no episode limit)."""
+    max_episode_steps: int = 10_000
+    """Truncate episodes after this many frames (ours, a guard: MinAtar has no episode limit, and a greedy
+    policy can loop, e.g. a still paddle under a Breakout ball that never reaches a brick)."""
     clip_reward: bool = False
     """Clip rewards to [-1, 1] in the TD target (off: the MinAtar reference DQN does not clip)."""
 

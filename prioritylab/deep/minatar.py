@@ -70,7 +70,7 @@ class MinAtarObservation(gym.ObservationWrapper):
         return np.ascontiguousarray(np.asarray(obs, dtype=bool).transpose(2, 0, 1))
 
 
-def make_minatar_env(env_id: str, sticky: float = 0.1, max_episode_steps: int = 100_000,
+def make_minatar_env(env_id: str, sticky: float = 0.1, max_episode_steps: int = 10_000,
                      ramping: bool = True) -> gym.Env:  # fmt: skip
     """The environment above; a :class:`SettingsError` naming an unknown MinAtar game."""
     register()
