@@ -1,27 +1,33 @@
-"""DQN (Mnih et al., 2015) and Double DQN (van Hasselt et al., 2016) on Atari, with any replay method.
+"""DQN (Mnih et al., 2015) and Double DQN (van Hasselt et al., 2016) on Atari and MinAtar, with any replay method.
 
 * ``dqn``: the Nature agent with the settings of PSER's appendix (Table 4), the DQN that
   PSER compares PER and PSER with;
 * ``ddqn``: Double DQN with the settings of LAP/PAL App. D.2, Table 7, the agent that LAP
-  and PAL are compared on.
+  and PAL are compared on;
+* on a MinAtar game (``--env MinAtar/<Game>-v1``), both take the network and settings of the
+  MinAtar paper's DQN baseline (:class:`MinAtarSettings`, :class:`MinAtarNet`); the update is the
+  same, and the replay stores one boolean state per slot (no frame stack).
 
 Both share the network (:class:`NatureCNN`), the epsilon-greedy policy and the update; they
 differ in the target: ``r + gamma max_a Q'(s', a)`` (DQN) against
 ``r + gamma Q'(s', argmax_a Q(s', a))`` (Double DQN).  The discount is zeroed only on
 termination, never on truncation (LAP App. D.2, "Terminal Transitions").
 
-Rewards are clipped to [-1, 1] **in the TD target only** (``batch.reward.clamp(-1, 1)``):
+On Atari, rewards are clipped to [-1, 1] **in the TD target only** (``batch.reward.clamp(-1, 1)``):
 the replay stores the game's reward and the evaluation returns are the game's scores.  The
 replay uses one-step returns, so clipping the sampled reward is clipping each reward.
 
-Counting: one agent step is 4 emulator frames (:mod:`prioritylab.deep.atari`); ``steps``,
+Counting on Atari: one agent step is 4 emulator frames (:mod:`prioritylab.deep.atari`); ``steps``,
 ``start_steps``, ``eval_every`` count agent steps; ``target_every`` and ``eps_decay`` count
-updates (one every ``update_every`` agent steps), as LAP's Table 7 does.
+updates (one every ``update_every`` agent steps), as LAP's Table 7 does.  On MinAtar one step is one
+frame and there is one update per frame.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -33,6 +39,7 @@ from ..replay import estimate_bytes
 from .atari import FRAME_STACK, SCREEN, atari_state, make_atari_env, score_columns, set_atari_state
 from .loop import Spec, replay_capacity
 from .methods import Defaults, Method
+from .minatar import make_minatar_env, minatar_state, set_minatar_state
 from .run import RunSettings, SettingsError
 
 # LAP/PAL Table 7 (Double DQN): PER alpha 0.6, beta 0.4 (annealed to 1, PER Section 3.4), eps 1e-10;
@@ -97,6 +104,8 @@ class AtariSettings(RunSettings):
     """Truncate episodes after this many emulator frames (108k = 27k agent steps, 30 minutes of play)."""
     sticky: float = 0.25
     """Probability of repeating the previous action (sticky actions, App. D.2: 0.25)."""
+    clip_reward: bool = True
+    """Clip rewards to [-1, 1] in the TD target (Nature DQN; LAP App. D.2)."""
 
 
 @dataclass
@@ -125,6 +134,100 @@ class DQNSettings(AtariSettings):
     250k agent steps = 62,500 updates)."""
     eval_eps: float = 0.001
     """Epsilon of the evaluation policy (PSER Table 4: 0.001)."""
+
+
+@dataclass
+class MinAtarSettings(RunSettings):
+    """DQN on a MinAtar game: the MinAtar paper's DQN baseline (Young & Tian, 2019).
+
+    Sources: the paper's Section 4 (network, one update per frame, 5M frames) and the constants of its
+    reference implementation, ``examples/dqn.py`` of the MinAtar repository ("as in the MinAtar reference
+    DQN" below); one step is one frame.  Where the reference counts frames (target period, epsilon's
+    decay after the replay start) this counts updates, the same at one update per frame.  The evaluation
+    is ours: the paper reports training-episode returns.
+    """
+
+    env: str = "MinAtar/Breakout-v1"
+    """MinAtar game id (MinAtar/<Game>-v1, minimal action set; -v0: all 6 actions)."""
+    steps: int = 5_000_000
+    """Frames to train for (MinAtar paper: 5M frames)."""
+    eval_every: int = 100_000
+    """Evaluate every this many frames (ours: 50 evaluations over the paper's 5M)."""
+    eval_episodes: int = 10
+    """Episodes per evaluation at epsilon eval_eps, env seeded with seed + 100 (ours, as the Atari agents)."""
+    checkpoint_every: int = 250_000
+    """Checkpoint at the first episode end after every this many frames."""
+    buffer_size: int = 100_000
+    """Replay capacity in transitions (as in the MinAtar reference DQN: 100k)."""
+    batch_size: int = 32
+    """Minibatch size (as in the MinAtar reference DQN: 32)."""
+    gamma: float = 0.99
+    """Discount factor (as in the MinAtar reference DQN: 0.99)."""
+    lr: float = 2.5e-4
+    """RMSProp learning rate (as in the MinAtar reference DQN: 0.00025)."""
+    rms_alpha: float = 0.95
+    """RMSProp squared-gradient momentum (as in the MinAtar reference DQN: 0.95)."""
+    rms_eps: float = 0.01
+    """RMSProp minimum squared gradient, passed as torch's eps (as in the MinAtar reference DQN: 0.01)."""
+    centered: bool = True
+    """Centered RMSProp (as in the MinAtar reference DQN); momentum is 0."""
+    start_steps: int = 5_000
+    """Frames of uniformly random actions before the first update (as in the MinAtar reference DQN: 5k)."""
+    update_every: int = 1
+    """Frames per update (MinAtar paper and reference DQN: one update per frame)."""
+    target_every: int = 1_000
+    """Updates between target copies (as in the MinAtar reference DQN: every 1,000 frames)."""
+    eps_start: float = 1.0
+    """Initial exploration epsilon (as in the MinAtar reference DQN: 1.0)."""
+    eps_end: float = 0.1
+    """Final exploration epsilon (as in the MinAtar reference DQN: 0.1)."""
+    eps_decay: int = 100_000
+    """Updates of epsilon's linear decay (as in the MinAtar reference DQN: the first 100k frames after the
+    replay start)."""
+    eval_eps: float = 0.001
+    """Epsilon of the evaluation policy (ours, the Atari agents' 0.001), drawn from an RNG seeded at each
+    evaluation."""
+    conv_channels: int = 16
+    """Filters of the one 3x3 stride-1 convolution (MinAtar paper, Section 4: 16)."""
+    hidden: int = 128
+    """Width of the fully connected hidden layer (MinAtar paper, Section 4: 128)."""
+    sticky: float = 0.1
+    """Probability of repeating the previous action (MinAtar's default sticky actions: 0.1)."""
+    ramping: bool = True
+    """Difficulty ramping of Asterix and Seaquest (MinAtar's default: on)."""
+    max_episode_steps: int = 10_000
+    """Truncate episodes after this many frames (ours, a guard: MinAtar has no episode limit, and a greedy
+    policy can loop, e.g. a still paddle under a Breakout ball that never reaches a brick)."""
+    clip_reward: bool = False
+    """Clip rewards to [-1, 1] in the TD target (off: the MinAtar reference DQN does not clip)."""
+
+
+@dataclass
+class MinAtarDQNSettings(MinAtarSettings):
+    """DQN on a MinAtar game (the MinAtar paper's DQN baseline; PSER Table 4's sampler settings)."""
+
+
+@dataclass
+class MinAtarDDQNSettings(MinAtarSettings):
+    """Double DQN on a MinAtar game (the MinAtar DQN baseline's settings; LAP Table 7's sampler settings)."""
+
+
+class MinAtarNet(nn.Module):
+    """The MinAtar paper's DQN network (Section 4): one 3x3 convolution of 16 filters, stride 1, ReLU,
+    a fully connected layer of 128 with ReLU, one output per action.
+
+    Input ``(batch, channels, 10, 10)`` booleans (0/1, used as they are); the convolution has no
+    padding, so the flatten is 16 x 8 x 8 = 1,024 wide.
+    """
+
+    def __init__(self, in_channels: int, actions: int, conv_channels: int = 16, hidden: int = 128, side: int = 10):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(in_channels, conv_channels, 3, stride=1), nn.ReLU(), nn.Flatten())
+        self.head = nn.Sequential(nn.Linear(conv_channels * (side - 2) ** 2, hidden), nn.ReLU(),
+                                  nn.Linear(hidden, actions))  # fmt: skip
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(obs.float()))
 
 
 class NatureCNN(nn.Module):
@@ -162,17 +265,27 @@ class NatureCNN(nn.Module):
         return self.head(self.features(x))
 
 
+def nature_network(actions: int, obs_shape: tuple, cfg: AtariSettings) -> NatureCNN:
+    return NatureCNN(actions, cfg.channels, cfg.hidden)
+
+
+def minatar_network(actions: int, obs_shape: tuple, cfg: MinAtarSettings) -> MinAtarNet:
+    channels, side, _ = obs_shape
+    return MinAtarNet(channels, actions, cfg.conv_channels, cfg.hidden, side)
+
+
 class DQN:
     """DQN's network, epsilon-greedy policy and update; :class:`DoubleDQN` changes only the target."""
 
     stat_keys = ("loss", "q_mean", "epsilon")
     double = False
 
-    def __init__(self, cfg: AtariSettings, env: gym.Env, device: torch.device, rng: np.random.Generator,
-                 noise: torch.Generator, method: Method):  # fmt: skip
+    def __init__(self, cfg: AtariSettings | MinAtarSettings, env: gym.Env, device: torch.device,
+                 rng: np.random.Generator, noise: torch.Generator, method: Method, network=None):  # fmt: skip
+        """``network(actions, obs_shape, cfg)`` builds the Q-network (default: :func:`nature_network`)."""
         self.cfg, self.device, self.rng = cfg, device, rng
         self.actions = int(env.action_space.n)
-        self.q = NatureCNN(self.actions, cfg.channels, cfg.hidden).to(device)
+        self.q = (network or nature_network)(self.actions, env.observation_space.shape, cfg).to(device)
         self.target = copy.deepcopy(self.q)
         self.target.requires_grad_(False)
         self.opt = torch.optim.RMSprop(self.q.parameters(), lr=cfg.lr, alpha=cfg.rms_alpha, eps=cfg.rms_eps,
@@ -207,7 +320,8 @@ class DQN:
         q_all = self.q(batch.obs)
         q = q_all.gather(1, action[:, None]).squeeze(1)
         with torch.no_grad():
-            target = batch.reward.clamp(-1.0, 1.0) + batch.discount * self.next_value(batch.next_obs)
+            reward = batch.reward.clamp(-1.0, 1.0) if self.cfg.clip_reward else batch.reward
+            target = reward + batch.discount * self.next_value(batch.next_obs)
         delta = (q - target)[None]  # (1, batch): one critic
         loss = method.critic_loss(delta, batch.weights)
         self.opt.zero_grad(set_to_none=True)
@@ -260,13 +374,11 @@ def available_bytes() -> int | None:
     return None  # pragma: no cover
 
 
-def check_atari(cfg: AtariSettings) -> None:
-    for name in ("buffer_size", "batch_size", "hidden", "update_every", "target_every", "eps_decay",
-                 "max_episode_frames"):  # fmt: skip
+def check_dqn(cfg: AtariSettings | MinAtarSettings, positive: tuple[str, ...]) -> None:
+    """The checks both settings share (``positive``: the fields of one kind that must also be positive)."""
+    for name in ("buffer_size", "batch_size", "hidden", "update_every", "target_every", "eps_decay", *positive):
         if getattr(cfg, name) <= 0:
             raise SettingsError(f"{name} must be positive, got {getattr(cfg, name)!r}")
-    if len(cfg.channels) != 3 or min(cfg.channels) <= 0:
-        raise SettingsError(f"channels must be three positive filter counts, got {cfg.channels!r}")
     if cfg.start_steps < 0:
         raise SettingsError(f"start_steps must be >= 0, got {cfg.start_steps!r}")
     for name in ("gamma", "eps_start", "eps_end", "eval_eps", "sticky", "rms_alpha"):
@@ -275,12 +387,28 @@ def check_atari(cfg: AtariSettings) -> None:
     for name in ("lr", "rms_eps"):
         if not getattr(cfg, name) > 0:
             raise SettingsError(f"{name} must be positive, got {getattr(cfg, name)!r}")
-    need, have = replay_bytes(cfg), available_bytes()
+
+
+def check_memory(cfg: RunSettings, need: int) -> None:
+    have = available_bytes()
     if have is not None and need > have:
         per = need // replay_capacity(cfg)
         raise SettingsError(f"a replay of {replay_capacity(cfg):,} transitions needs {need / 1e9:.1f} GB "
                             f"({per:,} bytes each) but only {have / 1e9:.1f} GB of memory is available; "
                             f"lower --buffer-size")  # fmt: skip
+
+
+def check_atari(cfg: AtariSettings) -> None:
+    check_dqn(cfg, ("max_episode_frames",))
+    if len(cfg.channels) != 3 or min(cfg.channels) <= 0:
+        raise SettingsError(f"channels must be three positive filter counts, got {cfg.channels!r}")
+    check_memory(cfg, replay_bytes(cfg))
+
+
+def check_minatar(cfg: MinAtarSettings) -> None:
+    check_dqn(cfg, ("conv_channels", "max_episode_steps"))
+    # the largest MinAtar state (Seaquest, 10 channels): 1,000 bytes per slot
+    check_memory(cfg, estimate_bytes(replay_capacity(cfg), (10, 10, 10), bool, (), np.int64))
 
 
 def make_env(env_id: str, cfg: AtariSettings) -> gym.Env:
@@ -302,6 +430,16 @@ def random_discrete_action(env: gym.Env, rng: np.random.Generator) -> int:
     return int(rng.integers(env.action_space.n))
 
 
+def make_minatar(env_id: str, cfg: MinAtarSettings) -> gym.Env:
+    return make_minatar_env(env_id, sticky=cfg.sticky, max_episode_steps=cfg.max_episode_steps, ramping=cfg.ramping)
+
+
+def minatar_buffer_args(cfg: MinAtarSettings, env: gym.Env) -> dict:
+    """One boolean state per slot, no frame stack (MinAtar paper)."""
+    return {"obs_shape": env.observation_space.shape, "action_shape": (), "obs_dtype": bool,
+            "action_dtype": np.int64, "frame_stack": 1, "gamma": cfg.gamma}  # fmt: skip
+
+
 def _spec(name: str, agent, defaults: Defaults) -> Spec:
     return Spec(
         name=name,
@@ -319,6 +457,17 @@ def _spec(name: str, agent, defaults: Defaults) -> Spec:
     )
 
 
+def _minatar_spec(atari: Spec, agent) -> Spec:
+    """The Atari agent's spec with MinAtar's environment, network, checks and replay layout."""
+    return dataclasses.replace(atari, make_env=make_minatar, check=check_minatar,
+                               make_agent=functools.partial(agent, network=minatar_network),
+                               buffer_args=minatar_buffer_args, env_state=minatar_state,
+                               set_env_state=set_minatar_state, score_columns=None)  # fmt: skip
+
+
 DQN_SPEC = _spec("dqn", DQN, DQN_DEFAULTS)
 DDQN_SPEC = _spec("ddqn", DoubleDQN, DDQN_DEFAULTS)
 SPECS = {"dqn": DQN_SPEC, "ddqn": DDQN_SPEC}
+MINATAR_SPECS = {"dqn": _minatar_spec(DQN_SPEC, DQN), "ddqn": _minatar_spec(DDQN_SPEC, DoubleDQN)}
+"""The same agents on MinAtar games (``prioritylab train dqn --env MinAtar/Breakout-v1`` picks them)."""
+MINATAR_SETTINGS = {"dqn": MinAtarDQNSettings, "ddqn": MinAtarDDQNSettings}

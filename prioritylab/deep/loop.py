@@ -26,6 +26,8 @@ from tqdm import tqdm
 
 from ..replay import ReplayBuffer
 from .methods import Defaults, Method
+from .minatar import is_minatar
+from .minatar import register as register_minatar
 from .run import (
     CHECKPOINT,
     Clock,
@@ -85,6 +87,8 @@ class Spec:
 
 
 def make_gym_env(env_id: str) -> gym.Env:
+    if is_minatar(env_id):
+        register_minatar()  # so that an agent can name what the environment is, e.g. its discrete actions
     try:
         return gym.make(env_id)
     except gym.error.Error as err:

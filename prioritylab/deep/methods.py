@@ -135,13 +135,13 @@ class Method:
 
     def check_env(self, env) -> None:
         """Refuse, before any work, an environment the method cannot serve (NERS: vector observations or
-        uint8 image stacks)."""
+        uint8/bool images)."""
         space = env.observation_space
         shape = getattr(space, "shape", None) or ()
-        image = len(shape) == 3 and getattr(space, "dtype", None) == np.uint8
+        image = len(shape) == 3 and getattr(space, "dtype", None) in (np.uint8, np.bool_)
         if self.name == "ners" and len(shape) != 1 and not image:
             name = env.spec.id if env.spec else "this env"
-            raise ValueError(f"NERS takes vector observations or uint8 image stacks; {name} has observations of "
+            raise ValueError(f"NERS takes vector observations or uint8/bool images; {name} has observations of "
                              f"shape {shape}")  # fmt: skip
 
     def attach(self, buffer) -> None:

@@ -60,6 +60,10 @@ CNN_KERNEL, CNN_STRIDE = 5, 5
 """Filter size and stride of both convolutions (5x5, stride 5)."""
 CNN_HIDDEN = (256, 64, 32)
 """Widths of the fully connected layers after flattening; the last is the size of a state's code."""
+SMALL_CHANNELS, SMALL_KERNEL, SMALL_STRIDE = (16,), 3, 1
+"""Frames smaller than 25x25 (MinAtar's 10x10), which App. B's two 5x5 stride-5 convolutions cannot take:
+one 3x3 stride-1 convolution of 16 channels, the MinAtar DQN's (a departure of ours; the paper has no such
+frames)."""
 
 
 class FeatureSource(Protocol):
@@ -80,16 +84,17 @@ class BufferFeatures:
 
     Vector observations are vector fields.  Image observations, a uint8 stack
     of shape ``(channels, height, width)`` as the Atari agents store them, are
-    image fields that the network passes through its CNN (App. B).  A discrete
-    action is one number.
+    image fields that the network passes through its CNN (App. B); boolean
+    images (MinAtar's object channels) are handed over as uint8 0/255.  A
+    discrete action is one number.
     """
 
     def __init__(self, buffer, timestep_scale: float = TIMESTEP_SCALE):
         shape = tuple(buffer.obs_shape)
-        image = len(shape) == 3 and np.dtype(buffer.obs_dtype) == np.uint8
+        image = len(shape) == 3 and np.dtype(buffer.obs_dtype) in (np.uint8, np.bool_)
         if not (len(shape) == 1 and buffer.frame_stack == 1) and not image:
             raise ValueError(
-                f"NERS takes vector observations or uint8 image stacks (channels, height, width); got observation "
+                f"NERS takes vector observations or uint8/bool images (channels, height, width); got observation "
                 f"shape {shape} of {np.dtype(buffer.obs_dtype)} (frame_stack={buffer.frame_stack})"
             )
         if not (timestep_scale > 0 and math.isfinite(timestep_scale)):
@@ -115,7 +120,12 @@ class BufferFeatures:
             "timestep": (steps / self.timestep_scale).reshape(n, 1),
         }
         for name in ("obs", "next_obs"):
-            out[name] = data[name] if self.images else data[name].reshape(n, -1)
+            if not self.images:
+                out[name] = data[name].reshape(n, -1)
+            elif data[name].dtype == np.bool_:
+                out[name] = data[name].astype(np.uint8) * np.uint8(255)
+            else:
+                out[name] = data[name]
         return out
 
 
@@ -139,17 +149,21 @@ def _mlp(sizes: tuple[int, ...]) -> nn.Sequential:
 
 class FrameEncoder(nn.Module):
     """A state's code from its uint8 frames (NERS App. B): two 5x5 convolutions of stride 5 with 32 and 64
-    channels, flattened, then fully connected layers of 256, 64 and 32 units (ReLU between all layers)."""
+    channels, flattened, then fully connected layers of 256, 64 and 32 units (ReLU between all layers).
+    Frames under 25x25 take the small-frame convolution (``SMALL_CHANNELS``) instead."""
 
     def __init__(self, image_shape: tuple[int, int, int], channels=CNN_CHANNELS, hidden=CNN_HIDDEN):
         super().__init__()
         c, h, w = image_shape
+        kernel, stride = CNN_KERNEL, CNN_STRIDE
+        if min(h, w) < CNN_KERNEL * CNN_STRIDE:  # App. B's CNN needs 25x25: the small-frame CNN (SMALL_*)
+            channels, kernel, stride = SMALL_CHANNELS, SMALL_KERNEL, SMALL_STRIDE
         convs: list[nn.Module] = []
         for out in channels:
-            convs += [nn.Conv2d(c, out, CNN_KERNEL, CNN_STRIDE), nn.ReLU()]
-            c, h, w = out, (h - CNN_KERNEL) // CNN_STRIDE + 1, (w - CNN_KERNEL) // CNN_STRIDE + 1
+            convs += [nn.Conv2d(c, out, kernel, stride), nn.ReLU()]
+            c, h, w = out, (h - kernel) // stride + 1, (w - kernel) // stride + 1
             if h <= 0 or w <= 0:
-                raise ValueError(f"NERS's CNN needs frames of at least 25x25 pixels, got {image_shape[1:]}")
+                raise ValueError(f"NERS's CNN needs frames of at least {kernel}x{kernel} pixels, got {image_shape[1:]}")
         self.conv = nn.Sequential(*convs, nn.Flatten())
         self.fc = _mlp((c * h * w, *hidden))
         self.out_dim = hidden[-1]

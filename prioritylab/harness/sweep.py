@@ -5,6 +5,10 @@ each dict holds ``agent`` (td3, sac, ...) and the ``prioritylab train`` settings
 of one run except the seed (``env``, ``sampler``, ``steps``, any other field,
 nested ones as ``"replay.alpha"``).  Budgets: ``paper`` (the paper's budget)
 and ``reduced`` (what fits a 2-core machine); a specification documents both.
+The queue is run by run, each with all its seeds; a specification that sets
+``SEED_MAJOR = True`` is queued seed by seed instead (every run with the first
+seed, then every run with the next), so that a sweep stopped part-way has the
+same seeds for every run.
 
 Each (run, seed) is one ``prioritylab train`` process writing its own run
 folder under ``--out``.  A finished run (``finished.json``) is skipped; an
@@ -34,7 +38,8 @@ from ..results import write_json
 BUDGETS = ("reduced", "paper")
 
 
-def load_spec(path: Path, budget: str) -> list[dict]:
+def load_module(path: Path):
+    """The specification's module; ``ValueError`` for a missing file or one without ``runs``."""
     if not path.is_file():
         raise ValueError(f"sweep specification {path} does not exist")
     spec = importlib.util.spec_from_file_location(f"sweep_spec_{path.stem}", path)
@@ -42,7 +47,19 @@ def load_spec(path: Path, budget: str) -> list[dict]:
     spec.loader.exec_module(module)
     if not callable(getattr(module, "runs", None)):
         raise ValueError(f"{path} defines no function runs(budget)")
-    runs = module.runs(budget)
+    return module
+
+
+def seed_major(path: Path) -> bool:
+    """Whether the specification asks for its queue seed by seed (``SEED_MAJOR = True``)."""
+    value = getattr(load_module(path), "SEED_MAJOR", False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{path}: SEED_MAJOR must be True or False, got {value!r}")
+    return value
+
+
+def load_spec(path: Path, budget: str) -> list[dict]:
+    runs = load_module(path).runs(budget)
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or "agent" not in run or "env" not in run or "sampler" not in run:
             raise ValueError(f"{path}: run {i} must be a dict with agent, env and sampler, got {run!r}")
@@ -69,23 +86,26 @@ def select(runs: list[dict], only: list[str]) -> list[dict]:
     return chosen
 
 
-def expand(runs: list[dict], seeds: int, first_seed: int, out: Path) -> list[dict]:
+def expand(runs: list[dict], seeds: int, first_seed: int, out: Path, by_seed: bool = False) -> list[dict]:
+    """One job per (run, seed): run by run, or seed by seed with ``by_seed``."""
     jobs = []
-    for run in runs:
-        for seed in range(first_seed, first_seed + seeds):
-            env = str(run["env"]).replace("/", "-")
-            folder = out / f"{run['agent']}_{env}_{run['sampler']}_s{seed}"
-            args = ["train", run["agent"]]
-            for key, value in run.items():
-                if key == "agent":
-                    continue
-                flag = "--" + key.replace("_", "-")
-                if isinstance(value, bool):
-                    args.append(flag if value else "--no-" + key.replace("_", "-"))
-                else:
-                    args += [flag, str(value)]
-            args += ["--seed", str(seed), "--out", str(out), "--no-progress"]
-            jobs.append({"name": folder.name, "folder": folder, "args": args})
+    pairs = [(run, seed) for run in runs for seed in range(first_seed, first_seed + seeds)]
+    if by_seed:
+        pairs.sort(key=lambda pair: pair[1])  # stable: the runs keep their order within a seed
+    for run, seed in pairs:
+        env = str(run["env"]).replace("/", "-")
+        folder = out / f"{run['agent']}_{env}_{run['sampler']}_s{seed}"
+        args = ["train", run["agent"]]
+        for key, value in run.items():
+            if key == "agent":
+                continue
+            flag = "--" + key.replace("_", "-")
+            if isinstance(value, bool):
+                args.append(flag if value else "--no-" + key.replace("_", "-"))
+            else:
+                args += [flag, str(value)]
+        args += ["--seed", str(seed), "--out", str(out), "--no-progress"]
+        jobs.append({"name": folder.name, "folder": folder, "args": args})
     return jobs
 
 
@@ -186,7 +206,8 @@ def _main(args) -> int:
     if args.backend == "ray" and importlib.util.find_spec("ray") is None:
         fail("prioritylab sweep", "--backend ray needs ray: pip install 'prioritylab[ray]'")
     try:
-        jobs = expand(select(load_spec(args.spec, args.budget), args.only), args.seeds, args.first_seed, args.out)
+        runs = select(load_spec(args.spec, args.budget), args.only)
+        jobs = expand(runs, args.seeds, args.first_seed, args.out, by_seed=seed_major(args.spec))
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     if args.dry_run:

@@ -1,0 +1,17 @@
+"""The MinAtar sampler study (``minatar_study.py``) with Double DQN in place of DQN: same games, samplers,
+budgets and seed-major queue; the samplers take Double DQN's defaults (LAP/PAL Table 7: PER alpha 0.6, beta
+0.4 annealed to 1; LAP/PAL alpha 0.6, kappa 0.01).
+
+    prioritylab sweep deep/minatar_study_ddqn.py --budget reduced --seeds 5 --jobs 2 --out runs/minatar_study
+"""
+
+from pathlib import Path
+
+from prioritylab.harness.sweep import load_spec
+
+HERE = Path(__file__).resolve().parent
+SEED_MAJOR = True
+
+
+def runs(budget: str) -> list[dict]:
+    return [{**run, "agent": "ddqn"} for run in load_spec(HERE / "minatar_study.py", budget)]
