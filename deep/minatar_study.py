@@ -12,14 +12,16 @@ fixed; LAP/PAL alpha 0.6, kappa 0.01, LAP Table 7).  Run it with 5 seeds:
 ``paper``: the paper's 5M frames a run, evaluated every 100k frames (10 episodes, epsilon 0.001,
 env seeded with seed + 100; the paper itself reports training returns).
 
-``reduced``: 500k frames a run, 10 % of the paper's 5M, with the paper's schedule unchanged (the
-exploration decay and the replay fit well inside 500k), evaluated every 25k frames (20 evaluations),
-one torch thread, checkpoints every 100k frames.  Measured here (2 cores shared with other work, one
-torch thread): 310-330 frames/s between evaluations with uniform or PER on a quiet core, 250 frames/s
-over a whole 100k-frame DQN + uniform Breakout run (evaluations included, under load), so a reduced run
-takes 25-35 minutes and the 125 runs of 5 seeds about 60 core-hours (about 30 hours with ``--jobs 2``).
-That Breakout run (seed 0) scored 0.0 at 10k frames, 2.8 at 30k, 2.9 at 80k and 5.5 at 100k (means of
-10 evaluation episodes), where the untrained policy scores 0.
+``reduced``: 250k frames a run, 5 % of the paper's 5M, with the paper's schedule unchanged (the
+exploration decay ends at 105k frames, so the last 145k frames learn at epsilon 0.1), evaluated every
+12.5k frames (20 evaluations), one torch thread, checkpoints every 50k frames.  Measured here (2 cores
+shared with other work, one torch thread): 310-330 frames/s between evaluations with uniform or PER
+on a quiet core, 250 frames/s over a whole 100k-frame DQN + uniform Breakout run (evaluations
+included, under load), so a reduced run takes 13-17 minutes and the 125 runs of 5 seeds about 30
+core-hours.  The budget trades length for seeds: five seeds per cell are what lets a study separate
+samplers at all, and 250k frames is where that Breakout run (seed 0: 0.0 at 10k frames, 2.8 at 30k,
+5.5 at 100k, means of 10 evaluation episodes; the untrained policy scores 0) has clearly left the
+floor.  Whether every game has is read off the seed-0 curves (docs/results/minatar_study).
 
 ``deep/minatar_study_ddqn.py`` is the same grid with Double DQN (LAP Table 7's sampler settings), an
 optional second queue.
@@ -32,7 +34,7 @@ GAMES = ("Breakout", "Asterix", "Freeway", "Seaquest", "SpaceInvaders")
 SAMPLERS = ("uniform", "per", "lap", "pal", "pser")
 SEED_MAJOR = True
 PAPER = {"steps": 5_000_000, "eval_every": 100_000, "checkpoint_every": 250_000}
-REDUCED = {"steps": 500_000, "eval_every": 25_000, "checkpoint_every": 100_000, "threads": 1}
+REDUCED = {"steps": 250_000, "eval_every": 12_500, "checkpoint_every": 50_000, "threads": 1}
 
 
 def runs(budget: str) -> list[dict]:
