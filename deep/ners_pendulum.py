@@ -4,8 +4,9 @@ The paper's Pendulum* is Pendulum-v0 with a sparser reward (1 only after 20 upri
 its figure's step budget is not given in the text. Here: gymnasium's standard Pendulum-v1 (dense
 reward), the agents' paper settings (256-256 networks, batch 256).
 
-- ``reduced``: 10k steps after 1,000 random actions (NERS Table 3's setting), evaluated every
-  500 steps, one torch thread per run; about 3-6 min a run on one core.
+- ``reduced``: 10k steps in total, the first 1,000 random (9k updates; shorter than NERS Table 3's
+  10k training steps after 1,000 random actions), evaluated every 500 steps, one torch thread per
+  run; about 3-6 min a run on one core.
 - ``paper``: 50k steps, evaluated every 1,000 steps (our choice of horizon, see above).
 
     prioritylab sweep deep/ners_pendulum.py --budget reduced --seeds 5 --out runs/ners_pendulum
