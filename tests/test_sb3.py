@@ -277,3 +277,37 @@ def test_td3_lap_smoke():
     model.learn(300)
     assert np.isfinite(model.logger.name_to_value["train/critic_loss"])
     assert model.replay_buffer.replay.sampler.max_priority > 1.0
+
+
+def _stacked_cartpole(padding):
+    import gymnasium as gym
+
+    return gym.wrappers.FrameStackObservation(gym.make("CartPole-v1"), 3, padding_type=padding)
+
+
+def test_frame_stack_stores_frames_once_and_rebuilds_the_stacks():
+    """frame_stack=3 over gymnasium's FrameStackObservation: one frame per slot, and every sampled stack
+    (observation and next observation) is one the environment produced."""
+    model = DQN("MlpPolicy", _stacked_cartpole("reset"), replay_buffer_kwargs=dict(sampler="per", frame_stack=3),
+                **_dqn_kwargs())  # fmt: skip
+    seen = set()
+    real_add = model.replay_buffer.add
+
+    def add(obs, next_obs, *rest):
+        seen.update(tuple(o.reshape(-1)) for o in np.concatenate([obs, next_obs]))
+        real_add(obs, next_obs, *rest)
+
+    model.replay_buffer.add = add
+    model.learn(300)
+    assert model.replay_buffer.replay.storage["obs"].shape == (2000, 4)
+    batch = model.replay_buffer.sample(128)
+    assert batch.observations.shape == (128, 3, 4)
+    for stacks in (batch.observations, batch.next_observations):
+        assert all(tuple(s.reshape(-1).tolist()) in seen for s in stacks.numpy())
+
+
+def test_frame_stack_refuses_other_stacks():
+    with pytest.raises(ValueError, match="frame_stack=3: observations must be stacks") as err:
+        DQN("MlpPolicy", _stacked_cartpole("zero"), replay_buffer_kwargs=dict(frame_stack=3),
+            **_dqn_kwargs()).learn(5)  # fmt: skip
+    assert "\n" not in str(err.value)

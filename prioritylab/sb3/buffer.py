@@ -62,6 +62,10 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
       unset ones take prioritylab's DQN table for discrete actions, its TD3/SAC
       table otherwise;
     * ``n_steps``, ``gamma``: n-step returns, as SB3's ``NStepReplayBuffer``;
+    * ``frame_stack``: ``k > 1`` stores only the newest frame of observations stacked on their first axis
+      and padded with the episode's first frame (gymnasium's ``FrameStackObservation``, the Atari
+      preprocessing of :mod:`prioritylab.deep.atari`); every write is checked to be such a stack (SB3's
+      ``VecFrameStack`` stacks on the last axis and pads with zeros: leave it at 1 there);
     * ``seed``: the sampler's generator (the prioritylab algorithms pass the model's seed);
     * ``diagnostics``: keep prioritylab's replay diagnostics (off: they cost time).
 
@@ -89,6 +93,7 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         mode: str = "max",
         n_steps: int = 1,
         gamma: float = 0.99,
+        frame_stack: int = 1,
         seed: int | None = None,
         diagnostics: bool = False,
     ):
@@ -116,7 +121,7 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         self.replay = ReplayBuffer(
             capacity, self.obs_shape, (self.action_dim,), sampler=self.method.make_sampler(capacity, seed),
             num_envs=n_envs, obs_dtype=observation_space.dtype, action_dtype=action_dtype, n_step=n_steps,
-            gamma=gamma, diagnostics=diagnostics,
+            gamma=gamma, frame_stack=frame_stack, diagnostics=diagnostics,
         )  # fmt: skip
         self.method.attach(self.replay)
         # the last next observation of each environment: a restart outside the step loop is recognised by an
@@ -140,10 +145,21 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         else:
             timeout = np.zeros(n, dtype=bool)
         restarted = self.replay.writer["open"] & (obs != self._last_next).reshape(n, -1).any(axis=1)
+        if self.replay.frame_stack > 1:
+            self._check_stacks(obs, next_obs, ~self.replay.writer["open"] | restarted)
         if restarted.any():
             self.replay.end_episodes(self._last_next, np.flatnonzero(restarted))
         self.replay.add(obs, action, reward, next_obs, done & ~timeout, done & timeout)
         self._last_next[...] = next_obs
+
+    def _check_stacks(self, obs, next_obs, starts) -> None:
+        """Refuse observations that are not first-axis stacks padded with the episode's first frame."""
+        shifted = np.array_equal(next_obs[:, :-1], obs[:, 1:])
+        padded = all(np.array_equal(o, np.broadcast_to(o[-1], o.shape)) for o in obs[starts])
+        if not (shifted and padded):
+            k = self.replay.frame_stack
+            raise ValueError(f"frame_stack={k}: observations must be stacks on the first axis padded with the "
+                             "episode's first frame (gymnasium's FrameStackObservation)")  # fmt: skip
 
     def sample(self, batch_size: int, env=None, beta: float | None = None) -> PrioritizedSamples:
         """Draw ``batch_size`` transitions (IS exponent ``beta``, or the sampler's own) as SB3 tensors."""
