@@ -342,3 +342,18 @@ def test_td3_lap_learns_pendulum():
     model.learn(6000)
     mean, _ = evaluate_policy(model, model.get_env(), n_eval_episodes=10)
     assert mean > -800
+
+
+def test_a_refused_write_changes_nothing():
+    """A non-finite observation after a restart is refused before the open episode is ended."""
+    buf = _buffer(sampler="per", seed=0)
+    _drive([buf], 6, 1, [{}])
+    before = buf.replay.state_dict()
+    bad = np.full((1, 3), np.nan, np.float32)
+    with pytest.raises(ValueError, match="obs holds a non-finite value: nan"):
+        buf.add(bad, np.zeros((1, 3), np.float32), np.zeros((1, 2), np.float32), np.zeros(1, np.float32),
+                np.zeros(1, bool), [{}])  # fmt: skip
+    after = buf.replay.state_dict()
+    for key, arr in before["storage"].items():
+        np.testing.assert_array_equal(after["storage"][key], arr)
+    np.testing.assert_array_equal(after["sampler"]["sampleable"], before["sampler"]["sampleable"])

@@ -144,6 +144,9 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
             timeout = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos], dtype=bool)
         else:
             timeout = np.zeros(n, dtype=bool)
+        for name, arr in (("obs", obs), ("next_obs", next_obs), ("reward", np.asarray(reward))):
+            if arr.dtype.kind == "f" and not np.isfinite(arr).all():  # refused before an episode is ended below
+                raise ValueError(f"{name} holds a non-finite value: {arr[~np.isfinite(arr)][0]}")
         restarted = self.replay.writer["open"] & (obs != self._last_next).reshape(n, -1).any(axis=1)
         if self.replay.frame_stack > 1:
             self._check_stacks(obs, next_obs, ~self.replay.writer["open"] | restarted)
