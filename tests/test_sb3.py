@@ -176,7 +176,8 @@ def test_update_equals_sb3_on_the_same_batch(ours_cls, sb3_cls, env_id, kwargs, 
     plain = {"replay_buffer_class": SB3ReplayBuffer, "replay_buffer_kwargs": {}}
     theirs = sb3_cls.load(tmp_path / "ours", env=ours.get_env(), device="cpu", custom_objects=plain)
     assert type(theirs.replay_buffer) is SB3ReplayBuffer
-    batch = ours.replay_buffer.sample(32)
+    batch = ours.replay_buffer.sample(32)  # the sampler's own beta: beta0
+    assert th.all(batch.weights == 1)
     ours.replay_buffer.sample = lambda *a, **k: batch
     theirs.replay_buffer.sample = lambda *a, **k: batch.sb3()
     before = _params(ours)
@@ -357,3 +358,25 @@ def test_a_refused_write_changes_nothing():
     for key, arr in before["storage"].items():
         np.testing.assert_array_equal(after["storage"][key], arr)
     np.testing.assert_array_equal(after["sampler"]["sampleable"], before["sampler"]["sampleable"])
+
+
+def test_critic_loss_weights_items_and_reports_priorities():
+    """TD3 + PER: the critic loss is SB3's sum over critics of mean(w * delta^2), and each item's priority
+    becomes max(|delta_1|, |delta_2|) + eps."""
+    model = TD3("MlpPolicy", "Pendulum-v1", replay_buffer_kwargs=dict(sampler="per", beta0=1.0),
+                **_continuous_kwargs())  # fmt: skip
+    model.learn(150)
+    model._current_progress_remaining = 1.0
+    batch = model._sample(32)
+    assert batch.weights.std() > 0  # beta = 1 on priorities that differ
+    q1 = th.linspace(-2, 2, 32).reshape(-1, 1)
+    q2 = th.linspace(3, -1, 32).reshape(-1, 1)
+    target = th.zeros(32, 1)
+    loss = model._critic_loss((q1, q2), target, batch)
+    w = batch.weights.reshape(-1, 1)
+    th.testing.assert_close(loss, (w * q1**2).mean() + (w * q2**2).mean(), rtol=1e-6, atol=0)
+    sampler = model.replay_buffer.replay.sampler
+    expected = th.maximum(q1.abs(), q2.abs()).reshape(-1).double().numpy() + sampler.eps
+    got = sampler.priorities(batch.indices)
+    last = {int(i): k for k, i in enumerate(batch.indices)}  # a slot drawn twice keeps its last update
+    np.testing.assert_allclose(got, expected[[last[int(i)] for i in batch.indices]], rtol=1e-6)
