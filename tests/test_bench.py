@@ -271,6 +271,8 @@ def test_agent_bench_quick_puts_prioritylab_inside_sb3_beside_plain_sb3(tmp_path
     assert {(r["agent"], r["sampler"]) for r in inside} == {(a, s) for a in ("td3", "dqn") for s in ("uniform", "per")}
     for r in inside:
         assert r["steps_per_s"] > 0 and math.isfinite(r["overhead"]) and r["memory_mb"] > 0
+        assert set(r["parts_ms_median"]) == {"store", "gather", "sampler"}  # add, sample, priority update
+    assert all(set(r["parts_ms_median"]) == {"store", "gather"} for r in rows if r["kind"] == "peer")
     plain = next(r for r in rows if r["agent"] == "dqn" and r["name"] == "stable-baselines3 (DQN)")
     for r in inside:
         if r["agent"] == "dqn":

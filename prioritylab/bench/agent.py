@@ -18,10 +18,12 @@ Contenders:
 * ``bare update``: the same agent's update on one fixed batch of tensors
   (uniform method): no environment, no replay.  The limit of the loop.
 * ``stable-baselines3``: its TD3 / SAC (uniform buffer), ``model.learn`` in
-  chunks of ``steps`` after ``learning_starts`` = ``prefill``.
+  chunks of ``steps`` after ``learning_starts`` = ``prefill``; timers around its
+  buffer's ``add`` (``store``) and ``sample`` (``gather``).
 * ``SB3 + prioritylab``: the same SB3 model and settings with
   :class:`prioritylab.sb3.PrioritizedReplayBuffer` (``uniform`` and ``per``);
-  its ``vs unif`` column is its time per step over plain SB3's.
+  its ``vs unif`` column is its time per step over plain SB3's; its priority
+  updates are timed as ``sampler``.
 * ``tianshou``: its TD3 with ``PrioritizedVectorReplayBuffer``: one
   ``Collector.collect(n_step=1)`` and one ``update(buffer, batch)`` per
   training step, as its off-policy trainer does with one step per collect.
@@ -270,6 +272,17 @@ class SB3:
         else:
             self.model = module.SAC("MlpPolicy", env, **kw)
         self.model.learn(config["prefill"])  # random actions, no update (SB3 trains once past learning_starts)
+        self._time_replay()
+
+    def _time_replay(self) -> None:
+        """Timers around the replay buffer's calls: ``store`` (add), ``gather`` (sample: the draw, the
+        gather and the tensors) and ``sampler`` (the priority update, where there is one)."""
+        self.timers = t = Timers()
+        buf = self.model.replay_buffer
+        t.wrap(buf, "add", "store")
+        t.wrap(buf, "sample", "gather")
+        if hasattr(buf, "update"):
+            t.wrap(buf, "update", "sampler")
 
     def _dqn(self, module, agent: str, config: dict, replay: dict) -> None:
         """SB3's DQN (it has no Double DQN) on our preprocessed ALE env, with the settings of ours: RMSProp,
@@ -297,15 +310,18 @@ class SB3:
             seed=config["seed"], device="cpu", verbose=0,
         )  # fmt: skip
         self.model.learn(config["prefill"])
+        self._time_replay()
 
     def memory_bytes(self) -> int | None:
         buf = self.model.replay_buffer
         return sum(v.nbytes for v in vars(buf).values() if isinstance(v, np.ndarray))
 
     def run(self, n: int) -> tuple[float, dict[str, float]]:
+        """Seconds for ``n`` training steps, and the seconds in the replay buffer's calls."""
+        self.timers.reset()
         t0 = time.perf_counter()
         self.model.learn(n * self.every, reset_num_timesteps=False)
-        return time.perf_counter() - t0, {}
+        return time.perf_counter() - t0, dict(self.timers.seconds)
 
 
 class SB3Prioritylab(SB3):
