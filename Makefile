@@ -9,11 +9,11 @@ OUT ?= results/demo
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,deep,minatar,ray,docs]'
+	$(PY) -m pip install --quiet -e '.[dev,deep,minatar,ray,docs,sb3]'
 	touch $@
 
 $(VENV)/.bench: $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[dev,deep,minatar,ray,docs,bench]'
+	$(PY) -m pip install --quiet -e '.[dev,deep,minatar,ray,docs,sb3,bench]'
 	touch $@
 
 demo: $(VENV)/.installed

@@ -255,3 +255,25 @@ def test_agent_bench_quick_runs_the_dqn_family_on_atari(tmp_path, capsys):
         assert r["steps_per_s"] > 0 and r["vs_bare"] > 0 and r["parts_ms_median"]["env"] > 0
         # 10^4 slots of one 84x84 frame each, plus small per-slot fields: between 1 and 2 frames per slot
         assert 84 * 84 * 10_000 < r["memory_mb"] * 2**20 < 2 * 84 * 84 * 10_000
+
+
+def test_agent_bench_quick_puts_prioritylab_inside_sb3_beside_plain_sb3(tmp_path):
+    """With the SB3 peer, ``SB3 + prioritylab`` rows (uniform and per) time the same SB3 model with our replay:
+    their overhead is over plain SB3, and on Atari their replay (one frame per slot) is under a third of SB3's
+    (stacks of four frames, stored once with ``optimize_memory_usage``)."""
+    pytest.importorskip("stable_baselines3")
+    path = tmp_path / "agent.json"
+    argv = ["bench", "agent", "--quick", "--agents", "td3", "dqn", "--peers", "sb3", "--samplers", "uniform",
+            "--no-progress", "--json", str(path)]  # fmt: skip
+    assert main(argv) == 0
+    rows = json.loads(path.read_text())["results"]
+    inside = [r for r in rows if r["kind"] == "sb3"]
+    assert {(r["agent"], r["sampler"]) for r in inside} == {(a, s) for a in ("td3", "dqn") for s in ("uniform", "per")}
+    for r in inside:
+        assert r["steps_per_s"] > 0 and math.isfinite(r["overhead"]) and r["memory_mb"] > 0
+        assert set(r["parts_ms_median"]) == {"store", "gather", "sampler"}  # add, sample, priority update
+    assert all(set(r["parts_ms_median"]) == {"store", "gather"} for r in rows if r["kind"] == "peer")
+    plain = next(r for r in rows if r["agent"] == "dqn" and r["name"] == "stable-baselines3 (DQN)")
+    for r in inside:
+        if r["agent"] == "dqn":
+            assert r["memory_mb"] < plain["memory_mb"] / 3

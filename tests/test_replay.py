@@ -292,3 +292,38 @@ def test_settings_are_checked():
         ReplayBuffer(32, (3,), sampler=s)
     with pytest.raises(ValueError, match="frame_stack"):
         ReplayBuffer(20, (3, 84), sampler=s, frame_stack=4)
+
+
+def test_end_episodes_truncates_an_open_episode_outside_add():
+    """An episode cut by a restart outside add() ends truncated after its last step: its last n transitions
+    become sampleable with returns that stop there and bootstrap from the given final observation; the
+    other environments are untouched; a bad call changes nothing."""
+    n_step, gamma, seg = 3, 0.5, 16
+    buf = ReplayBuffer(2 * seg, (2, 3), sampler=make_sampler("per", 2 * seg, seed=0), num_envs=2, frame_stack=2,
+                       n_step=n_step, gamma=gamma, action_dtype=np.int64)  # fmt: skip
+
+    def stack(t):  # both environments at step t of their first episode, padded with the first frame
+        frames = [np.stack([np.full(3, max(t - 1, 0) + 10 * e), np.full(3, t + 10 * e)]) for e in range(2)]
+        return np.stack(frames).astype(np.float32)
+
+    no = np.zeros(2, bool)
+    for t in range(5):
+        buf.add(stack(t), np.zeros(2, np.int64), np.full(2, t + 1.0, np.float32), stack(t + 1), no, no)
+    live = buf.sampler.sampleable(np.arange(2 * seg))
+    assert np.flatnonzero(live).tolist() == [0, 1, seg, seg + 1]
+    before = buf.state_dict()
+    with pytest.raises(ValueError, match="envs must be in"):
+        buf.end_episodes(stack(5), [2])
+    np.testing.assert_array_equal(buf.state_dict()["sampler"]["sampleable"], before["sampler"]["sampleable"])
+    buf.end_episodes(stack(5), [0])
+    live = buf.sampler.sampleable(np.arange(2 * seg))
+    assert np.flatnonzero(live).tolist() == [0, 1, 2, 3, 4, seg, seg + 1]
+    data = buf.gather(np.array([3, 4]))
+    np.testing.assert_allclose(data["reward"], [4 + gamma * 5, 5])  # rewards of steps 3, 4 (t + 1)
+    np.testing.assert_allclose(data["discount"], [gamma**2, gamma])  # truncated: bootstrap
+    np.testing.assert_array_equal(data["next_obs"][1], stack(5)[0])
+    # a new episode starts in environment 0 while environment 1 goes on
+    restart = stack(0)
+    restart[0] += 100
+    buf.add(np.stack([restart[0], stack(5)[1]]), np.zeros(2, np.int64), np.ones(2, np.float32), stack(1), no, no)
+    buf.load_state_dict(buf.state_dict())  # the layout checks accept the result

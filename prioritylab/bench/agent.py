@@ -18,7 +18,12 @@ Contenders:
 * ``bare update``: the same agent's update on one fixed batch of tensors
   (uniform method): no environment, no replay.  The limit of the loop.
 * ``stable-baselines3``: its TD3 / SAC (uniform buffer), ``model.learn`` in
-  chunks of ``steps`` after ``learning_starts`` = ``prefill``.
+  chunks of ``steps`` after ``learning_starts`` = ``prefill``; timers around its
+  buffer's ``add`` (``store``) and ``sample`` (``gather``).
+* ``SB3 + prioritylab``: the same SB3 model and settings with
+  :class:`prioritylab.sb3.PrioritizedReplayBuffer` (``uniform`` and ``per``);
+  its ``vs unif`` column is its time per step over plain SB3's; its priority
+  updates are timed as ``sampler``.
 * ``tianshou``: its TD3 with ``PrioritizedVectorReplayBuffer``: one
   ``Collector.collect(n_step=1)`` and one ``update(buffer, batch)`` per
   training step, as its off-policy trainer does with one step per collect.
@@ -63,7 +68,7 @@ class Result:
 
     name: str
     agent: str
-    kind: str  # "ours", "bare", "try" or "peer"
+    kind: str  # "ours", "bare", "try", "peer" or "sb3" (SB3 with prioritylab's replay)
     sampler: str
     rates: list[float]
     """Training steps (or updates, for the bare rows) per second, one per repeat."""
@@ -71,7 +76,8 @@ class Result:
     """Milliseconds per step of each part, one per repeat (ours only)."""
     steps_per_s: float = 0.0
     overhead: float | None = None
-    """Median over repeats of (time per step / uniform's time per step) - 1 (ours only)."""
+    """Median over repeats of (time per step / uniform's time per step) - 1 (ours); for the ``sb3`` rows,
+    of (time per step / plain SB3's) - 1."""
     vs_bare: float | None = None
     vs_peer: float | None = None
     """steps/s over the fastest peer's of the same agent."""
@@ -235,13 +241,18 @@ class SB3:
     kind = "peer"
 
     def __init__(self, agent: str, config: dict):
-        import gymnasium as gym
         import stable_baselines3 as sb3
 
         self.name, self.agent_name, self.sampler = "stable-baselines3", agent, "uniform"
+        self._build(sb3, agent, config, {})
+
+    def _build(self, module, agent: str, config: dict, replay: dict) -> None:
+        """The model, from ``module`` (SB3 itself or :mod:`prioritylab.sb3`) with ``replay`` settings."""
+        import gymnasium as gym
+
         self.every = 1
         if agent in ATARI:
-            self._dqn(agent, config)
+            self._dqn(module, agent, config, replay)
             return
         env = gym.make(config["env"])
         kw = {
@@ -250,48 +261,83 @@ class SB3:
             "policy_kwargs": {"net_arch": [config["hidden"], config["hidden"]]}, "seed": config["seed"],
             "device": "cpu", "verbose": 0,
         }  # fmt: skip
+        if replay:
+            kw["replay_buffer_kwargs"] = replay
         if agent == "td3":
             from stable_baselines3.common.noise import NormalActionNoise
 
             dim = env.action_space.shape[0]
             kw["action_noise"] = NormalActionNoise(np.zeros(dim), 0.1 * np.ones(dim))
-            self.model = sb3.TD3("MlpPolicy", env, **kw)
+            self.model = module.TD3("MlpPolicy", env, **kw)
         else:
-            self.model = sb3.SAC("MlpPolicy", env, **kw)
+            self.model = module.SAC("MlpPolicy", env, **kw)
         self.model.learn(config["prefill"])  # random actions, no update (SB3 trains once past learning_starts)
+        self._time_replay()
 
-    def _dqn(self, agent: str, config: dict) -> None:
+    def _time_replay(self) -> None:
+        """Timers around the replay buffer's calls: ``store`` (add), ``gather`` (sample: the draw, the
+        gather and the tensors) and ``sampler`` (the priority update, where there is one)."""
+        self.timers = t = Timers()
+        buf = self.model.replay_buffer
+        t.wrap(buf, "add", "store")
+        t.wrap(buf, "sample", "gather")
+        if hasattr(buf, "update"):
+            t.wrap(buf, "update", "sampler")
+
+    def _dqn(self, module, agent: str, config: dict, replay: dict) -> None:
         """SB3's DQN (it has no Double DQN) on our preprocessed ALE env, with the settings of ours: RMSProp,
         batch, capacity, one update every 4 steps, the Nature CNN (SB3's NatureCNN), stacks stored once
-        (``optimize_memory_usage``)."""
-        import stable_baselines3 as sb3
+        (SB3: ``optimize_memory_usage``; prioritylab's buffer: one frame per slot, ``frame_stack=4``)."""
         from torch.optim import RMSprop
 
         from ..deep.dqn import make_env
 
-        self.name = "stable-baselines3 (DQN)"
         _, cfg = _settings(agent, "uniform", config)
         env = make_env(cfg.env, cfg)
         self.every = cfg.update_every
-        self.model = sb3.DQN(
+        if replay:
+            self.name += " (DQN)"
+            memory = {"replay_buffer_kwargs": {**replay, "frame_stack": 4}}
+        else:
+            self.name = "stable-baselines3 (DQN)"
+            memory = {"optimize_memory_usage": True, "replay_buffer_kwargs": {"handle_timeout_termination": False}}
+        self.model = module.DQN(
             "CnnPolicy", env, learning_rate=cfg.lr, buffer_size=cfg.buffer_size, learning_starts=config["prefill"],
             batch_size=cfg.batch_size, gamma=cfg.gamma, train_freq=cfg.update_every, gradient_steps=1,
-            target_update_interval=cfg.target_every * cfg.update_every, optimize_memory_usage=True,
-            replay_buffer_kwargs={"handle_timeout_termination": False},
+            target_update_interval=cfg.target_every * cfg.update_every, **memory,
             policy_kwargs={"optimizer_class": RMSprop, "features_extractor_kwargs": {"features_dim": cfg.hidden},
                            "optimizer_kwargs": {"alpha": cfg.rms_alpha, "eps": cfg.rms_eps, "centered": cfg.centered}},
             seed=config["seed"], device="cpu", verbose=0,
         )  # fmt: skip
         self.model.learn(config["prefill"])
+        self._time_replay()
 
     def memory_bytes(self) -> int | None:
         buf = self.model.replay_buffer
         return sum(v.nbytes for v in vars(buf).values() if isinstance(v, np.ndarray))
 
     def run(self, n: int) -> tuple[float, dict[str, float]]:
+        """Seconds for ``n`` training steps, and the seconds in the replay buffer's calls."""
+        self.timers.reset()
         t0 = time.perf_counter()
         self.model.learn(n * self.every, reset_num_timesteps=False)
-        return time.perf_counter() - t0, {}
+        return time.perf_counter() - t0, dict(self.timers.seconds)
+
+
+class SB3Prioritylab(SB3):
+    """The SB3 row's model and settings with prioritylab's replay (:mod:`prioritylab.sb3`) and ``sampler``."""
+
+    kind = "sb3"
+
+    def __init__(self, agent: str, sampler: str, config: dict):
+        from .. import sb3 as ours
+
+        self.name, self.agent_name, self.sampler = "SB3 + prioritylab", agent, sampler
+        self._build(ours, agent, config, {"sampler": sampler})
+
+    def memory_bytes(self) -> int | None:
+        buf = self.model.replay_buffer
+        return buf.replay.memory_bytes() + buf._last_next.nbytes
 
 
 class Tianshou:
@@ -407,6 +453,8 @@ class TianshouDQN:
 
 
 PEER_CLASSES = {"sb3": SB3, "tianshou": Tianshou}
+SB3_SAMPLERS = ("uniform", "per")
+"""Samplers of the ``SB3 + prioritylab`` rows (:mod:`prioritylab.sb3`), set up beside the SB3 peer."""
 
 
 def available_peers(wanted) -> tuple[list[str], dict[str, str]]:
@@ -443,6 +491,8 @@ def build(agents, samplers, peers, config: dict, tries=(), log: Callable[[str], 
             try:
                 cls = TianshouDQN if (peer == "tianshou" and agent in ATARI) else PEER_CLASSES[peer]
                 contenders.append(cls(agent, config))
+                if peer == "sb3":
+                    contenders += [SB3Prioritylab(agent, s, config) for s in SB3_SAMPLERS]
             except Exception as err:  # noqa: BLE001 - a peer that cannot be set up is reported, not fatal
                 skipped[f"{peer} {agent}"] = f"{type(err).__name__}: {err}"
                 log(f"skipping {peer} {agent}: {type(err).__name__}: {err}")
@@ -485,13 +535,17 @@ def _ratios(results: list[Result], seconds: dict[int, list[float]]) -> None:
         uniform = next((r for r in rows if r.kind == "ours" and r.sampler == "uniform"), None)
         peers = [r for r in rows if r.kind == "peer"]
         best_peer = max((r.steps_per_s for r in peers), default=None)
+        plain_sb3 = next((r for r in peers if r.name.startswith("stable-baselines3")), None)
         for r in rows:
             if r.kind in ("ours", "try") and bare is not None:
                 r.vs_bare = r.steps_per_s / bare.steps_per_s
             if r.kind == "ours" and uniform is not None:
                 paired = [a / b for a, b in zip(seconds[id(r)], seconds[id(uniform)], strict=True)]
                 r.overhead = statistics.median(paired) - 1.0
-            if r.kind in ("ours", "peer") and best_peer:
+            if r.kind == "sb3" and plain_sb3 is not None:  # the cost of prioritylab's replay inside SB3
+                paired = [a / b for a, b in zip(seconds[id(r)], seconds[id(plain_sb3)], strict=True)]
+                r.overhead = statistics.median(paired) - 1.0
+            if r.kind in ("ours", "peer", "sb3") and best_peer:
                 r.vs_peer = r.steps_per_s / best_peer
             off = next((o for o in rows if o.kind == "try" and o.sampler == r.sampler and o.name.endswith("off")), None)
             if r.kind == "ours" and off is not None:

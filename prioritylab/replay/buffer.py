@@ -323,6 +323,48 @@ class ReplayBuffer:
         elif nc:
             self.sampler.set_sampleable(p["complete"][:nc], True)
 
+    def end_episodes(self, final_obs, envs) -> None:
+        """End the open episodes of ``envs`` as truncated after their last step, ``final_obs[e]`` being the
+        observation that step reached (row ``e`` for environment ``e``).
+
+        For an environment restarted outside :meth:`add` (a reset between two training calls): its last
+        transition bootstraps from ``final_obs[e]`` instead of continuing into the new episode.  Environments
+        without an open episode are left alone.  Everything is checked before anything changes.
+        """
+        final = _check_rows("final_obs", final_obs, (self.num_envs, *self.obs_shape), self.obs_dtype)
+        envs = np.unique(np.asarray(envs, dtype=np.int64).reshape(-1))
+        if envs.size and (envs[0] < 0 or envs[-1] >= self.num_envs):
+            raise ValueError(f"envs must be in [0, {self.num_envs}), got {envs.tolist()}")
+        st, w = self.storage, self.writer
+        envs = envs[w["open"][envs]]
+        seg, k = self.seg, self.frame_stack
+        tails, invalid, complete = [], [], []
+        for e in envs:
+            base, p = e * seg, int(w["pos"][e])
+            st["truncated"][w["last"][e]] = True
+            t = base + p
+            # as in plan_writes: older slots whose stack reads slot t lose a frame
+            invalid += [base + (p + j) % seg for j in range(1, k) if st["kind"][base + (p + j) % seg] == TRANSITION
+                        and st["ep_step"][base + (p + j) % seg] >= j]  # fmt: skip
+            length = int(w["cur_step"][e]) + 1  # the tail's episode step
+            st["kind"][t], st["ep_step"][t], st["episode"][t] = TAIL, length, w["episode_of"][e]
+            st["obs"][t] = final[e, -1] if k > 1 else final[e]
+            st["action"][t], st["reward"][t], st["terminated"][t], st["truncated"][t] = 0, 0.0, False, False
+            st["env_step"][t] = w["steps"][0] - 1
+            # the episode's last n transitions now have their whole (shortened) returns
+            complete += [base + (p - i) % seg for i in range(1, self.n_step + 1) if length - i >= 0]
+            w["pos"][e], w["cur_step"][e], w["open"][e] = (p + 1) % seg, length, False
+            tails.append(t)
+        if not tails:
+            return
+        slots = np.asarray(tails, dtype=np.int64)
+        self.sampler.add(slots, prev=np.full(slots.shape[0], -1, dtype=np.int64), sampleable=False)
+        if self.diagnostics is not None:
+            self.diagnostics.on_write(slots)
+        if invalid:
+            self.sampler.set_sampleable(np.asarray(invalid, dtype=np.int64), False)
+        self.sampler.set_sampleable(np.asarray(complete, dtype=np.int64), True)
+
     # -- sampling --------------------------------------------------------------
     def gather(self, indices) -> dict[str, np.ndarray]:
         """Observation stacks, actions, n-step returns, discounts and next-observation stacks of ``indices``."""

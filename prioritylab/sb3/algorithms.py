@@ -1,0 +1,196 @@
+"""SB3's DQN, TD3 and SAC with prioritised replay: IS weights in the critic loss, TD errors back to the sampler.
+
+Each ``train()`` is SB3 2.9's, step for step, with two lines changed (marked
+``# prioritylab``): the batch is drawn through :meth:`_Prioritized._sample`
+(the IS exponent beta annealed over the run's progress) and the critic loss is
+:meth:`_Prioritized._critic_loss`, the replay method's loss
+(:meth:`prioritylab.deep.methods.Method.critic_loss`) over the critics' TD
+errors, which also hands ``max_k |delta_k|`` to the sampler.  With
+``sampler="uniform"`` the loss is SB3's own (MSE for TD3 and SAC, Huber(1)
+for DQN), so the update is SB3's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import stable_baselines3 as sb3
+import torch as th
+from stable_baselines3.common.utils import polyak_update
+
+from .buffer import PrioritizedReplayBuffer, PrioritizedSamples
+
+
+class _Prioritized:
+    """What the three algorithms share; ``_loss_scale`` turns the method's per-item ``0.5 delta^2`` into the
+    algorithm's own loss (TD3's ``delta^2``)."""
+
+    _loss_scale = 1.0
+
+    def __init__(self, *args, replay_buffer_class=None, **kwargs):
+        if replay_buffer_class is None:
+            replay_buffer_class = PrioritizedReplayBuffer
+        if not (isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, PrioritizedReplayBuffer)):
+            name = getattr(replay_buffer_class, "__name__", replay_buffer_class)
+            raise ValueError(f"replay_buffer_class={name} must be prioritylab.sb3.PrioritizedReplayBuffer")
+        super().__init__(*args, replay_buffer_class=replay_buffer_class, **kwargs)
+
+    def _setup_model(self) -> None:
+        # the sampler's generator follows the model's seed unless the buffer kwargs give one
+        given = self.replay_buffer_kwargs
+        if "seed" not in given:
+            self.replay_buffer_kwargs = {**given, "seed": self.seed}
+        try:
+            super()._setup_model()
+        finally:
+            self.replay_buffer_kwargs = given
+
+    def _beta(self) -> float | None:
+        """The IS exponent now: annealed linearly with the run's progress, as SB3's schedules are."""
+        method = self.replay_buffer.method
+        if not method.uses_weights:
+            return None
+        start, end = method.beta.start, method.beta.end
+        return start + (end - start) * (1.0 - self._current_progress_remaining)
+
+    def _sample(self, batch_size: int) -> PrioritizedSamples:
+        return self.replay_buffer.sample(batch_size, env=self._vec_normalize_env, beta=self._beta())
+
+    def _critic_loss(self, current_q_values, target_q_values: th.Tensor, replay_data: PrioritizedSamples):
+        """The method's critic loss over the TD errors of every critic; their priorities go to the sampler."""
+        if isinstance(current_q_values, th.Tensor):
+            current_q_values = (current_q_values,)
+        delta = th.stack([(q - target_q_values).reshape(-1) for q in current_q_values])  # (critics, batch)
+        method = self.replay_buffer.method
+        loss = method.critic_loss(delta, replay_data.weights)
+        self.replay_buffer.update(replay_data, method.priority(delta))
+        return self._loss_scale * loss if self._loss_scale != 1.0 else loss
+
+
+class DQN(_Prioritized, sb3.DQN):
+    """SB3's DQN with prioritylab's replay: ``DQN("MlpPolicy", env, replay_buffer_kwargs=dict(sampler="per"))``."""
+
+    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        losses = []
+        for _ in range(gradient_steps):
+            replay_data = self._sample(batch_size)  # prioritylab
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+            with th.no_grad():
+                next_q_values, _ = self.q_net_target(replay_data.next_observations).max(dim=1)
+                next_q_values = next_q_values.reshape(-1, 1)
+                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+            current_q_values = th.gather(self.q_net(replay_data.observations), dim=1,
+                                         index=replay_data.actions.long())  # fmt: skip
+            loss = self._critic_loss(current_q_values, target_q_values, replay_data)  # prioritylab
+            losses.append(loss.item())
+            self.policy.optimizer.zero_grad()
+            loss.backward()
+            th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+            self.policy.optimizer.step()
+        self._n_updates += gradient_steps
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/loss", np.mean(losses))
+
+
+class TD3(_Prioritized, sb3.TD3):
+    """SB3's TD3 with prioritylab's replay: ``TD3("MlpPolicy", env, replay_buffer_kwargs=dict(sampler="lap"))``."""
+
+    _loss_scale = 2.0  # SB3's TD3 critic loss is the sum over critics of mean(delta^2)
+
+    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        self.policy.set_training_mode(True)
+        self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
+        actor_losses, critic_losses = [], []
+        for _ in range(gradient_steps):
+            self._n_updates += 1
+            replay_data = self._sample(batch_size)  # prioritylab
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+            with th.no_grad():
+                noise = replay_data.actions.clone().data.normal_(0, self.target_policy_noise)
+                noise = noise.clamp(-self.target_noise_clip, self.target_noise_clip)
+                next_actions = (self.actor_target(replay_data.next_observations) + noise).clamp(-1, 1)
+                next_q_values = th.cat(self.critic_target(replay_data.next_observations, next_actions), dim=1)
+                next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
+                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+            current_q_values = self.critic(replay_data.observations, replay_data.actions)
+            critic_loss = self._critic_loss(current_q_values, target_q_values, replay_data)  # prioritylab
+            critic_losses.append(critic_loss.item())
+            self.critic.optimizer.zero_grad()
+            critic_loss.backward()
+            self.critic.optimizer.step()
+            if self._n_updates % self.policy_delay == 0:  # delayed actor and target updates
+                obs = replay_data.observations
+                actor_loss = -self.critic.q1_forward(obs, self.actor(obs)).mean()
+                actor_losses.append(actor_loss.item())
+                self.actor.optimizer.zero_grad()
+                actor_loss.backward()
+                self.actor.optimizer.step()
+                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                polyak_update(self.actor.parameters(), self.actor_target.parameters(), self.tau)
+                polyak_update(self.critic_batch_norm_stats, self.critic_batch_norm_stats_target, 1.0)
+                polyak_update(self.actor_batch_norm_stats, self.actor_batch_norm_stats_target, 1.0)
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        if actor_losses:
+            self.logger.record("train/actor_loss", np.mean(actor_losses))
+        self.logger.record("train/critic_loss", np.mean(critic_losses))
+
+
+class SAC(_Prioritized, sb3.SAC):
+    """SB3's SAC with prioritylab's replay: ``SAC("MlpPolicy", env, replay_buffer_kwargs=dict(sampler="per"))``."""
+
+    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        self.policy.set_training_mode(True)
+        optimizers = [self.actor.optimizer, self.critic.optimizer]
+        if self.ent_coef_optimizer is not None:
+            optimizers += [self.ent_coef_optimizer]
+        self._update_learning_rate(optimizers)
+        ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
+        for gradient_step in range(gradient_steps):
+            replay_data = self._sample(batch_size)  # prioritylab
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+            if self.use_sde:
+                self.actor.reset_noise()
+            actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
+            log_prob = log_prob.reshape(-1, 1)
+            ent_coef_loss = None
+            if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
+                ent_coef = th.exp(self.log_ent_coef.detach())
+                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
+                ent_coef_losses.append(ent_coef_loss.item())
+            else:
+                ent_coef = self.ent_coef_tensor
+            ent_coefs.append(ent_coef.item())
+            if ent_coef_loss is not None and self.ent_coef_optimizer is not None:
+                self.ent_coef_optimizer.zero_grad()
+                ent_coef_loss.backward()
+                self.ent_coef_optimizer.step()
+            with th.no_grad():
+                next_actions, next_log_prob = self.actor.action_log_prob(replay_data.next_observations)
+                next_q_values = th.cat(self.critic_target(replay_data.next_observations, next_actions), dim=1)
+                next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
+                next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
+                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+            current_q_values = self.critic(replay_data.observations, replay_data.actions)
+            critic_loss = self._critic_loss(current_q_values, target_q_values, replay_data)  # prioritylab
+            critic_losses.append(critic_loss.item())
+            self.critic.optimizer.zero_grad()
+            critic_loss.backward()
+            self.critic.optimizer.step()
+            q_values_pi = th.cat(self.critic(replay_data.observations, actions_pi), dim=1)
+            min_qf_pi, _ = th.min(q_values_pi, dim=1, keepdim=True)
+            actor_loss = (ent_coef * log_prob - min_qf_pi).mean()
+            actor_losses.append(actor_loss.item())
+            self.actor.optimizer.zero_grad()
+            actor_loss.backward()
+            self.actor.optimizer.step()
+            if gradient_step % self.target_update_interval == 0:
+                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
+        self._n_updates += gradient_steps
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/ent_coef", np.mean(ent_coefs))
+        self.logger.record("train/actor_loss", np.mean(actor_losses))
+        self.logger.record("train/critic_loss", np.mean(critic_losses))
+        if ent_coef_losses:
+            self.logger.record("train/ent_coef_loss", np.mean(ent_coef_losses))

@@ -1,0 +1,382 @@
+"""prioritylab's samplers inside stable-baselines3 (prioritylab.sb3): real SB3, real environments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+sb3 = pytest.importorskip("stable_baselines3")
+import torch as th  # noqa: E402
+from gymnasium import spaces  # noqa: E402
+from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer  # noqa: E402
+from stable_baselines3.common.logger import Logger  # noqa: E402
+
+from prioritylab.sb3 import DQN, SAC, TD3, PrioritizedReplayBuffer  # noqa: E402
+
+BOX = spaces.Box(-np.inf, np.inf, (3,), np.float32)
+ACT = spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = th.get_num_threads()
+    th.set_num_threads(1)  # small networks: threads only add noise on a shared machine
+    yield
+    th.set_num_threads(threads)
+
+
+def _buffer(n_envs=1, size=64, **kw) -> PrioritizedReplayBuffer:
+    return PrioritizedReplayBuffer(size, BOX, ACT, device="cpu", n_envs=n_envs, **kw)
+
+
+def _drive(buffers, steps, n_envs, ends, seed=0):
+    """Feed the same vectorised steps to every buffer, as SB3's collection loop does: env ``e`` ends an
+    episode at the steps in ``ends[e]`` (a dict step -> 'terminated' or 'truncated'); observations encode
+    (env, episode step, episode) so that each is unique."""
+    rng = np.random.default_rng(seed)
+    ep_step, episode = np.zeros(n_envs, int), np.zeros(n_envs, int)
+
+    def observe(e):
+        return np.array([e, ep_step[e], episode[e]], np.float32)
+
+    obs = np.stack([observe(e) for e in range(n_envs)])
+    for t in range(steps):
+        action = rng.uniform(-1, 1, (n_envs, 2)).astype(np.float32)
+        reward = rng.normal(size=n_envs).astype(np.float32)
+        done, infos = np.zeros(n_envs, bool), [{} for _ in range(n_envs)]
+        ep_step += 1
+        next_obs = np.stack([observe(e) for e in range(n_envs)])
+        for e in range(n_envs):
+            how = ends[e].get(t)
+            if how:
+                done[e] = True
+                infos[e]["TimeLimit.truncated"] = how == "truncated"
+                episode[e] += 1
+                ep_step[e] = 0
+        reset_obs = np.stack([observe(e) for e in range(n_envs)])
+        for b in buffers:
+            b.add(obs, next_obs, action, reward, done, infos)
+        obs = np.where(done[:, None], reset_obs, next_obs)
+
+
+def _rows(buffer):
+    """SB3 buffer content as {obs tuple: (next_obs, action, reward, done without timeouts)}."""
+    n = buffer.size() if not buffer.full else buffer.buffer_size
+    out = {}
+    for t in range(n):
+        for e in range(buffer.n_envs):
+            done = buffer.dones[t, e] * (1 - buffer.timeouts[t, e])
+            out[tuple(buffer.observations[t, e])] = (buffer.next_observations[t, e], buffer.actions[t, e],
+                                                     buffer.rewards[t, e], done)  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_samples_hold_what_sb3_stores(n_envs):
+    """Every sampled transition equals the one SB3's own buffer stored: terminated vs truncated from infos,
+    the final observation as next observation, rewards and actions."""
+    ends = [{5: "terminated", 11: "truncated", 17: "terminated"}, {8: "truncated", 13: "terminated"}][:n_envs]
+    ours = _buffer(n_envs, size=48 * n_envs, sampler="per", seed=1)
+    theirs = SB3ReplayBuffer(48 * n_envs, BOX, ACT, device="cpu", n_envs=n_envs)
+    _drive([ours, theirs], 24, n_envs, ends)
+    rows = _rows(theirs)
+    batch = ours.sample(256)
+    assert batch.observations.shape == (256, 3) and batch.rewards.shape == batch.dones.shape == (256, 1)
+    assert batch.discounts is None and batch.weights.shape == (256,)
+    dones_seen = set()
+    for i in range(256):
+        next_obs, action, reward, done = rows[tuple(batch.observations[i].numpy())]
+        np.testing.assert_array_equal(batch.next_observations[i].numpy(), next_obs)
+        np.testing.assert_array_equal(batch.actions[i].numpy(), action)
+        assert batch.rewards[i, 0].item() == reward and batch.dones[i, 0].item() == done
+        dones_seen.add(float(done))
+    assert dones_seen == {0.0, 1.0}
+    assert isinstance(batch, sb3.common.type_aliases.ReplayBufferSamples)
+
+
+def test_timeouts_are_terminal_without_handle_timeout_termination():
+    ours = _buffer(sampler="uniform", seed=0, handle_timeout_termination=False)
+    _drive([ours], 12, 1, [{5: "truncated"}])
+    batch = ours.sample(200)
+    ended = batch.observations[:, 1] == 5  # the sixth step of episode 0, the truncated one
+    assert ended.any() and (batch.dones[ended] == 1).all()
+
+
+def test_multi_env_writes_and_pser_decay_stay_per_environment():
+    """n_envs=4: each environment's transitions sit in its own segment, and PSER's backward decay of a
+    large TD error reaches the predecessors of the same environment's episode only."""
+    n = 4
+    buf = _buffer(n, size=4 * 32, sampler="pser", rho=0.4, window=3, seed=0)
+    _drive([buf], 20, n, [{6: "terminated"}, {9: "truncated"}, {}, {3: "terminated", 12: "terminated"}])
+    replay = buf.replay
+    seg = replay.seg
+    written = replay.storage["kind"] != 0
+    env_of_obs = replay.storage["obs"][:, 0]
+    for e in range(n):
+        part = slice(e * seg, (e + 1) * seg)
+        assert (env_of_obs[part][written[part]] == e).all()
+    sampler = replay.sampler
+    everything = np.arange(replay.capacity)
+    live = everything[sampler.sampleable(everything)]
+    sampler.update(live, np.full(live.size, 0.1))
+    before = sampler.priorities(everything).copy()
+    # env 2 never ends an episode: decay from its step 10 goes to steps 9, 8, 7
+    target = 2 * seg + 10
+    sampler.update(np.array([target]), np.array([50.0]), replay.sampler.generations(np.array([target])))
+    changed = np.flatnonzero(sampler.priorities(everything) != before)
+    assert set(changed) == {target, target - 1, target - 2, target - 3}
+
+
+def test_restart_outside_the_step_loop_ends_the_episode_truncated():
+    """An observation that is not the previous next observation (a reset between two learn() calls) ends
+    the open episode as truncated: its last transition bootstraps from the observation it reached."""
+    buf = _buffer(sampler="uniform", seed=0)
+    obs = np.zeros((1, 3), np.float32)
+    for t in range(4):
+        nxt = np.full((1, 3), t + 1, np.float32)
+        buf.add(obs, nxt, np.zeros((1, 2), np.float32), np.ones(1, np.float32), np.zeros(1, bool), [{}])
+        obs = nxt
+    restart = np.full((1, 3), -7, np.float32)
+    buf.add(restart, restart + 1, np.zeros((1, 2), np.float32), np.ones(1, np.float32), np.zeros(1, bool), [{}])
+    batch = buf.sample(100)
+    last = batch.observations[:, 0] == 3
+    assert last.any()
+    assert (batch.next_observations[last] == 4).all() and (batch.dones[last] == 0).all()
+    assert not (batch.next_observations[:, 0] == -7).any()
+    buf.replay.load_state_dict(buf.replay.state_dict())  # the layout checks pass
+
+
+def _dqn_kwargs(seed=0, **kw):
+    return dict(seed=seed, buffer_size=2000, learning_starts=64, batch_size=32, train_freq=4, gradient_steps=1,
+                policy_kwargs=dict(net_arch=[32, 32]), verbose=0, device="cpu", **kw)  # fmt: skip
+
+
+def _continuous_kwargs(seed=0, **kw):
+    return dict(seed=seed, buffer_size=2000, learning_starts=64, batch_size=32, train_freq=1, gradient_steps=1,
+                policy_kwargs=dict(net_arch=[32, 32]), verbose=0, device="cpu", **kw)  # fmt: skip
+
+
+def _params(model):
+    return [p.detach().clone() for p in model.policy.parameters()]
+
+
+CASES = [(DQN, sb3.DQN, "CartPole-v1", _dqn_kwargs), (TD3, sb3.TD3, "Pendulum-v1", _continuous_kwargs),
+         (SAC, sb3.SAC, "Pendulum-v1", _continuous_kwargs)]  # fmt: skip
+
+
+@pytest.mark.parametrize("ours_cls, sb3_cls, env_id, kwargs", CASES)
+@pytest.mark.parametrize("sampler", ["uniform", "per"])
+def test_update_equals_sb3_on_the_same_batch(ours_cls, sb3_cls, env_id, kwargs, sampler, tmp_path):
+    """train() on the same batch from the same state gives SB3's parameters exactly: with the uniform sampler,
+    and with PER at beta = 0 (all IS weights 1), through the method's own loss."""
+    rb = dict(sampler=sampler) if sampler == "uniform" else dict(sampler="per", beta0=0.0)
+    ours = ours_cls("MlpPolicy", env_id, replay_buffer_kwargs=rb, **kwargs())
+    ours.learn(200)  # fills the buffer and trains, so the update starts from trained parameters and optimizers
+    ours.save(tmp_path / "ours")
+    plain = {"replay_buffer_class": SB3ReplayBuffer, "replay_buffer_kwargs": {}}
+    theirs = sb3_cls.load(tmp_path / "ours", env=ours.get_env(), device="cpu", custom_objects=plain)
+    assert type(theirs.replay_buffer) is SB3ReplayBuffer
+    batch = ours.replay_buffer.sample(32)  # the sampler's own beta: beta0
+    assert th.all(batch.weights == 1)
+    ours.replay_buffer.sample = lambda *a, **k: batch
+    theirs.replay_buffer.sample = lambda *a, **k: batch.sb3()
+    before = _params(ours)
+    for model in (ours, theirs):
+        model.set_logger(Logger(None, []))
+        th.manual_seed(3)
+        model.train(gradient_steps=2, batch_size=32)
+    changed = False
+    for a, b, c in zip(_params(ours), _params(theirs), before, strict=True):
+        assert th.equal(a, b)
+        changed |= not th.equal(a, c)
+    assert changed
+
+
+def test_save_and_load_keep_the_sampler_and_continue_sampling(tmp_path):
+    model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(sampler="per"), **_dqn_kwargs())
+    model.learn(400)
+    sampler = model.replay_buffer.replay.sampler
+    everything = np.arange(sampler.capacity)
+    live = everything[sampler.sampleable(everything)]
+    assert np.unique(sampler.priorities(live)).size > 10  # the TD errors have set priorities
+    model.save(tmp_path / "model")
+    model.save_replay_buffer(tmp_path / "replay")
+    loaded = DQN.load(tmp_path / "model", env=model.get_env(), device="cpu")
+    loaded.load_replay_buffer(tmp_path / "replay")
+    assert isinstance(loaded.replay_buffer, PrioritizedReplayBuffer)
+    np.testing.assert_array_equal(loaded.replay_buffer.replay.sampler.priorities(everything),
+                                  sampler.priorities(everything))  # fmt: skip
+    drawn = {}
+    for name, m in (("original", model), ("loaded", loaded)):
+        m.set_logger(Logger(None, []))
+        th.manual_seed(5)
+        m.train(gradient_steps=5, batch_size=32)
+        drawn[name] = (m.replay_buffer.sample(64).indices, _params(m),
+                       m.replay_buffer.replay.sampler.priorities(everything))  # fmt: skip
+    np.testing.assert_array_equal(drawn["original"][0], drawn["loaded"][0])
+    for a, b in zip(drawn["original"][1], drawn["loaded"][1], strict=True):
+        assert th.equal(a, b)
+    np.testing.assert_array_equal(drawn["original"][2], drawn["loaded"][2])
+
+
+def test_learning_twice_resets_cleanly():
+    """learn() called again (SB3 resets the environment) ends the open episode; the buffer stays valid."""
+    model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(sampler="pser"), **_dqn_kwargs())
+    model.learn(150)
+    model.learn(150)
+    replay = model.replay_buffer.replay
+    replay.load_state_dict(replay.state_dict())
+    assert replay.storage["truncated"].any()
+
+
+@pytest.mark.parametrize("sampler", ["lap", "pal", "pser"])
+def test_methods_train_sac(sampler):
+    model = SAC("MlpPolicy", "Pendulum-v1", replay_buffer_kwargs=dict(sampler=sampler), **_continuous_kwargs())
+    model.learn(120)
+    assert np.isfinite(model.logger.name_to_value["train/critic_loss"])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(sampler="bogus"), "sampler='bogus'"),
+        (dict(sampler="ners"), "sampler='ners'"),
+        (dict(sampler="per", alpha=-1.0), "alpha"),
+        (dict(sampler="pser", rho=2.0), "rho"),
+        (dict(sampler="lap", kappa=0.0), "kappa"),
+        (dict(gamma=0.0, n_steps=3), "gamma=0.0"),
+    ],
+)
+def test_bad_buffer_settings_are_one_line_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match) as err:
+        DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=kwargs, **_dqn_kwargs())
+    assert "\n" not in str(err.value)
+
+
+def test_bad_algorithm_settings_are_one_line_errors():
+    with pytest.raises(ValueError, match="replay_buffer_class=ReplayBuffer") as err:
+        TD3("MlpPolicy", "Pendulum-v1", replay_buffer_class=SB3ReplayBuffer, **_continuous_kwargs())
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="optimize_memory_usage") as err:
+        DQN("MlpPolicy", "CartPole-v1", optimize_memory_usage=True, **_dqn_kwargs())
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="Dict observation"):
+        PrioritizedReplayBuffer(10, spaces.Dict({"a": BOX}), ACT)
+
+
+def test_dqn_per_smoke():
+    """A short DQN + PER run on CartPole: priorities move and the loss is finite (learning: the slow test)."""
+    model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(sampler="per"), **_dqn_kwargs())
+    model.learn(500)
+    assert np.isfinite(model.logger.name_to_value["train/loss"])
+    assert model.replay_buffer.replay.sampler.max_priority != 1.0
+
+
+def test_td3_lap_smoke():
+    """A short TD3 + LAP run on Pendulum: the critic loss is finite and LAP's priorities move."""
+    model = TD3("MlpPolicy", "Pendulum-v1", replay_buffer_kwargs=dict(sampler="lap"), **_continuous_kwargs())
+    model.learn(300)
+    assert np.isfinite(model.logger.name_to_value["train/critic_loss"])
+    assert model.replay_buffer.replay.sampler.max_priority > 1.0
+
+
+def _stacked_cartpole(padding):
+    import gymnasium as gym
+
+    return gym.wrappers.FrameStackObservation(gym.make("CartPole-v1"), 3, padding_type=padding)
+
+
+def test_frame_stack_stores_frames_once_and_rebuilds_the_stacks():
+    """frame_stack=3 over gymnasium's FrameStackObservation: one frame per slot, and every sampled stack
+    (observation and next observation) is one the environment produced."""
+    model = DQN("MlpPolicy", _stacked_cartpole("reset"), replay_buffer_kwargs=dict(sampler="per", frame_stack=3),
+                **_dqn_kwargs())  # fmt: skip
+    seen = set()
+    real_add = model.replay_buffer.add
+
+    def add(obs, next_obs, *rest):
+        seen.update(tuple(o.reshape(-1)) for o in np.concatenate([obs, next_obs]))
+        real_add(obs, next_obs, *rest)
+
+    model.replay_buffer.add = add
+    model.learn(300)
+    assert model.replay_buffer.replay.storage["obs"].shape == (2000, 4)
+    batch = model.replay_buffer.sample(128)
+    assert batch.observations.shape == (128, 3, 4)
+    for stacks in (batch.observations, batch.next_observations):
+        assert all(tuple(s.reshape(-1).tolist()) in seen for s in stacks.numpy())
+
+
+def test_frame_stack_refuses_other_stacks():
+    with pytest.raises(ValueError, match="frame_stack=3: observations must be stacks") as err:
+        DQN("MlpPolicy", _stacked_cartpole("zero"), replay_buffer_kwargs=dict(frame_stack=3),
+            **_dqn_kwargs()).learn(5)  # fmt: skip
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_dqn_per_learns_cartpole():
+    """DQN + PER on CartPole-v1, 8,000 steps (RL Zoo's CartPole settings, shorter): measured mean returns over
+    10 episodes of 241 (seed 0) and 202 (seed 1); a random policy gets about 22. Threshold 100."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    model = DQN("MlpPolicy", "CartPole-v1", seed=0, buffer_size=20_000, learning_starts=1000, learning_rate=2.3e-3,
+                batch_size=64, target_update_interval=10, train_freq=256, gradient_steps=128,
+                exploration_fraction=0.16, exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256]),
+                replay_buffer_kwargs=dict(sampler="per"), device="cpu", verbose=0)  # fmt: skip
+    model.learn(8000)
+    mean, _ = evaluate_policy(model, model.get_env(), n_eval_episodes=10)
+    assert mean > 100
+
+
+@pytest.mark.slow
+def test_td3_lap_learns_pendulum():
+    """TD3 + LAP on Pendulum-v1, 6,000 steps: measured mean returns over 10 episodes of -377 (seed 0) and -175
+    (seed 1); a random policy gets about -1,200. Threshold -800."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    model = TD3("MlpPolicy", "Pendulum-v1", seed=0, buffer_size=20_000, learning_starts=1000, learning_rate=1e-3,
+                gamma=0.98, action_noise=NormalActionNoise(np.zeros(1), 0.1 * np.ones(1)),
+                policy_kwargs=dict(net_arch=[64, 64]), replay_buffer_kwargs=dict(sampler="lap"), device="cpu",
+                verbose=0)  # fmt: skip
+    model.learn(6000)
+    mean, _ = evaluate_policy(model, model.get_env(), n_eval_episodes=10)
+    assert mean > -800
+
+
+def test_a_refused_write_changes_nothing():
+    """A non-finite observation after a restart is refused before the open episode is ended."""
+    buf = _buffer(sampler="per", seed=0)
+    _drive([buf], 6, 1, [{}])
+    before = buf.replay.state_dict()
+    bad = np.full((1, 3), np.nan, np.float32)
+    with pytest.raises(ValueError, match="obs holds a non-finite value: nan"):
+        buf.add(bad, np.zeros((1, 3), np.float32), np.zeros((1, 2), np.float32), np.zeros(1, np.float32),
+                np.zeros(1, bool), [{}])  # fmt: skip
+    after = buf.replay.state_dict()
+    for key, arr in before["storage"].items():
+        np.testing.assert_array_equal(after["storage"][key], arr)
+    np.testing.assert_array_equal(after["sampler"]["sampleable"], before["sampler"]["sampleable"])
+
+
+def test_critic_loss_weights_items_and_reports_priorities():
+    """TD3 + PER: the critic loss is SB3's sum over critics of mean(w * delta^2), and each item's priority
+    becomes max(|delta_1|, |delta_2|) + eps."""
+    model = TD3("MlpPolicy", "Pendulum-v1", replay_buffer_kwargs=dict(sampler="per", beta0=1.0),
+                **_continuous_kwargs())  # fmt: skip
+    model.learn(150)
+    model._current_progress_remaining = 1.0
+    batch = model._sample(32)
+    assert batch.weights.std() > 0  # beta = 1 on priorities that differ
+    q1 = th.linspace(-2, 2, 32).reshape(-1, 1)
+    q2 = th.linspace(3, -1, 32).reshape(-1, 1)
+    target = th.zeros(32, 1)
+    loss = model._critic_loss((q1, q2), target, batch)
+    w = batch.weights.reshape(-1, 1)
+    th.testing.assert_close(loss, (w * q1**2).mean() + (w * q2**2).mean(), rtol=1e-6, atol=0)
+    sampler = model.replay_buffer.replay.sampler
+    expected = th.maximum(q1.abs(), q2.abs()).reshape(-1).double().numpy() + sampler.eps
+    got = sampler.priorities(batch.indices)
+    last = {int(i): k for k, i in enumerate(batch.indices)}  # a slot drawn twice keeps its last update
+    np.testing.assert_allclose(got, expected[[last[int(i)] for i in batch.indices]], rtol=1e-6)
