@@ -141,7 +141,8 @@ def test_sac_target_matches_hand_computation():
 def test_dqn_targets_match_hand_computation(agent_cls):
     torch.manual_seed(0)
     cfg = dqn.DQNSettings(channels=(4, 8, 8), hidden=16)
-    env = SimpleNamespace(action_space=gym.spaces.Discrete(5))
+    env = SimpleNamespace(action_space=gym.spaces.Discrete(5),
+                          observation_space=gym.spaces.Box(0, 255, (4, 84, 84), np.uint8))
     defaults = dqn.SPECS["ddqn" if agent_cls.double else "dqn"].defaults
     method = Method("uniform", ReplaySettings(), defaults, total_steps=1000)
     agent = agent_cls(cfg, env, torch.device("cpu"), np.random.default_rng(0), torch.Generator(), method)
