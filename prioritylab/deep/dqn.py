@@ -33,7 +33,7 @@ from ..replay import estimate_bytes
 from .atari import FRAME_STACK, SCREEN, atari_state, make_atari_env, score_columns, set_atari_state
 from .loop import Spec, replay_capacity
 from .methods import Defaults, Method
-from .run import RunSettings, SettingsError
+from .run import RunSettings, SettingsError, check_memory
 
 # LAP/PAL Table 7 (Double DQN): PER alpha 0.6, beta 0.4 (annealed to 1, PER Section 3.4), eps 1e-10;
 # LAP & PAL alpha 0.6; kappa 0.01 (App. D.2, eq. 29-31); uniform/PER/PSER keep DQN's Huber loss (kappa 1).
@@ -43,8 +43,6 @@ DDQN_DEFAULTS = Defaults(per_alpha=0.6, per_beta0=0.4, per_eps=1e-10, lap_alpha=
 # are taken from LAP Table 7 / App. D.2.
 DQN_DEFAULTS = Defaults(per_alpha=0.5, per_beta0=0.5, per_eps=1e-10, lap_alpha=0.6, kappa=0.01, per_beta_end=None,
                         td_kappa=1.0)  # fmt: skip
-
-MEMINFO = "/proc/meminfo"
 
 
 @dataclass
@@ -248,18 +246,6 @@ def replay_bytes(cfg: AtariSettings) -> int:
     return estimate_bytes(replay_capacity(cfg), shape, np.uint8, (), np.int64, frame_stack=FRAME_STACK)
 
 
-def available_bytes() -> int | None:
-    """``MemAvailable`` of /proc/meminfo, or None where there is no such file."""
-    try:
-        with open(MEMINFO) as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - not Linux
-        return None
-    return None  # pragma: no cover
-
-
 def check_atari(cfg: AtariSettings) -> None:
     for name in ("buffer_size", "batch_size", "hidden", "update_every", "target_every", "eps_decay",
                  "max_episode_frames"):  # fmt: skip
@@ -275,12 +261,7 @@ def check_atari(cfg: AtariSettings) -> None:
     for name in ("lr", "rms_eps"):
         if not getattr(cfg, name) > 0:
             raise SettingsError(f"{name} must be positive, got {getattr(cfg, name)!r}")
-    need, have = replay_bytes(cfg), available_bytes()
-    if have is not None and need > have:
-        per = need // replay_capacity(cfg)
-        raise SettingsError(f"a replay of {replay_capacity(cfg):,} transitions needs {need / 1e9:.1f} GB "
-                            f"({per:,} bytes each) but only {have / 1e9:.1f} GB of memory is available; "
-                            f"lower --buffer-size")  # fmt: skip
+    check_memory(replay_capacity(cfg), replay_bytes(cfg))
 
 
 def make_env(env_id: str, cfg: AtariSettings) -> gym.Env:
