@@ -120,10 +120,7 @@ def main(argv: list[str]) -> int:
         return 2
     agent = argv[0]
     prog = f"prioritylab train {agent}"
-    try:
-        cfg = parse(settings[agent], argv[1:], prog)
-    except SystemExit as exit_:
-        return 0 if exit_.code is None else exit_.code
+    cfg = parse(settings[agent], argv[1:], prog)  # SystemExit after --help or a parsing error
     try:
         folder = train(specs[agent], cfg)
     except SettingsError as err:

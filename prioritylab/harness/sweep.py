@@ -290,9 +290,8 @@ def _main(args) -> int:
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     results = run_sweep(jobs, args.jobs, args.backend, args.address, args.out / "sweep.json")
-    signum = next((v["exit_code"] - 128 for v in results.values() if v.get("exit_code") == NOT_STARTED), None)
-    if _stopping.is_set():
-        signum = _StopOnSignal.last_signum
+    signum = stopped_by_signal(args.out / "sweep.json")
+    if signum is not None:
         print(f"sweep stopped by signal {signum}; the runs wrote their checkpoints: re-run the same command to "
               f"resume them (see {args.out}/sweep.json)", file=sys.stderr)  # fmt: skip
         return 128 + signum
