@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import sys
 import tempfile
 from pathlib import Path
 
+PARENT_PID = "PRIORITYLAB_PARENT_PID"  # set by a parent (``prioritylab sweep``) whose death must end this process
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|obj):`~?([^`]+)`")
 
 
@@ -101,3 +104,24 @@ def check_output_file(path, option: str) -> Path:
         raise ValueError(f"{option} {path} is a folder, not a file")
     check_output_dir(path.parent if str(path.parent) else Path("."), option=f"{option} {path}: folder")
     return path
+
+
+def die_with_parent() -> None:
+    """End this process with SIGTERM when the parent named by ``$PRIORITYLAB_PARENT_PID`` dies (Linux).
+
+    ``prioritylab sweep`` sets the variable for its ``prioritylab train`` processes: the kernel's
+    parent-death signal (``prctl(PR_SET_PDEATHSIG)``) reaches them even when the sweep is killed with
+    SIGKILL, and SIGTERM makes a run stop at its episode end with a checkpoint.  A parent already gone
+    before the request is caught by comparing the parent pid.  Elsewhere, or without the variable,
+    nothing happens.
+    """
+    parent = os.environ.pop(PARENT_PID, None)
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:  # pragma: no cover - always allowed
+        return
+    if str(os.getppid()) != parent:  # the parent died before the request: no signal will come
+        os.kill(os.getpid(), signal.SIGTERM)

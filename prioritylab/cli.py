@@ -21,10 +21,12 @@ SUBCOMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     from ._cli import Parser
+    from .deep.cli import AGENTS
 
     parser = Parser(prog="prioritylab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("train", help="train a deep agent: prioritylab train {td3,sac} --help", add_help=False)
+    agents = ",".join(AGENTS)
+    sub.add_parser("train", help=f"train a deep agent: prioritylab train {{{agents}}} --help", add_help=False)
     for name, module in SUBCOMMANDS.items():
         try:
             mod = importlib.import_module(module)
@@ -39,8 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "train":  # settings dataclasses parsed by tyro, one flag per field
+        from ._cli import die_with_parent
         from .deep.cli import main as train_main
 
+        die_with_parent()
         return train_main(argv[1:])
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)

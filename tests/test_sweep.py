@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import sys
 
 import pytest
 
@@ -25,7 +26,7 @@ def test_dry_run_lists_every_run_and_seed(tmp_path, capsys):
     spec.write_text(SPEC)
     assert cli_main(["sweep", str(spec), "--seeds", "3", "--out", str(tmp_path / "runs"), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "6 runs" in out and out.count("new ") == 6 and "--seed 2" in out and "--steps 40" in out
+    assert "6 runs" in out and out.count("  # new\n") == 6 and "--seed 2" in out and "--steps 40" in out
     paper = sweep.expand(sweep.load_spec(spec, "paper"), 1, 0, tmp_path)
     assert "1000000" in paper[0]["args"]
 
@@ -42,7 +43,7 @@ def test_runs_skip_finished_and_record_crashes(tmp_path, capsys):
     assert (out / "td3_Pendulum-v1_per_s0" / "finished.json").exists()
     capsys.readouterr()
     assert cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 0
-    assert "finished -m prioritylab train td3 --env Pendulum-v1" in capsys.readouterr().out
+    assert f"{sys.executable} -m prioritylab train td3 --env Pendulum-v1" in capsys.readouterr().out
 
 
 def test_a_run_killed_before_its_first_checkpoint_starts_again(tmp_path, capsys):
@@ -59,7 +60,8 @@ def test_a_run_killed_before_its_first_checkpoint_starts_again(tmp_path, capsys)
     capsys.readouterr()
     assert cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 0
     listed = capsys.readouterr().out
-    assert listed.startswith("restart  -m prioritylab train td3") and listed.splitlines()[0].endswith("--overwrite")
+    assert listed.startswith(f"{sys.executable} -m prioritylab train td3")
+    assert listed.splitlines()[0].endswith("--overwrite  # restart")
     assert cli_main(["sweep", str(spec), "--out", str(out)]) == 0
     assert json.loads((out / "sweep.json").read_text())["runs"]["td3_Pendulum-v1_per_s0"]["status"] == "finished"
     assert (folder / "evaluations.csv").read_bytes() == whole  # the same seed, the same run

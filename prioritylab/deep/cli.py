@@ -3,24 +3,108 @@
 A module defines ``SPEC`` for one agent, or ``SPECS`` (name -> Spec) for several.  ``dqn`` and ``ddqn``
 with ``--env MinAtar/<Game>-v1`` take the MinAtar settings and network (``MINATAR_SPECS``,
 ``MINATAR_SETTINGS`` of :mod:`prioritylab.deep.dqn`), so ``--help`` after such an ``--env`` shows those.
+Errors are one line (``prioritylab train AGENT: error: ...``, exit 2), tyro's parsing errors included; an
+integer setting also takes an integral number in scientific notation (``--steps 1e6``).  A run stopped by
+Ctrl-C or SIGTERM ends with ``interrupted at step N; resume with --resume`` and exit code 128 + the signal
+(130 for Ctrl-C), after its checkpoint is written.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import io
+import re
 import sys
+import types
+import typing
+from decimal import Decimal, InvalidOperation
 
 AGENTS = {"td3": "prioritylab.deep.td3", "sac": "prioritylab.deep.sac", "dqn": "prioritylab.deep.dqn",
           "ddqn": "prioritylab.deep.dqn"}  # fmt: skip
+_SCIENTIFIC = re.compile(r"[+]?[0-9]+(\.[0-9]*)?[eE][+]?[0-9]+")
+_BOX = "╭╮╰╯│─"
+
+
+def usage(settings: dict) -> str:
+    lines = ["usage: prioritylab train {" + ",".join(AGENTS) + "} [--help] [settings...]"]
+    lines += [f"  {name:5s} {settings[name].__doc__.splitlines()[0]}" for name in AGENTS]
+    return "\n".join(lines)
+
+
+def int_flags(cls, prefix: str = "") -> set[str]:
+    """The flags of the integer fields of a settings dataclass (nested ones as ``--replay.name``)."""
+    flags = set()
+    for f in dataclasses.fields(cls):
+        kind = typing.get_type_hints(cls)[f.name]
+        if dataclasses.is_dataclass(kind):
+            flags |= int_flags(kind, f"{prefix}{f.name}.")
+        elif kind is int or (typing.get_origin(kind) in (typing.Union, types.UnionType)
+                             and int in typing.get_args(kind) and float not in typing.get_args(kind)):  # fmt: skip
+            flags.add("--" + prefix + f.name.replace("_", "-"))
+    return flags
+
+
+def integral_scientific(argv: list[str], flags: set[str]) -> list[str]:
+    """``--steps 1e6`` and ``--steps=1e6`` as ``--steps 1000000``: an integral value in scientific notation
+    given to an integer flag is written out (exactly, through ``Decimal``); anything else is left to tyro."""
+
+    def convert(text: str) -> str:
+        if not _SCIENTIFIC.fullmatch(text):
+            return text
+        try:
+            value = Decimal(text)
+        except InvalidOperation:  # pragma: no cover - the pattern only matches numbers
+            return text
+        return str(int(value)) if value == value.to_integral_value() else text
+
+    out = list(argv)
+    for i, token in enumerate(out):
+        flag, sep, value = token.partition("=")
+        if flag in flags and sep:
+            out[i] = f"{flag}={convert(value)}"
+        elif token in flags and i + 1 < len(out):
+            out[i + 1] = convert(out[i + 1])
+    return out
+
+
+def tyro_error(text: str) -> str:
+    """The message of tyro's error box on one line (its first paragraph, without the frame)."""
+    words = []
+    for line in text.splitlines():
+        inner = line.strip(_BOX + " ")
+        if line.strip().startswith("╭"):
+            continue
+        if not inner:
+            if words:
+                break
+            continue
+        words.append(inner)
+    return " ".join(words) or "invalid arguments"
+
+
+def parse(cls, argv: list[str], prog: str):
+    """tyro's parse, with its error box turned into one line (``SystemExit(2)`` after printing it)."""
+    import tyro
+
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            return tyro.cli(cls, args=integral_scientific(argv, int_flags(cls)), prog=prog, description=cls.__doc__)
+    except SystemExit as exit_:
+        if exit_.code not in (0, None):
+            print(f"{prog}: error: {tyro_error(captured.getvalue())}", file=sys.stderr)
+            raise SystemExit(2) from None
+        sys.stderr.write(captured.getvalue())
+        raise
 
 
 def main(argv: list[str]) -> int:
     import importlib
 
-    import tyro
-
     from .loop import train
     from .minatar import is_minatar
-    from .run import SettingsError
+    from .run import Interrupted, SettingsError
 
     specs, settings = {}, {}
     for name, module in AGENTS.items():
@@ -28,25 +112,30 @@ def main(argv: list[str]) -> int:
         specs[name] = mod.SPECS[name] if hasattr(mod, "SPECS") else mod.SPEC
         settings[name] = next(v for k, v in vars(mod).items() if k.endswith("Settings") and k[:3].lower() == name[:3])
     if not argv or argv[0] not in AGENTS:
-        if argv and argv[0] not in ("-h", "--help"):
-            print(f"prioritylab train: unknown agent {argv[0]!r}; choose one of {', '.join(AGENTS)}", file=sys.stderr)
-            return 2
-        print("usage: prioritylab train {" + ",".join(AGENTS) + "} [--help] [settings...]")
-        for name in AGENTS:
-            print(f"  {name:5s} {settings[name].__doc__.splitlines()[0]}")
-        return 0
+        if argv and argv[0] in ("-h", "--help"):
+            print(usage(settings))
+            return 0
+        if argv:
+            print(f"prioritylab train: error: unknown agent {argv[0]!r}; choose one of {', '.join(AGENTS)}",
+                  file=sys.stderr)  # fmt: skip
+        else:
+            print(usage(settings), file=sys.stderr)
+        return 2
     agent = argv[0]
     if agent in ("dqn", "ddqn") and is_minatar(env_option(argv[1:])):
         from . import dqn
 
         specs[agent], settings[agent] = dqn.MINATAR_SPECS[agent], dqn.MINATAR_SETTINGS[agent]
-    cfg = tyro.cli(settings[agent], args=argv[1:], prog=f"prioritylab train {agent}",
-                   description=settings[agent].__doc__)  # fmt: skip
+    prog = f"prioritylab train {agent}"
+    cfg = parse(settings[agent], argv[1:], prog)  # SystemExit after --help or a parsing error
     try:
         folder = train(specs[agent], cfg)
     except SettingsError as err:
-        print(f"prioritylab train {agent}: error: {err}", file=sys.stderr)
+        print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
+    except Interrupted as stop:
+        print(f"{stop} (run folder {stop.folder})", file=sys.stderr)
+        return 128 + stop.signum
     print(f"run written to {folder}")
     return 0
 

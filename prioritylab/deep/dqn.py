@@ -40,7 +40,7 @@ from .atari import FRAME_STACK, SCREEN, atari_state, make_atari_env, score_colum
 from .loop import Spec, replay_capacity
 from .methods import Defaults, Method
 from .minatar import make_minatar_env, minatar_state, set_minatar_state
-from .run import RunSettings, SettingsError
+from .run import RunSettings, SettingsError, check_memory
 
 # LAP/PAL Table 7 (Double DQN): PER alpha 0.6, beta 0.4 (annealed to 1, PER Section 3.4), eps 1e-10;
 # LAP & PAL alpha 0.6; kappa 0.01 (App. D.2, eq. 29-31); uniform/PER/PSER keep DQN's Huber loss (kappa 1).
@@ -50,8 +50,6 @@ DDQN_DEFAULTS = Defaults(per_alpha=0.6, per_beta0=0.4, per_eps=1e-10, lap_alpha=
 # are taken from LAP Table 7 / App. D.2.
 DQN_DEFAULTS = Defaults(per_alpha=0.5, per_beta0=0.5, per_eps=1e-10, lap_alpha=0.6, kappa=0.01, per_beta_end=None,
                         td_kappa=1.0)  # fmt: skip
-
-MEMINFO = "/proc/meminfo"
 
 
 @dataclass
@@ -362,18 +360,6 @@ def replay_bytes(cfg: AtariSettings) -> int:
     return estimate_bytes(replay_capacity(cfg), shape, np.uint8, (), np.int64, frame_stack=FRAME_STACK)
 
 
-def available_bytes() -> int | None:
-    """``MemAvailable`` of /proc/meminfo, or None where there is no such file."""
-    try:
-        with open(MEMINFO) as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - not Linux
-        return None
-    return None  # pragma: no cover
-
-
 def check_dqn(cfg: AtariSettings | MinAtarSettings, positive: tuple[str, ...]) -> None:
     """The checks both settings share (``positive``: the fields of one kind that must also be positive)."""
     for name in ("buffer_size", "batch_size", "hidden", "update_every", "target_every", "eps_decay", *positive):
@@ -389,26 +375,17 @@ def check_dqn(cfg: AtariSettings | MinAtarSettings, positive: tuple[str, ...]) -
             raise SettingsError(f"{name} must be positive, got {getattr(cfg, name)!r}")
 
 
-def check_memory(cfg: RunSettings, need: int) -> None:
-    have = available_bytes()
-    if have is not None and need > have:
-        per = need // replay_capacity(cfg)
-        raise SettingsError(f"a replay of {replay_capacity(cfg):,} transitions needs {need / 1e9:.1f} GB "
-                            f"({per:,} bytes each) but only {have / 1e9:.1f} GB of memory is available; "
-                            f"lower --buffer-size")  # fmt: skip
-
-
 def check_atari(cfg: AtariSettings) -> None:
     check_dqn(cfg, ("max_episode_frames",))
     if len(cfg.channels) != 3 or min(cfg.channels) <= 0:
         raise SettingsError(f"channels must be three positive filter counts, got {cfg.channels!r}")
-    check_memory(cfg, replay_bytes(cfg))
+    check_memory(replay_capacity(cfg), replay_bytes(cfg))
 
 
 def check_minatar(cfg: MinAtarSettings) -> None:
     check_dqn(cfg, ("conv_channels", "max_episode_steps"))
     # the largest MinAtar state (Seaquest, 10 channels): 1,000 bytes per slot
-    check_memory(cfg, estimate_bytes(replay_capacity(cfg), (10, 10, 10), bool, (), np.int64))
+    check_memory(replay_capacity(cfg), estimate_bytes(replay_capacity(cfg), (10, 10, 10), bool, (), np.int64))
 
 
 def make_env(env_id: str, cfg: AtariSettings) -> gym.Env:

@@ -24,18 +24,21 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..replay import ReplayBuffer
+from ..replay import ReplayBuffer, estimate_bytes
 from .methods import Defaults, Method
 from .minatar import is_minatar
 from .minatar import register as register_minatar
 from .run import (
     CHECKPOINT,
     Clock,
+    Interrupted,
     RunLog,
     RunSettings,
     SettingsError,
     StopSignal,
     check_common,
+    check_memory,
+    discard_new_dir,
     env_rng_state,
     load_checkpoint,
     mark_finished,
@@ -86,9 +89,22 @@ class Spec:
     score_columns: object = None  # optional (env_id, returns) -> dict of extra evaluation columns
 
 
-def make_gym_env(env_id: str) -> gym.Env:
+def register_env_packages(env_id: str) -> None:
+    """Register the environments of an installed package that gymnasium does not load by itself (ALE's
+    ``ALE/...`` and MinAtar's ``MinAtar/...`` ids), so that an id is judged by what it is, not by whether its
+    package was imported."""
     if is_minatar(env_id):
         register_minatar()  # so that an agent can name what the environment is, e.g. its discrete actions
+    elif env_id.startswith("ALE/"):
+        try:
+            import ale_py
+        except ImportError:  # pragma: no cover - the atari extra is not installed
+            return
+        gym.register_envs(ale_py)
+
+
+def make_gym_env(env_id: str) -> gym.Env:
+    register_env_packages(env_id)
     try:
         return gym.make(env_id)
     except gym.error.Error as err:
@@ -164,10 +180,40 @@ def learn(agent: Agent, buffer: ReplayBuffer, method: Method, step: int, batch_s
     return stats
 
 
+def check_updates(spec: Spec, cfg: RunSettings) -> None:
+    """Refuse a run that would end before its first update, unless ``allow_no_updates``."""
+    starts = spec.learning_starts(cfg)
+    if cfg.steps <= starts and not cfg.allow_no_updates:
+        raise SettingsError(f"steps {cfg.steps} <= start_steps {starts}: the run would end before its first "
+                            "update; lower --start-steps, raise --steps or pass --allow-no-updates")  # fmt: skip
+
+
+def check_replay_memory(spec: Spec, cfg: RunSettings, env: gym.Env) -> None:
+    """The replay's memory formula against the memory available, before anything is allocated."""
+    args = spec.buffer_args(cfg, env)
+    capacity = replay_capacity(cfg)
+    need = estimate_bytes(capacity, args["obs_shape"], args["obs_dtype"], args.get("action_shape", ()),
+                          args.get("action_dtype", np.float32), args.get("frame_stack", 1))  # fmt: skip
+    check_memory(capacity, need)
+
+
+def check_threads(checkpoint: dict, path: Path) -> None:
+    """A resumed run is bit-identical only at the thread count its checkpoint was written with."""
+    saved, now = checkpoint.get("threads"), torch.get_num_threads()
+    if saved is not None and saved != now:
+        raise SettingsError(f"checkpoint {path} was written with {saved} torch thread(s) but this run would use "
+                            f"{now}; resume with --threads {saved} (results match only at the same count)")  # fmt: skip
+
+
 def train(spec: Spec, cfg: RunSettings) -> Path:
-    """Run (or resume) one training run; returns its folder.  Every check happens before any work."""
+    """Run (or resume) one training run; returns its folder.  Every check happens before any work.
+
+    The run folder is locked for the run's life (:class:`~prioritylab.deep.run.RunLock`).  A run stopped by
+    SIGINT/SIGTERM writes its checkpoint and raises :class:`~prioritylab.deep.run.Interrupted`.
+    """
     check_common(cfg)
     spec.check(cfg)
+    check_updates(spec, cfg)
     device = pick_device(cfg.device)
     env = spec.make_env(cfg.env, cfg)
     eval_env = spec.make_env(cfg.env, cfg)
@@ -176,12 +222,28 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
         method.check_env(env)
     except ValueError as err:
         raise SettingsError(f"sampler {cfg.sampler}: {err}") from None
+    check_replay_memory(spec, cfg, env)
     folder = run_dir(cfg, spec.name)
-    prepare_dir(folder, cfg.resume, cfg.overwrite)
+    existed = folder.exists()
+    lock = prepare_dir(folder, cfg.resume, cfg.overwrite)
+    try:
+        return _train_locked(spec, cfg, folder, env, eval_env, device, method)
+    except SettingsError:
+        if not existed:
+            discard_new_dir(folder)
+        raise
+    finally:
+        lock.release()
+
+
+def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval_env: gym.Env,
+                  device: torch.device, method: Method) -> Path:  # fmt: skip
     identity = {"agent": spec.name, "env": cfg.env, "sampler": cfg.sampler, "seed": cfg.seed}
-    checkpoint = load_checkpoint(folder / CHECKPOINT, identity) if cfg.resume else None
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    checkpoint = load_checkpoint(folder / CHECKPOINT, identity) if cfg.resume else None
+    if checkpoint is not None:
+        check_threads(checkpoint, folder / CHECKPOINT)
     agent, buffer, rng, noise = make_learner(spec, cfg, env, device, method)
 
     step, updates, episodes, next_ckpt = 0, 0, 0, cfg.checkpoint_every
@@ -210,7 +272,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
             "identity": identity, "step": step, "updates": updates, "episodes": episodes, "next_ckpt": next_ckpt,
             "agent": agent.state_dict(), "buffer": buffer.state_dict(copy=False), "rng": rng.bit_generator.state,
             "noise": noise.get_state(), "torch_rng": torch.get_rng_state(), "env_state": spec.env_state(env),
-            "wall_time": clock.elapsed, "reason": reason,
+            "wall_time": clock.elapsed, "reason": reason, "threads": torch.get_num_threads(),
         }, folder / CHECKPOINT)  # fmt: skip
 
     bar = tqdm(total=cfg.steps, initial=step, disable=not cfg.progress, unit="step", dynamic_ncols=True,
@@ -254,6 +316,8 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
                 bar.update(step - bar.n)
     bar.close()
     log.close()
+    if stopped and stop.requested:
+        raise Interrupted(folder, step, stop.signum)
     if not stopped:
         save("finished")
         mark_finished(folder, {"step": step, "updates": updates, "episodes": episodes, "last_eval": last_eval,

@@ -7,22 +7,33 @@ A run folder holds:
   and resumed run writes the same bytes as an uninterrupted one;
 * ``timing.csv``: wall time, env steps/s and updates/s at each evaluation (the
   machine's speed, kept apart from the deterministic results);
-* ``manifest.json`` (config, commit, package versions, device), TensorBoard
-  events in ``tb/``, and ``checkpoint.pt`` (networks, optimisers, the whole
-  replay, every RNG, counters), written atomically.
+* ``manifest.json`` (config, commit, package versions, device, torch threads),
+  TensorBoard events in ``tb/``, and ``checkpoint.pt`` (networks, optimisers,
+  the whole replay, every RNG, counters, the torch thread count), written
+  atomically, with its SHA-256 in ``checkpoint.pt.sha256``; ``--resume``
+  verifies the digest before it reads the checkpoint;
+* ``.lock``: the run's lock (``fcntl.flock``, held for the run's life, the
+  holder's pid inside), so a second process never writes into a live run.
 
 Checkpoints are taken at episode ends (every ``checkpoint_every`` steps, on
 SIGTERM/Ctrl-C, and at ``stop_after``).  There the environment's state is
 small: its RNG for MuJoCo and other gymnasium envs, the emulator's cloned
 state with its RNG for ALE (each agent's ``Spec.env_state``).  Resuming
-there continues bit-identically on the CPU.
+there continues bit-identically on the CPU at the same torch thread count
+(one by default); a resume with another count is refused.
 """
 
 from __future__ import annotations
 
 import csv
+import errno
+import fcntl
+import hashlib
+import json
+import os
 import shutil
 import signal
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,9 +46,14 @@ from ..results import atomic_write, write_csv, write_json, write_manifest
 from .methods import METHODS, ReplaySettings
 
 CHECKPOINT = "checkpoint.pt"
+DIGEST = CHECKPOINT + ".sha256"
 EVALS = "evaluations.csv"
 TIMING = "timing.csv"
-RUN_FILES = (CHECKPOINT, EVALS, TIMING, "manifest.json", "finished.json", "tb")
+LOCK = ".lock"
+RUN_FILES = (CHECKPOINT, DIGEST, EVALS, TIMING, "manifest.json", "finished.json", "tb")
+MAX_COUNT = 2**62  # steps and slots are int64 counters in the replay and the checkpoint
+MAX_SEED = 2**32 - 101  # the evaluation env is seeded with seed + 100: both stay 32-bit seeds
+MEMINFO = "/proc/meminfo"
 
 
 class SettingsError(ValueError):
@@ -72,8 +88,12 @@ class RunSettings:
     """Checkpoint at the first episode end after every this many steps."""
     stop_after: int | None = None
     """Stop with a checkpoint at the first episode end after this step (resume later with --resume)."""
-    threads: int = 0
-    """Torch CPU threads (0: torch's default)."""
+    threads: int = 1
+    """Torch CPU threads (0: torch's default, which depends on the machine). One by default: the results
+    then do not depend on the core count, a loaded machine is not slowed down by oversubscription, and a
+    resume must use the count the checkpoint was written with."""
+    allow_no_updates: bool = False
+    """Accept steps <= start_steps, a run that ends before its first update (its results are a random policy's)."""
     progress: bool = True
     """Show a progress bar."""
     diagnostics: bool = True
@@ -101,12 +121,41 @@ def check_common(cfg: RunSettings) -> None:
         value = getattr(cfg, name)
         if not isinstance(value, int) or value <= 0:
             raise SettingsError(f"{name} must be a positive integer, got {value!r}")
-    if cfg.stop_after is not None and cfg.stop_after <= 0:
-        raise SettingsError(f"stop_after must be positive, got {cfg.stop_after!r}")
+        if value > MAX_COUNT:
+            raise SettingsError(f"{name} must be at most 2**62 (an int64 counter), got {value!r}")
+    if not isinstance(cfg.seed, int) or not 0 <= cfg.seed <= MAX_SEED:
+        raise SettingsError(f"seed must be an integer in [0, 2**32 - 101] (evaluation uses seed + 100), "
+                            f"got {cfg.seed!r}")  # fmt: skip
+    if cfg.stop_after is not None and not 0 < cfg.stop_after <= MAX_COUNT:
+        raise SettingsError(f"stop_after must be positive and at most 2**62, got {cfg.stop_after!r}")
     if cfg.resume and cfg.overwrite:
         raise SettingsError("give --resume or --overwrite, not both")
-    if cfg.threads < 0:
-        raise SettingsError(f"threads must be >= 0, got {cfg.threads}")
+    if not 0 <= cfg.threads <= 4096:
+        raise SettingsError(f"threads must be in [0, 4096], got {cfg.threads}")
+    size = getattr(cfg, "buffer_size", None)
+    if isinstance(size, int) and size > MAX_COUNT:
+        raise SettingsError(f"buffer_size must be at most 2**62, got {size!r}")
+
+
+def available_bytes() -> int | None:
+    """``MemAvailable`` of /proc/meminfo, or None where there is no such file."""
+    try:
+        with open(MEMINFO) as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        return None
+    return None  # pragma: no cover
+
+
+def check_memory(capacity: int, need: int) -> None:
+    """Refuse a replay of ``capacity`` slots needing ``need`` bytes when less memory is available."""
+    have = available_bytes()
+    if have is not None and need > have:
+        raise SettingsError(f"a replay of {capacity:,} transitions needs {need / 1e9:.1f} GB "
+                            f"({need // capacity:,} bytes each) but only {have / 1e9:.1f} GB of memory is "
+                            f"available; lower --buffer-size")  # fmt: skip
 
 
 def run_dir(cfg: RunSettings, agent: str) -> Path:
@@ -114,12 +163,86 @@ def run_dir(cfg: RunSettings, agent: str) -> Path:
     return Path(cfg.out) / f"{agent}_{env}_{cfg.sampler}_s{cfg.seed}"
 
 
-def prepare_dir(path: Path, resume: bool, overwrite: bool) -> None:
-    """Check the run folder before any work: writable, and not holding a run we would clobber."""
+class RunLock:
+    """An exclusive ``fcntl.flock`` on the run folder's ``.lock``, held for the run's life.
+
+    The holder writes its pid into the file; a second process is refused with one line naming it.
+    The kernel drops the lock when the holder exits, however it exits (a kill included), so a stale
+    file never blocks a run.  ``.lock`` stays in the folder (removing it would let a waiting process
+    lock a file nobody else sees).
+    """
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        path = self.folder / LOCK
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise SettingsError(f"{self.folder} is in use by another run (pid {holder}); "
+                                    "wait for it to end or stop it first") from None  # fmt: skip
+            raise SettingsError(f"cannot lock {path}: {err.strerror or err}") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+        return self
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Delete the temporary files (``.checkpoint.pt.*.tmp``, ...) a kill during an atomic write left behind.
+
+    Called with the run's lock held, so no live writer owns them.
+    """
+    stale = []
+    for name in (*RUN_FILES, "manifest.json"):
+        for tmp in path.glob(f".{name}.*.tmp"):
+            tmp.unlink(missing_ok=True)
+            stale.append(tmp)
+    return stale
+
+
+def prepare_dir(path: Path, resume: bool, overwrite: bool) -> RunLock:
+    """Check the run folder before any work: writable, not in use by another process (its lock, which is
+    returned held), and not holding a run we would clobber.  A refused run leaves no folder behind."""
+    if resume and not (path / CHECKPOINT).exists():  # checked before the folder is created
+        raise SettingsError(f"--resume: {path} holds no checkpoint to resume from")
+    existed = path.exists()
     try:
         check_output_dir(path, option="output folder")
     except ValueError as err:
         raise SettingsError(str(err)) from None
+    lock = RunLock(path)
+    try:
+        lock.acquire()
+        _check_contents(path, resume, overwrite)
+    except SettingsError:
+        lock.release()
+        if not existed:
+            discard_new_dir(path)
+        raise
+    remove_stale_temporaries(path)
+    return lock
+
+
+def discard_new_dir(path: Path) -> None:
+    """Remove a run folder this process created, if it holds nothing but the lock file."""
+    if path.is_dir() and {p.name for p in path.iterdir()} <= {LOCK}:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _check_contents(path: Path, resume: bool, overwrite: bool) -> None:
     finished = (path / "finished.json").exists()
     started = (path / CHECKPOINT).exists() or (path / EVALS).exists()
     if resume:
@@ -140,13 +263,90 @@ def prepare_dir(path: Path, resume: bool, overwrite: bool) -> None:
         raise SettingsError(f"{path} holds an unfinished run; pass --resume to continue it or --overwrite")
 
 
+class _Hashing:
+    """A binary file that hashes what is written through it."""
+
+    def __init__(self, fh):
+        self.fh, self.sha = fh, hashlib.sha256()
+
+    def write(self, data) -> int:
+        self.sha.update(data)
+        return self.fh.write(data)
+
+    def flush(self) -> None:
+        self.fh.flush()
+
+
+def digest_path(path: Path) -> Path:
+    return Path(path).with_name(Path(path).name + ".sha256")
+
+
+def _read_digest(path: Path) -> dict | None:
+    try:
+        value = json.loads(digest_path(path).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        raise SettingsError(f"checksum file {digest_path(path)} is not readable: {err}") from None
+    if not isinstance(value, dict) or not isinstance(value.get("sha256"), str):
+        raise SettingsError(f"checksum file {digest_path(path)} holds no sha256")
+    return value
+
+
 def save_atomic(obj, path: Path) -> None:
-    """``torch.save`` through a temporary file and a rename: a kill never leaves a corrupt checkpoint."""
-    atomic_write(path, lambda fh: torch.save(obj, fh), binary=True)
+    """``torch.save`` through a temporary file and a rename, with the SHA-256 of the bytes in
+    ``<path>.sha256``: a kill never leaves a corrupt checkpoint, and a corrupted one is detected.
+
+    The digest file is written before the rename and names the new digest and the one it replaces, then
+    rewritten with the new one alone: a kill at any point leaves a checkpoint whose digest it lists.
+    """
+    path = Path(path)
+    previous = _read_digest(path) if path.exists() else None
+    written = {}
+
+    def write(fh):
+        hashing = _Hashing(fh)
+        torch.save(obj, hashing)
+        fh.flush()
+        os.fsync(fh.fileno())
+        swap = {"sha256": hashing.sha.hexdigest()}
+        if previous is not None:
+            swap["previous"] = previous["sha256"]
+        write_json(digest_path(path), swap)
+        written["sha256"] = swap["sha256"]
+
+    atomic_write(path, write, binary=True)
+    write_json(digest_path(path), written)
+
+
+def file_sha256(path: Path) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            sha.update(chunk)
+    return sha.hexdigest()
+
+
+def verify_checkpoint(path: Path) -> None:
+    """Refuse a checkpoint whose bytes do not match its recorded SHA-256 (one line, before it is read).
+
+    A checkpoint without ``.sha256`` (written before the digests existed) is accepted with a warning.
+    """
+    recorded = _read_digest(path)
+    if recorded is None:
+        print(f"warning: {path} has no checksum file {digest_path(path).name}; resuming unverified",
+              file=sys.stderr)  # fmt: skip
+        return
+    actual = file_sha256(path)
+    if actual not in (recorded["sha256"], recorded.get("previous")):
+        raise SettingsError(f"checkpoint {path} is corrupt: its SHA-256 {actual[:16]}... does not match the "
+                            f"recorded {recorded['sha256'][:16]}... in {digest_path(path).name}")  # fmt: skip
 
 
 def load_checkpoint(path: Path, identity: dict) -> dict:
-    """Load ``checkpoint.pt``; refuse one written by another agent, environment or sampler."""
+    """Load ``checkpoint.pt`` after checking its SHA-256; refuse one written by another agent, environment
+    or sampler."""
+    verify_checkpoint(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as err:  # noqa: BLE001 - any unreadable file gets one message
@@ -162,6 +362,7 @@ class StopSignal:
 
     def __init__(self):
         self.requested = False
+        self.signum: int | None = None
         self._previous = {}
 
     def __enter__(self):
@@ -173,12 +374,21 @@ class StopSignal:
         if self.requested and signum == signal.SIGINT:
             raise KeyboardInterrupt
         self.requested = True
+        self.signum = signum
         print(f"\nsignal {signum}: stopping at the end of this episode, with a checkpoint", flush=True)
 
     def __exit__(self, *exc):
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         return False
+
+
+class Interrupted(Exception):
+    """The run stopped on a signal, after writing its checkpoint."""
+
+    def __init__(self, folder: Path, step: int, signum: int):
+        super().__init__(f"interrupted at step {step}; resume with --resume")
+        self.folder, self.step, self.signum = folder, step, signum
 
 
 class RunLog:

@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from .loop import Spec, make_gym_env
+from .loop import Spec, make_gym_env, register_env_packages
 from .methods import Defaults, Method
 from .nets import DeterministicActor, TwinQ
 from .run import RunSettings, SettingsError
@@ -61,6 +61,10 @@ class TD3Settings(ContinuousSettings):
 
 
 def make_continuous_env(env_id: str, cfg) -> gym.Env:
+    register_env_packages(env_id)
+    if env_id in gym.registry and "ale_py" in str(gym.registry[env_id].entry_point):
+        raise SettingsError(f"{env_id} is an Atari game with discrete actions; this agent needs a continuous "
+                            "(Box) action space (Atari games run with dqn or ddqn)")  # fmt: skip
     env = make_gym_env(env_id)
     space = env.action_space
     if not isinstance(space, gym.spaces.Box) or len(space.shape) != 1:

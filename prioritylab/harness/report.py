@@ -24,13 +24,22 @@ Reads every run folder under ``RUNS`` (a folder with ``manifest.json`` and
 * ``overhead.md``: wall time per run and its increase over uniform (LAP/PAL App. B,
   Table 3), from the runs' ``timing.csv``;
 * ``status.md``: every run folder found, and whether it was used, left out as
-  partial (no ``finished.json``), or skipped as corrupt (with the reason);
+  partial (no ``finished.json``), left out as a run that never updated (0
+  updates: a random policy's returns), skipped as corrupt (with the reason), or
+  empty (a folder with no ``manifest.json`` and no ``evaluations.csv``);
 * ``manifest.json``: the command, commit, package versions and the run folders used.
 
 A final score is the mean return over a run's last 10 evaluations.  Partial runs are
 listed and never averaged in, unless ``--include-partial`` (then they are marked).
-A corrupt or truncated ``manifest.json`` / ``evaluations.csv`` is reported by name
+A corrupt or truncated ``manifest.json`` / ``evaluations.csv`` (a row with fewer or
+more fields than the header, or a last row without its line end) is reported by name
 and skipped.
+
+Only like is compared with like: the seeds of a group must agree on every setting
+but the seed and the bookkeeping ones (``IGNORED``), and the samplers of one agent
+and environment on every setting but the sampler and its ``replay.*`` settings.  A
+group that differs is marked in ``table.md`` with the settings that differ, and left
+out of the gains, aggregates and overhead tables.
 """
 
 from __future__ import annotations
@@ -49,6 +58,9 @@ from ..results import save_figure, write_csv, write_manifest
 
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
 LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
+# settings that do not change what a run learns or how it is scored
+IGNORED = ("seed", "out", "resume", "overwrite", "progress", "stop_after", "threads", "device", "checkpoint_every",
+           "allow_no_updates", "diagnostics")  # fmt: skip
 PANELS = ("ess_mean", "age_median", "coverage", "top1_share", "prob_n_p99", "td_mean", "q_mean", "weight_mean")
 
 
@@ -93,13 +105,19 @@ def read_run(folder: Path) -> dict:
     evals = folder / "evaluations.csv"
     try:
         with open(evals, newline="") as fh:
-            rows = list(csv.DictReader(fh))
+            text = fh.read()
+        rows = list(csv.DictReader(text.splitlines(keepends=True)))
     except (OSError, csv.Error, UnicodeDecodeError) as err:
         raise ValueError(f"{evals}: not readable CSV ({err})") from None
     if not rows:
         raise ValueError(f"{evals}: no evaluations")
+    if not text.endswith("\n"):
+        raise ValueError(f"{evals}: row {len(rows)} is truncated (the file ends without a line end)")
     last = -math.inf
     for i, row in enumerate(rows):
+        if None in row or None in row.values():
+            raise ValueError(f"{evals}: row {i + 1} is truncated: {len([v for v in row.values() if v is not None])} "
+                             f"fields where the header has {len(rows[0]) - (None in rows[0])}")  # fmt: skip
         try:
             step, ret = float(row["step"]), float(row["return_mean"])
         except (KeyError, TypeError, ValueError):
@@ -110,23 +128,102 @@ def read_run(folder: Path) -> dict:
     return {
         "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
         "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
-        "finished": (folder / "finished.json").exists(),
+        "finished": (folder / "finished.json").exists(), "config": flat(config),
     }  # fmt: skip
 
 
-def find_runs(root: Path) -> tuple[list[dict], list[dict]]:
+def flat(config: dict, prefix: str = "") -> dict:
+    """A manifest's config with nested settings as ``replay.alpha``."""
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
+
+
+def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list[dict]]:
     """Every run folder under ``root`` (a ``manifest.json`` beside an ``evaluations.csv``): the readable
-    runs, and the status of each folder found (``used`` is decided later; ``corrupt`` with its reason)."""
+    runs, and the status of each folder found (``used`` is decided later; ``corrupt`` with its reason;
+    ``empty`` for a folder without subfolders that holds neither file, ``no evaluations`` for a run's
+    manifest without an ``evaluations.csv``); ``exclude`` (the report's own folder) is not searched."""
     runs, status = [], []
+    skip = exclude.resolve() if exclude is not None else None
     for manifest in sorted(root.rglob("manifest.json")):
         folder = manifest.parent
         if not (folder / "evaluations.csv").exists():
+            try:
+                is_run = "agent" in json.loads(manifest.read_text()).get("config", {})
+            except (OSError, ValueError, AttributeError):
+                is_run = True
+            if is_run:
+                status.append({"folder": str(folder), "status": "no evaluations, left out",
+                               "detail": "manifest.json without evaluations.csv (stopped before its first "
+                                         "evaluation)"})  # fmt: skip
             continue
         try:
             runs.append(read_run(folder))
         except ValueError as err:
             status.append({"folder": str(folder), "status": "corrupt", "detail": str(err)})
+    for folder in sorted(p for p in root.rglob("*") if p.is_dir()):
+        if skip is not None and (folder.resolve() == skip or skip in folder.resolve().parents):
+            continue
+        inside_run = any((parent / "manifest.json").exists() for parent in (folder, *folder.parents)
+                         if parent == root or root in parent.parents)  # fmt: skip
+        if not inside_run and not any(p.is_dir() for p in folder.iterdir()) and \
+                not (folder / "evaluations.csv").exists():
+            files = sorted(p.name for p in folder.iterdir())
+            status.append({"folder": str(folder), "status": "empty, left out",
+                           "detail": "no manifest.json and no evaluations.csv"
+                                     + (f" (holds {', '.join(files)})" if files else "")})  # fmt: skip
     return runs, status
+
+
+def never_updated(run: dict) -> bool:
+    """A run whose last evaluation reports 0 updates: its returns are a random policy's."""
+    value = run["rows"][-1].get("updates")
+    try:
+        return value is not None and float(value) == 0
+    except ValueError:
+        return False
+
+
+def differing(configs: list[dict], skip=lambda key: False) -> dict[str, list]:
+    """The settings whose values differ between ``configs`` (flat), with their distinct values."""
+    keys = sorted({k for c in configs for k in c if k not in IGNORED and not skip(k)})
+    out = {}
+    for key in keys:
+        values = []
+        for c in configs:
+            if c.get(key) not in values:
+                values.append(c.get(key))
+        if len(values) > 1:
+            out[key] = values
+    return out
+
+
+def incomparable(groups: dict) -> dict:
+    """Per group, why it cannot be compared: settings that differ between its seeds, or between the samplers
+    of its agent and environment beyond the sampler and its ``replay.*`` settings."""
+    notes = {}
+    by_task = defaultdict(dict)
+    for key, runs in groups.items():
+        by_task[key[:2]][key[2]] = runs
+        within = differing([r["config"] for r in runs])
+        if within:
+            notes[key] = "seeds differ in " + "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in within.items())
+    for (agent, env), samplers in by_task.items():
+        if len(samplers) < 2:
+            continue
+        across = differing([runs[0]["config"] for runs in samplers.values()],
+                           skip=lambda k: k == "sampler" or k.startswith("replay."))  # fmt: skip
+        if across:
+            text = "samplers differ in " + "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in across.items())
+            for sampler in samplers:
+                key = (agent, env, sampler)
+                notes[key] = f"{notes[key]}; {text}" if key in notes else text
+    return notes
 
 def column(rows: list[dict], key: str) -> np.ndarray:
     return np.array([float(r.get(key, "nan") or "nan") for r in rows])
@@ -146,7 +243,8 @@ def aligned(runs: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
     return steps, np.stack([column(r["rows"][:n], key) for r in runs])
 
 
-def build_table(groups: dict) -> list[dict]:
+def build_table(groups: dict, notes: dict | None = None) -> list[dict]:
+    notes = notes or {}
     table = []
     for (agent, env, sampler), runs in sorted(groups.items()):
         finals = np.array([column(r["rows"], "return_mean")[-LAST:].mean() for r in runs])
@@ -156,6 +254,7 @@ def build_table(groups: dict) -> list[dict]:
             "last_step": int(min(column(r["rows"], "step")[-1] for r in runs)),
             "return_last10_mean": float(mean), "ci95": float(half),
             "finished": sum(r["finished"] for r in runs),
+            "not_comparable": notes.get((agent, env, sampler), ""),
         })  # fmt: skip
     return table
 
@@ -168,6 +267,11 @@ def table_markdown(table: list[dict]) -> str:
         unfinished = "" if t["finished"] == t["seeds"] else f" ({t['seeds'] - t['finished']} partial)"
         lines.append(f"| {t['agent']} | {t['env']} | {t['sampler']} | {t['seeds']}{unfinished} | {t['last_step']} "
                      f"| {t['return_last10_mean']:.1f} ± {ci} |")  # fmt: skip
+    flagged = [t for t in table if t.get("not_comparable")]
+    if flagged:
+        lines.append("")
+        lines.append("**Not comparable** (left out of the gains, aggregates and overhead tables):")
+        lines += [f"- {t['agent']} {t['env']} {t['sampler']}: {t['not_comparable']}" for t in flagged]
     return "\n".join(lines) + "\n"
 
 
@@ -446,12 +550,16 @@ def overhead_markdown(rows: list[dict]) -> str:
 
 
 def report(root: Path, out: Path, include_partial: bool = False) -> dict:
-    found, status = find_runs(root)
+    found, status = find_runs(root, exclude=out)
     if not found and not status:
         raise ValueError(f"no run folders (manifest.json + evaluations.csv) under {root}")
-    runs = [r for r in found if r["finished"] or include_partial]
+    runs = [r for r in found if (r["finished"] or include_partial) and not never_updated(r)]
     for r in found:
         last = int(column(r["rows"], "step")[-1])
+        if never_updated(r):
+            status.append({"folder": str(r["folder"]), "status": "no updates, left out",
+                           "detail": f"0 updates by step {last}: a random policy's returns (steps <= start_steps?)"})
+            continue
         if r["finished"]:
             state = "used"
         else:
@@ -466,20 +574,22 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
     if not runs:
         raise ValueError(f"no finished runs under {root} (see {out / 'status.md'}; --include-partial uses the others)")
     groups = grouped(runs)
-    table = build_table(groups)
+    notes = incomparable(groups)
+    table = build_table(groups, notes)
+    comparable = {k: v for k, v in groups.items() if k not in notes}
     write_csv(out / "table.csv", table)
     (out / "table.md").write_text(table_markdown(table))
     (out / "ners_table3.md").write_text(ners_table3(groups))
-    gain_rows = gains(groups)
+    gain_rows = gains(comparable)
     write_csv(out / "gains.csv", gain_rows)
     (out / "gains.md").write_text(gains_markdown(gain_rows))
-    hn = human_normalised(groups)
+    hn = human_normalised(comparable)
     if hn:
         write_csv(out / "human_normalised.csv", [{k: v for k, v in r.items() if k != "per_game"} for r in hn])
         lines = ["| agent | sampler | games | mean | median |", "|---|---|---|---|---|"]
         lines += [f"| {r['agent']} | {r['sampler']} | {r['games']} | {r['mean']:.3f} | {r['median']:.3f} |" for r in hn]
         (out / "human_normalised.md").write_text("\n".join(lines) + "\n")
-    agg = aggregates(groups, out)
+    agg = aggregates(comparable, out)
     write_csv(out / "aggregates.csv", agg)
     lines = ["| agent | domain | sampler | runs x tasks | IQM [95 % CI] | mean [95 % CI] | median [95 % CI] |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -487,7 +597,7 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
               + " | ".join(f"{r[m]:.3g} [{r[m + '_lo']:.3g}, {r[m + '_hi']:.3g}]" for m in ("iqm", "mean", "median"))
               + " |" for r in agg]  # fmt: skip
     (out / "aggregates.md").write_text("\n".join(lines) + "\n")
-    over = overhead(groups)
+    over = overhead(comparable)
     (out / "overhead.md").write_text(overhead_markdown(over))
     figures = plot_curves(groups, out)
     write_manifest(out, {"runs": str(root), "include_partial": include_partial, "n_runs": len(runs)},

@@ -18,24 +18,41 @@ and starts again from scratch (``--overwrite``).  A run that crashes is recorded
 its error output in ``sweep.json``, and the sweep goes on.  ``--jobs`` runs
 that many at once in a local process pool; ``--backend ray`` submits the same
 commands to a Ray cluster (``pip install 'prioritylab[ray]'``).
+
+The runs die with the sweep: each ``prioritylab train`` runs in its own process
+group; SIGINT (Ctrl-C) or SIGTERM to the sweep sends SIGTERM to every run, which
+stops at its episode end with a checkpoint, and the sweep exits with 128 + the
+signal once they have (re-run the same command to resume them); a second signal
+kills them at once.  On Linux each run also asks the kernel for SIGTERM when the
+sweep dies (``PR_SET_PDEATHSIG``), so even a SIGKILL of the sweep leaves no run
+behind.  ``--dry-run`` prints each command as one can paste it into a shell, its
+status as a trailing comment.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import shlex
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from tqdm import tqdm
 
-from .._cli import check_output_dir, fail, nonnegative_int, positive_int
+from .._cli import PARENT_PID, check_output_dir, fail, nonnegative_int, positive_int
 from ..results import write_json
 
 BUDGETS = ("reduced", "paper")
+NOT_STARTED = -1  # exit code recorded for a run the sweep did not start because it was stopped
+_children: dict[int, subprocess.Popen] = {}  # the running ``prioritylab train`` processes, by pid
+_children_lock = threading.Lock()
+_stopping = threading.Event()
 
 
 def load_module(path: Path):
@@ -131,21 +148,90 @@ def command(job: dict) -> list[str]:
 
 
 def run_local(cmd: list[str], cwd: str | None = None) -> tuple[int, str]:
-    """Run one ``prioritylab train`` command (in ``cwd``); its exit code and the end of its error output."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
-    return proc.returncode, proc.stderr[-2000:]
+    """Run one ``prioritylab train`` command (in ``cwd``) in its own process group, told to die with this
+    process; its exit code and the end of its error output (``NOT_STARTED`` once the sweep is stopping)."""
+    env = {**os.environ, PARENT_PID: str(os.getpid())}
+    with _children_lock:
+        if _stopping.is_set():
+            return NOT_STARTED, ""
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                                env=env, start_new_session=True)  # fmt: skip
+        _children[proc.pid] = proc
+    try:
+        _, err = proc.communicate()
+    finally:
+        with _children_lock:
+            _children.pop(proc.pid, None)
+    return proc.returncode, err[-2000:]
+
+
+def stop_children(sig: int = signal.SIGTERM) -> None:
+    """Start no more runs and send ``sig`` to the process group of every running one."""
+    with _children_lock:
+        _stopping.set()
+        for pid in list(_children):
+            try:
+                os.killpg(pid, sig)
+            except ProcessLookupError:
+                pass
+
+
+class _StopOnSignal:
+    """While the local pool runs: SIGINT/SIGTERM stop the runs gracefully (a checkpoint each), a second
+    signal kills them."""
+
+    def __init__(self):
+        self.signum: int | None = None
+        self._previous = {}
+
+    def __enter__(self):
+        _stopping.clear()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.signum is not None:
+            stop_children(signal.SIGKILL)
+            return
+        self.signum = signum
+        tqdm.write(f"signal {signum}: stopping every run at its episode end, with a checkpoint")
+        stop_children(signal.SIGTERM)
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        return False
 
 
 def _run_job(job: dict) -> tuple[int | None, str]:
     """Run a job of the local pool; its status and command are taken when it starts, not when the sweep
     started, so a run another sweep finished meanwhile is skipped (exit code None)."""
+    if _stopping.is_set():
+        return NOT_STARTED, ""
     if status(job) == "finished":
         return None, ""
     return run_local(command(job))
 
 
+def stopped_by_signal(record: Path) -> int | None:
+    """The signal that stopped the sweep which wrote ``record`` (``sweep.json``), or None."""
+    return json.loads(record.read_text()).get("stopped_by_signal")
+
+
+def outcome(rc: int) -> str:
+    if rc == 0:
+        return "finished"
+    if rc == NOT_STARTED:
+        return "not started (sweep stopped)"
+    if rc in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+        return "interrupted (checkpoint written)"
+    return "crashed"
+
+
 def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, record: Path) -> dict:
     todo = [j for j in jobs if status(j) != "finished"]
+    stopped_by = None
     results = {j["name"]: {"status": "finished (skipped)"} for j in jobs if status(j) == "finished"}
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="run", desc="sweep", dynamic_ncols=True)
     started = time.time()
@@ -156,8 +242,8 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, 
             bar.update(1)
             write_json(record, {"started": started, "runs": results})
             return
-        results[job["name"]] = {"status": "finished" if rc == 0 else "crashed", "exit_code": rc}
-        if rc:
+        results[job["name"]] = {"status": outcome(rc), "exit_code": rc}
+        if results[job["name"]]["status"] == "crashed":
             results[job["name"]]["error"] = err
             tqdm.write(f"run {job['name']} crashed (exit {rc}): {err.strip().splitlines()[-1] if err.strip() else ''}")
         bar.update(1)
@@ -175,12 +261,14 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, 
             job = pending.pop(ready[0])
             done(job, *ray.get(ready[0]))
     else:
-        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+        with _StopOnSignal() as stop, ThreadPoolExecutor(max_workers=n_jobs) as pool:
             futures = {pool.submit(_run_job, j): j for j in todo}
             for f in as_completed(futures):
                 done(futures[f], *f.result())
+        stopped_by = stop.signum
     bar.close()
-    write_json(record, {"started": started, "runs": results})
+    write_json(record, {"started": started, "runs": results,
+                        **({"stopped_by_signal": stopped_by} if stopped_by is not None else {})})  # fmt: skip
     return results
 
 
@@ -213,7 +301,7 @@ def _main(args) -> int:
     if args.dry_run:
         try:
             for j in jobs:
-                print(f"{status(j):8s} {' '.join(command(j)[1:])}")
+                print(f"{shlex.join(command(j))}  # {status(j)}")
             print(f"{len(jobs)} runs", flush=True)
         except BrokenPipeError:  # the reader went away (``| head``): stop quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -223,6 +311,11 @@ def _main(args) -> int:
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     results = run_sweep(jobs, args.jobs, args.backend, args.address, args.out / "sweep.json")
+    signum = stopped_by_signal(args.out / "sweep.json")
+    if signum is not None:
+        print(f"sweep stopped by signal {signum}; the runs wrote their checkpoints: re-run the same command to "
+              f"resume them (see {args.out}/sweep.json)", file=sys.stderr)  # fmt: skip
+        return 128 + signum
     crashed = [k for k, v in results.items() if v["status"] == "crashed"]
     print(f"{len(jobs) - len(crashed)} of {len(jobs)} runs finished; {len(crashed)} crashed "
           f"(see {args.out}/sweep.json)")  # fmt: skip

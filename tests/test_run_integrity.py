@@ -1,0 +1,377 @@
+"""Runs that refuse what they cannot vouch for, checked with real ``prioritylab train`` / ``sweep`` processes.
+
+A report skips a cut evaluations file and lists empty folders; a checkpoint with one flipped byte is refused;
+two processes never share a run folder; a killed sweep takes its runs with it; a run that never updates is
+refused (and flagged by ``report``), as are comparisons between runs whose settings differ; a resume runs at
+the thread count its checkpoint was written with.  Then the command line: one line and exit 2 for each bad
+value, nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from prioritylab.cli import main as cli_main
+from prioritylab.deep import td3
+from prioritylab.harness import report as R
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--env", "Pendulum-v1", "--start-steps", "50", "--eval-episodes", "1", "--hidden", "8", "--batch-size",
+        "8", "--no-progress"]  # fmt: skip
+FOLDER = "td3_Pendulum-v1_uniform_s0"
+
+
+def env() -> dict:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def train_cmd(out: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "prioritylab", "train", "td3", *TINY, "--out", str(out), *args]
+
+
+def run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout, cwd=ROOT)
+
+
+def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in proc.stderr.strip().splitlines() if line.strip()]
+
+
+def wait_for(condition, timeout: float = 60, what: str = "") -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def children_of(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+# ---- 1. report: a cut evaluations.csv is skipped by name; an empty run folder is listed ----
+
+
+def fake_run(root: Path, sampler: str, seed: int, returns, steps=1000, updates=10, **config) -> Path:
+    folder = root / f"td3_Hopper-v5_{sampler}_s{seed}"
+    folder.mkdir(parents=True)
+    manifest = {"config": {"agent": "td3", "env": "Hopper-v5", "sampler": sampler, "seed": seed, "steps": steps,
+                           **config}}  # fmt: skip
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    lines = ["step,episodes,return_mean,return_std,updates"]
+    lines += [f"{100 * (i + 1)},{i},{r},1.0,{updates}" for i, r in enumerate(returns)]
+    (folder / "evaluations.csv").write_text("\n".join(lines) + "\n")
+    (folder / "finished.json").write_text("{}")
+    return folder
+
+
+@pytest.mark.parametrize("cut", ["3000,14,-15", "3000,14,-15\n", "3000,14,-15,1.0,1"])
+def test_report_skips_an_evaluations_file_cut_mid_row(tmp_path, cut):
+    runs = tmp_path / "runs"
+    fake_run(runs, "per", 0, [-1500.0] * 12)
+    cut_run = fake_run(runs, "per", 1, [-1600.0] * 12)
+    with open(cut_run / "evaluations.csv", "a") as fh:
+        fh.write(cut)  # a kill during the write: fewer fields, or no line end
+    result = R.report(runs, tmp_path / "out")
+    assert result["table"][0]["seeds"] == 1 and result["table"][0]["return_last10_mean"] == -1500.0
+    status = {Path(x["folder"]).name: x for x in result["status"]}
+    assert status[cut_run.name]["status"] == "corrupt"
+    assert "evaluations.csv" in status[cut_run.name]["detail"] and "row 13" in status[cut_run.name]["detail"]
+
+
+def test_report_lists_an_empty_run_folder(tmp_path):
+    runs = tmp_path / "runs"
+    fake_run(runs, "per", 0, [1.0] * 12)
+    (runs / "td3_Hopper-v5_per_s1").mkdir()  # what a run refused or killed at start-up used to leave
+    R.report(runs, tmp_path / "out")
+    text = (tmp_path / "out" / "status.md").read_text()
+    assert "td3_Hopper-v5_per_s1 | empty, left out |" in text
+
+
+# ---- 2. checkpoint integrity ----
+
+
+def flip_a_tensor_byte(checkpoint: Path) -> None:
+    """Flip one byte in the middle of the largest tensor record of a ``torch.save`` zip archive."""
+    with zipfile.ZipFile(checkpoint) as zf:
+        info = max((i for i in zf.infolist() if "/data/" in i.filename), key=lambda i: i.file_size)
+    with open(checkpoint, "r+b") as fh:
+        fh.seek(info.header_offset + 26)
+        name_len, extra_len = (int.from_bytes(fh.read(2), "little") for _ in range(2))
+        at = info.header_offset + 30 + name_len + extra_len + info.file_size // 2
+        fh.seek(at)
+        byte = fh.read(1)[0]
+        fh.seek(at)
+        fh.write(bytes([byte ^ 0x10]))
+
+
+def test_a_flipped_byte_in_a_checkpoint_tensor_is_refused_and_stale_temporaries_are_removed(tmp_path):
+    stopped = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--stop-after", "250"))
+    assert stopped.returncode == 0, stopped.stderr
+    folder = tmp_path / FOLDER
+    checkpoint = folder / "checkpoint.pt"
+    assert json.loads((folder / "checkpoint.pt.sha256").read_text())["sha256"]
+    pristine = checkpoint.read_bytes()
+    evals = (folder / "evaluations.csv").read_bytes()
+
+    flip_a_tensor_byte(checkpoint)
+    refused = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--resume"))
+    lines = error_lines(refused)
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    assert "checkpoint" in lines[0] and "corrupt" in lines[0] and "SHA-256" in lines[0]
+    assert (folder / "evaluations.csv").read_bytes() == evals and not (folder / "finished.json").exists()
+
+    checkpoint.write_bytes(pristine)
+    stale = folder / ".checkpoint.pt.x1y2z3.tmp"  # as a kill during a checkpoint write leaves it
+    stale.write_bytes(pristine[:100])
+    resumed = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert (folder / "finished.json").exists() and not stale.exists()
+    assert not list(folder.glob(".*.tmp"))
+
+
+def test_the_digest_names_the_checkpoint_on_disk_at_every_point_of_a_save(tmp_path, monkeypatch):
+    """A kill between the rename of the checkpoint and the final digest write leaves a digest listing both."""
+    from prioritylab.deep import run as run_mod
+
+    path = tmp_path / "checkpoint.pt"
+    run_mod.save_atomic({"x": torch.arange(4)}, path)
+    run_mod.verify_checkpoint(path)
+    writes = []
+    real = run_mod.write_json
+
+    def write_json_then_die(target, obj):
+        writes.append(obj)
+        if len(writes) == 2:  # the rename has happened; the final digest write never does
+            raise KeyboardInterrupt
+        real(target, obj)
+
+    monkeypatch.setattr(run_mod, "write_json", write_json_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        run_mod.save_atomic({"x": torch.arange(5)}, path)
+    monkeypatch.setattr(run_mod, "write_json", real)
+    run_mod.verify_checkpoint(path)  # the new checkpoint, listed in the swap record
+    assert torch.equal(torch.load(path)["x"], torch.arange(5))
+
+
+# ---- 3. the run folder lock ----
+
+
+def test_two_trains_into_one_folder_one_is_refused_naming_the_holder(tmp_path):
+    first = subprocess.Popen(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200"), env=env(), cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    second = subprocess.Popen(train_cmd(tmp_path, "--steps", "600", "--eval-every", "300"), env=env(), cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    procs = {first.pid: first, second.pid: second}
+    outs = {pid: p.communicate(timeout=180) for pid, p in procs.items()}
+    codes = sorted(p.returncode for p in procs.values())
+    assert codes == [0, 2], {pid: o[1][-500:] for pid, o in outs.items()}
+    loser = next(pid for pid, p in procs.items() if p.returncode == 2)
+    winner = next(pid for pid in procs if pid != loser)
+    lines = [line for line in outs[loser][1].splitlines() if line.strip()]
+    assert len(lines) == 1 and f"pid {winner}" in lines[0] and "in use" in lines[0]
+    manifest = json.loads((tmp_path / FOLDER / "manifest.json").read_text())
+    steps = [int(line.split(",")[0]) for line in (tmp_path / FOLDER / "evaluations.csv").read_text().splitlines()[1:]]
+    every = manifest["config"]["eval_every"]
+    assert steps == list(range(every, 601, every))  # the evaluations come from the run the manifest describes
+
+
+# ---- 4. a killed sweep takes its runs with it ----
+
+SPEC = """
+def runs(budget):
+    common = {"steps": 200_000, "start_steps": 50, "eval_every": 100_000, "eval_episodes": 1, "hidden": 8,
+              "batch_size": 8, "checkpoint_every": 100_000}
+    return [{"agent": "td3", "env": "Pendulum-v1", "sampler": s, **common} for s in ("uniform", "per")]
+"""
+
+
+def start_sweep(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC)
+    sweep = subprocess.Popen([sys.executable, "-m", "prioritylab", "sweep", str(spec), "--out", str(tmp_path / "runs"),
+                              "--jobs", "2"], env=env(), cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    wait_for(lambda: len(children_of(sweep.pid)) == 2, what="the sweep's two runs")
+    kids = children_of(sweep.pid)
+    # both runs are training once their manifests are written
+    wait_for(lambda: all((tmp_path / "runs" / f"td3_Pendulum-v1_{s}_s0" / "manifest.json").exists()
+                         for s in ("uniform", "per")), what="the runs to start")  # fmt: skip
+    return sweep, kids
+
+
+def test_sigkill_of_a_sweep_ends_its_runs(tmp_path):
+    sweep, kids = start_sweep(tmp_path)
+    try:
+        os.kill(sweep.pid, signal.SIGKILL)
+        sweep.wait(timeout=10)
+        wait_for(lambda: not any(alive(pid) for pid in kids), timeout=60, what="the orphaned runs to end")
+    finally:
+        for pid in kids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    for s in ("uniform", "per"):  # they stopped as on SIGTERM: with a checkpoint, ready to resume
+        assert (tmp_path / "runs" / f"td3_Pendulum-v1_{s}_s0" / "checkpoint.pt").exists()
+
+
+def test_sigterm_of_a_sweep_stops_its_runs_with_checkpoints(tmp_path):
+    sweep, kids = start_sweep(tmp_path)
+    try:
+        os.kill(sweep.pid, signal.SIGTERM)
+        _, err = sweep.communicate(timeout=60)
+    finally:
+        for pid in kids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert sweep.returncode == 128 + signal.SIGTERM, err
+    assert not any(alive(pid) for pid in kids)
+    record = json.loads((tmp_path / "runs" / "sweep.json").read_text())
+    assert record["stopped_by_signal"] == signal.SIGTERM
+    assert {v["status"] for v in record["runs"].values()} == {"interrupted (checkpoint written)"}
+
+
+# ---- 5. runs that never learned; groups that differ in more than the sampler ----
+
+
+def test_train_refuses_steps_not_above_start_steps_unless_asked(tmp_path, capsys):
+    code = cli_main(["train", "td3", "--env", "Pendulum-v1", "--steps", "300", "--out", str(tmp_path), "--no-progress"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "steps 300 <= start_steps 25000" in lines[0]
+    assert "--allow-no-updates" in lines[0] and not any(tmp_path.iterdir())
+    asked = run([sys.executable, "-m", "prioritylab", "train", "td3", "--env", "Pendulum-v1", "--steps", "200",
+                 "--eval-every", "200", "--eval-episodes", "1", "--hidden", "8", "--out", str(tmp_path),
+                 "--no-progress", "--allow-no-updates"])  # fmt: skip
+    assert asked.returncode == 0, asked.stderr
+    fake_run(tmp_path / "x", "per", 0, [1.0] * 3)  # a run that learned, beside the one that did not
+    result = R.report(tmp_path, tmp_path / "report")
+    status = {Path(x["folder"]).name: x for x in result["status"]}
+    assert status[FOLDER]["status"] == "no updates, left out"
+    assert [t["sampler"] for t in result["table"]] == ["per"]
+
+
+def test_report_refuses_to_compare_samplers_whose_runs_differ_in_other_settings(tmp_path):
+    runs = tmp_path / "runs"
+    for seed in (0, 1):
+        fake_run(runs, "uniform", seed, [1.0 + seed] * 12, steps=1000, batch_size=128)
+        fake_run(runs, "per", seed, [2.0 + seed] * 12, steps=2000, batch_size=128, replay={"alpha": 0.6})
+        fake_run(runs, "lap", seed, [3.0] * 12, steps=1000, batch_size=256 if seed else 128)
+    result = R.report(runs, tmp_path / "out")
+    assert result["gains"] == [] and result["aggregates"] == []
+    text = (tmp_path / "out" / "table.md").read_text()
+    assert "**Not comparable**" in text and "samplers differ in steps (1000, 2000)" in text
+    assert "seeds differ in batch_size (128, 256)" in text and "replay.alpha" not in text
+    same = tmp_path / "same"
+    for seed in (0, 1):
+        fake_run(same, "uniform", seed, [1.0 + seed] * 12, threads=1 + seed)  # bookkeeping settings may differ
+        fake_run(same, "per", seed, [2.0 + seed] * 12, replay={"alpha": 0.6})
+    result = R.report(same, tmp_path / "out2")
+    assert len(result["gains"]) == 2 and "Not comparable" not in (tmp_path / "out2" / "table.md").read_text()
+
+
+# ---- 6. torch threads: one by default, recorded, a resume at another count refused ----
+
+
+def test_thread_count_is_recorded_and_a_resume_at_another_count_is_refused(tmp_path):
+    assert td3.TD3Settings().threads == 1
+    stopped = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--stop-after", "250"))
+    assert stopped.returncode == 0, stopped.stderr
+    folder = tmp_path / FOLDER
+    assert json.loads((folder / "manifest.json").read_text())["torch_threads"] == 1
+    assert torch.load(folder / "checkpoint.pt", weights_only=False)["threads"] == 1
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"}
+    refused = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--resume", "--threads", "2"))
+    lines = error_lines(refused)
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    assert "1 torch thread" in lines[0] and "--threads 1" in lines[0]
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"} == before
+
+
+# ---- the command line: one line, exit 2, nothing written ----
+
+BAD = [
+    (["--seed", "-1"], "got -1"),
+    (["--steps", "1e13", "--buffer-size", "1e13"], "lower --buffer-size"),
+    (["--steps", str(10**30)], str(10**30)),
+    (["--resume"], "holds no checkpoint"),
+    (["--no-such-option", "3"], "--no-such-option"),
+    (["--env", "ALE/Pong-v5"], "needs a continuous (Box) action space"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD)
+def test_bad_train_values_are_one_line_and_write_nothing(args, message, tmp_path, capsys):
+    try:
+        code = cli_main(["train", "td3", "--env", "Pendulum-v1", *args, "--out", str(tmp_path), "--no-progress"])
+    except SystemExit as err:
+        code = err.code
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and message in err[0] and "error" in err[0], err
+    assert not any(tmp_path.iterdir())
+
+
+def test_help_lists_every_agent_and_bare_train_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit):
+        cli_main(["--help"])
+    assert "{td3,sac,dqn,ddqn}" in capsys.readouterr().out
+    assert cli_main(["train"]) == 2
+    assert capsys.readouterr().err.startswith("usage: prioritylab train {td3,sac,dqn,ddqn}")
+
+
+def test_ctrl_c_ends_with_the_step_and_exit_130_after_the_checkpoint(tmp_path):
+    proc = subprocess.Popen(train_cmd(tmp_path, "--steps", "200000", "--eval-every", "100000"), env=env(), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        wait_for(lambda: (tmp_path / FOLDER / "manifest.json").exists(), what="the run to start")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    step = torch.load(tmp_path / FOLDER / "checkpoint.pt", weights_only=False)["step"]
+    assert err.strip().splitlines()[-1].startswith(f"interrupted at step {step}; resume with --resume")
+    assert step % 200 == 0  # at an episode end
+
+
+def test_sweep_dry_run_prints_commands_one_can_paste(tmp_path):
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC.replace("200_000", "60").replace("100_000", "60"))
+    listed = run([sys.executable, "-m", "prioritylab", "sweep", str(spec), "--out", str(tmp_path / "runs"),
+                  "--dry-run"])  # fmt: skip
+    first = listed.stdout.splitlines()[0]
+    assert shlex.split(first, comments=True)[1:4] == ["-m", "prioritylab", "train"]
+    pasted = subprocess.run(first, shell=True, executable=shutil.which("bash"), capture_output=True, text=True,
+                            env=env(), cwd=ROOT, timeout=120)  # fmt: skip
+    assert pasted.returncode == 0, pasted.stderr
+    assert (tmp_path / "runs" / FOLDER / "finished.json").exists()
