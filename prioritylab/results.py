@@ -97,16 +97,30 @@ def git_commit() -> str | None:
         return None
 
 
-def git_dirty() -> bool | None:
-    """Whether the working tree differs from the recorded commit (None outside a checkout)."""
+def git_dirty(ignore=None, cwd=None) -> bool | None:
+    """Whether the working tree differs from the recorded commit (None outside a checkout).
+
+    Changes inside ``ignore`` (the folder a result is being written to) do not count: a report rebuilt
+    into a tracked folder changes its own files, which says nothing about the code that made it.  ``cwd``:
+    a folder of the checkout (this package's by default).
+    """
+    here = Path(__file__).parent if cwd is None else Path(cwd)
     try:
-        out = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5, cwd=Path(__file__).parent,
-        )  # fmt: skip
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=5,
+                             cwd=here)  # fmt: skip
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                             text=True, timeout=5, cwd=here)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
-    return bool(out.stdout.strip()) if out.returncode == 0 else None
+    if out.returncode != 0 or top.returncode != 0:
+        return None
+    root = Path(top.stdout.strip())
+    skip = Path(ignore).resolve() if ignore is not None else None
+    for line in out.stdout.splitlines():
+        path = (root / line[3:].split(" -> ")[-1].strip('"')).resolve()
+        if skip is None or not path.is_relative_to(skip):
+            return True
+    return False
 
 
 def package_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
@@ -134,7 +148,7 @@ def write_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> di
     manifest = {
         "config": dict(config),
         "git_commit": git_commit(),
-        "git_dirty": git_dirty(),
+        "git_dirty": git_dirty(ignore=out_dir),
         "packages": package_versions(),
         "machine": machine_info(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -116,3 +116,26 @@ def test_help_is_plain_text_with_defaults(command, capsys):
     text = capsys.readouterr().out
     assert "``" not in text and ":func:" not in text and ":class:" not in text
     assert "default" in text
+
+
+def test_git_dirty_ignores_the_folder_a_result_is_written_to(tmp_path):
+    import subprocess
+
+    from prioritylab.results import git_dirty
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "code").mkdir()
+    (tmp_path / "report").mkdir()
+    (tmp_path / "code" / "a.py").write_text("x = 1\n")
+    (tmp_path / "report" / "table.md").write_text("old\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    assert git_dirty(cwd=tmp_path) is False
+    (tmp_path / "report" / "table.md").write_text("new\n")
+    assert git_dirty(cwd=tmp_path) is True  # without ignore, any change counts
+    assert git_dirty(ignore=tmp_path / "report", cwd=tmp_path) is False
+    (tmp_path / "code" / "a.py").write_text("x = 2\n")
+    assert git_dirty(ignore=tmp_path / "report", cwd=tmp_path) is True

@@ -104,11 +104,13 @@ def test_gain_tables_follow_lap_table_2(tmp_path):
     # lap over per: (150 - 80) / 80 = +87.5 %, (-25 + 100) / 100 = +75 %
     assert rows[("lap", "per")]["mean_gain_pct"] == pytest.approx(81.25, abs=1e-12)
     assert rows[("lap", "per")]["envs"] == 2
-    assert "| td3 | lap | per | 2 | +81.25 % | +81.25 % |" in (tmp_path / "out" / "gains.md").read_text()
+    text = (tmp_path / "out" / "gains.md").read_text()
+    assert "| td3 | lap | per | 2 | 1 (few seeds) | +81.25 % | +81.25 % |" in text  # one seed: flagged
+    assert "not an estimate one can rely on" in text
 
 
 def test_atari_scores_are_human_normalised_and_aggregated_by_rliable(tmp_path):
-    from prioritylab.deep.atari import SCORES
+    from prioritylab.scores import SCORES
 
     runs = tmp_path / "runs"
     half = {g: SCORES[g][0] + 0.5 * (SCORES[g][1] - SCORES[g][0]) for g in ("Pong", "Breakout")}
@@ -141,7 +143,62 @@ def test_overhead_is_the_wall_time_increase_over_uniform(tmp_path):
     rows = {r["sampler"]: r for r in R.report(runs, tmp_path / "out")["overhead"]}
     assert rows["uniform"]["wall_minutes"] == pytest.approx(10.0, abs=1e-12)
     assert rows["per"]["increase_over_uniform_pct"] == pytest.approx(100 * (680 / 600 - 1), abs=1e-9)
-    assert "+13.3 %" in (tmp_path / "out" / "overhead.md").read_text()
+    text = (tmp_path / "out" / "overhead.md").read_text()
+    assert "+13.3 %" in text
+    assert text.startswith("**Caveat: wall times of sweep runs on a shared machine.**") and "bench agent" in text
+
+
+def test_intervals_from_fewer_than_five_runs_are_not_shown(tmp_path):
+    runs = tmp_path / "runs"
+    for seed in range(2):
+        fake_run(runs, "uniform", seed, [10.0 + seed] * 10)
+        fake_run(runs, "per", seed, [12.0 + seed] * 10)
+    result = R.report(runs, tmp_path / "out")
+    assert all(not r["ci_meaningful"] for r in result["aggregates"] + result["improvement"])
+    text = (tmp_path / "out" / "aggregates.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| td3")]
+    assert rows and all("(no CI)" in line and "[" not in line for line in rows)
+    assert "fewer than 5 runs per task" in text
+    for seed in range(2, 5):
+        fake_run(runs, "uniform", seed, [10.0 + seed] * 10)
+        fake_run(runs, "per", seed, [12.0 + seed] * 10)
+    result = R.report(runs, tmp_path / "out2")
+    assert all(r["ci_meaningful"] for r in result["aggregates"])
+    assert "(no CI)" not in (tmp_path / "out2" / "aggregates.md").read_text()
+
+
+def test_probability_of_improvement_over_uniform(tmp_path):
+    runs = tmp_path / "runs"
+    for seed in range(5):  # per beats uniform in every pair of runs; lap ties uniform exactly
+        fake_run(runs, "uniform", seed, [float(seed)] * 10)
+        fake_run(runs, "per", seed, [10.0 + seed] * 10)
+        fake_run(runs, "lap", seed, [float(seed)] * 10)
+    rows = {r["sampler"]: r for r in R.report(runs, tmp_path / "out")["improvement"]}
+    assert set(rows) == {"per", "lap"}
+    assert rows["per"]["p_improvement"] == pytest.approx(1.0, abs=1e-12)
+    # P(X > Y) + 0.5 P(X = Y) over the 25 pairs of runs: 10 favour lap, 10 uniform, 5 tie: (10 + 2.5) / 25
+    assert rows["lap"]["p_improvement"] == pytest.approx(0.5, abs=1e-12)
+    assert rows["per"]["ci_meaningful"] and rows["per"]["lo"] <= 1.0 <= rows["per"]["hi"] + 1e-12
+    assert "| td3 | Hopper-v5 | per | uniform | 5 x 1 | 1 [1, 1] |" in (tmp_path / "out" / "improvement.md").read_text()
+
+
+def test_minatar_games_are_normalised_between_random_play_and_uniform(tmp_path):
+    from prioritylab.scores import MINATAR_RANDOM
+
+    runs = tmp_path / "runs"
+    games = ("Breakout", "Asterix")
+    for game in games:
+        rnd = MINATAR_RANDOM[game]
+        for seed in range(2):
+            fake_run(runs, "uniform", seed, [rnd + 4.0] * 10, env=f"MinAtar/{game}-v1", agent="dqn")
+            fake_run(runs, "per", seed, [rnd + 2.0] * 10, env=f"MinAtar/{game}-v1", agent="dqn")
+    # a game where uniform never left random play cannot be normalised by it: left out
+    for seed in range(2):
+        for sampler in ("uniform", "per"):
+            fake_run(runs, sampler, seed, [MINATAR_RANDOM["Freeway"]] * 10, env="MinAtar/Freeway-v1", agent="dqn")
+    agg = {r["sampler"]: r for r in R.report(runs, tmp_path / "out")["aggregates"]}
+    assert agg["per"]["domain"].startswith("MinAtar") and agg["per"]["tasks"] == 2 and agg["per"]["runs"] == 2
+    assert agg["per"]["mean"] == pytest.approx(0.5, abs=1e-12) and agg["uniform"]["mean"] == pytest.approx(1.0)
 
 
 def test_atari_curves_mark_the_random_and_nearby_human_scores():

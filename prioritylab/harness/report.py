@@ -20,9 +20,15 @@ Reads every run folder under ``RUNS`` (a folder with ``manifest.json`` and
   random) per game with the PSER appendix's scores, mean and median over games;
 * ``aggregates.md`` / ``.csv`` and ``profiles_<agent>_<domain>.png``: IQM, mean and
   median with 95 % stratified-bootstrap intervals and performance profiles, computed
-  by ``rliable`` over runs x tasks (Atari games human-normalised; one task otherwise);
+  by ``rliable`` over runs x tasks (Atari games human-normalised, MinAtar games
+  normalised between random play and the uniform sampler's mean; one task otherwise).
+  With fewer than ``MIN_CI_RUNS`` runs per task the intervals are not shown: they are
+  not meaningful;
+* ``improvement.md`` / ``.csv``: rliable's probability of improvement of each sampler
+  over ``uniform`` (P(X > Y) over runs, averaged over tasks) with its bootstrap interval;
 * ``overhead.md``: wall time per run and its increase over uniform (LAP/PAL App. B,
-  Table 3), from the runs' ``timing.csv``;
+  Table 3), from the runs' ``timing.csv``, under a caveat: sweep runs share a machine,
+  so these are no measure of a sampler's cost (``prioritylab bench agent`` is);
 * ``status.md``: every run folder found, and whether it was used, left out as
   partial (no ``finished.json``), left out as a run that never updated (0
   updates: a random policy's returns), skipped as corrupt (with the reason), or
@@ -55,12 +61,16 @@ import numpy as np
 
 from .._cli import check_output_dir, fail
 from ..results import save_figure, write_csv, write_manifest
+from ..scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
+from ..scores import human_normalised as normalise_human
 
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
 LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
 # settings that do not change what a run learns or how it is scored
 IGNORED = ("seed", "out", "resume", "overwrite", "progress", "stop_after", "threads", "device", "checkpoint_every",
            "allow_no_updates", "diagnostics")  # fmt: skip
+MIN_CI_RUNS = 5
+"""Fewest runs per task for which a table shows a bootstrap interval (fewer: the point estimate alone)."""
 PANELS = ("ess_mean", "age_median", "coverage", "top1_share", "prob_n_p99", "td_mean", "q_mean", "weight_mean")
 
 
@@ -288,9 +298,7 @@ def ners_table3(groups: dict) -> str:
 def _reference_scores(ax, env: str, lo: float, hi: float) -> tuple[float, float]:
     """On an Atari game, dotted lines at the random agent's score and, when it is within twice the curves'
     range of them, the human's (PSER appendix table); the y range grows to hold them."""
-    from ..deep.atari import SCORES
-
-    game = game_of(env)
+    game = atari_game(env)
     if game is None or game not in SCORES:
         return lo, hi
     random, human = SCORES[game]
@@ -389,39 +397,34 @@ def gains(groups: dict, baselines=("uniform", "per")) -> list[dict]:
                 vals = [(finals[(agent, e, sampler)] - finals[(agent, e, base)]) / abs(finals[(agent, e, base)])
                         for e in envs if finals[(agent, e, base)] != 0]  # fmt: skip
                 if vals:
-                    out.append({"agent": agent, "sampler": sampler, "baseline": base, "envs": len(vals),
+                    seeds = min(min(len(groups[(agent, e, sampler)]), len(groups[(agent, e, base)])) for e in envs)
+                    out.append({"agent": agent, "sampler": sampler, "baseline": base, "envs": len(vals), "seeds": seeds,
                                 "mean_gain_pct": 100 * float(np.mean(vals)),
                                 "median_gain_pct": 100 * float(np.median(vals))})  # fmt: skip
     return out
 
 
 def gains_markdown(rows: list[dict]) -> str:
-    lines = ["| agent | sampler | vs | envs | mean % gain | median % gain |", "|---|---|---|---|---|---|"]
+    lines = ["| agent | sampler | vs | envs | seeds | mean % gain | median % gain |", "|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['agent']} | {r['sampler']} | {r['baseline']} | {r['envs']} | "
+        few = " (few seeds)" if r["seeds"] < MIN_CI_RUNS else ""
+        lines.append(f"| {r['agent']} | {r['sampler']} | {r['baseline']} | {r['envs']} | {r['seeds']}{few} | "
                      f"{r['mean_gain_pct']:+.2f} % | {r['median_gain_pct']:+.2f} % |")  # fmt: skip
+    if any(r["seeds"] < MIN_CI_RUNS for r in rows):
+        lines += ["", f"(few seeds): a gain from fewer than {MIN_CI_RUNS} seeds per sampler is the difference of "
+                      "these runs, not an estimate one can rely on: seed-to-seed spread is often larger."]
     return "\n".join(lines) + "\n"
-
-
-def game_of(env: str) -> str | None:
-    """``ALE/Pong-v5`` -> ``Pong``; None for a non-Atari environment."""
-    if not env.startswith("ALE/"):
-        return None
-    return env[4:].rsplit("-v", 1)[0]
 
 
 def human_normalised(groups: dict) -> list[dict]:
     """Per (agent, sampler): each game's human-normalised mean final score, and their mean and median
     (PER/PSER convention, the PSER appendix's human and random scores)."""
-    from ..deep.atari import SCORES
-
     per_key = defaultdict(dict)
     for (agent, env, sampler), runs in groups.items():
-        game = game_of(env)
+        game = atari_game(env)
         if game is None or game not in SCORES:
             continue
-        random, human = SCORES[game]
-        per_key[(agent, sampler)][game] = (np.mean([final_score(r) for r in runs]) - random) / (human - random)
+        per_key[(agent, sampler)][game] = normalise_human(game, np.mean([final_score(r) for r in runs]))
     out = []
     for (agent, sampler), games in sorted(per_key.items()):
         vals = np.array(list(games.values()))
@@ -434,47 +437,113 @@ def human_normalised(groups: dict) -> list[dict]:
 def aggregates(groups: dict, out: Path, reps: int = 2000) -> list[dict]:
     """IQM, mean and median with 95 % stratified-bootstrap CIs (rliable), and performance profiles.
 
-    Tasks are the Atari games of an agent (human-normalised scores) or one non-Atari environment; the
-    score matrix of a sampler is runs x tasks, with as many runs per task as the task with the fewest.
-    The bootstrap is seeded, so a report is reproducible.
+    Tasks are the Atari games of an agent (human-normalised scores), its MinAtar games (normalised by
+    :func:`minatar_normalised`) or one other environment; the score matrix of a sampler is runs x tasks,
+    with as many runs per task as the task with the fewest.  The bootstrap is seeded, so a report is
+    reproducible.  Rows with fewer than :data:`MIN_CI_RUNS` runs carry ``ci_meaningful = False``.
     """
     from rliable import library as rly
     from rliable import metrics
-
-    from ..deep.atari import SCORES
-
-    domains = defaultdict(lambda: defaultdict(dict))  # (agent, domain) -> sampler -> task -> scores
-    for (agent, env, sampler), runs in groups.items():
-        game = game_of(env)
-        scores = np.array([final_score(r) for r in runs])
-        if game is not None and game in SCORES:
-            random, human = SCORES[game]
-            domains[(agent, "Atari (human-normalised)")][sampler][game] = (scores - random) / (human - random)
-        else:
-            domains[(agent, env)][sampler][env] = scores
 
     def agg(x):
         return np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x), metrics.aggregate_median(x)])
 
     rows = []
-    for (agent, domain), samplers in sorted(domains.items()):
+    for (agent, domain), score_dict in score_matrices(groups).items():
+        n, tasks = score_dict[next(iter(score_dict))].shape
+        with warnings.catch_warnings():  # arch's notice that random_state will become a NumPy Generator
+            warnings.simplefilter("ignore", FutureWarning)
+            point, ci = rly.get_interval_estimates(score_dict, agg, reps=reps, random_state=np.random.RandomState(0))
+        for s in sorted(score_dict):
+            row = {"agent": agent, "domain": domain, "sampler": s, "runs": n, "tasks": tasks,
+                   "ci_meaningful": n >= MIN_CI_RUNS}  # fmt: skip
+            for i, m in enumerate(("iqm", "mean", "median")):
+                row.update({m: float(point[s][i]), f"{m}_lo": float(ci[s][0, i]), f"{m}_hi": float(ci[s][1, i])})
+            rows.append(row)
+        plot_profiles(score_dict, agent, domain, out, rly)
+    return rows
+
+
+def minatar_normalised(groups: dict) -> dict:
+    """``(agent, env, sampler) -> (scores - random) / (uniform - random)`` for MinAtar groups: 0 is random play
+    (:data:`prioritylab.scores.MINATAR_RANDOM`), 1 the mean final score of the same agent with ``uniform``
+    replay on that game.  Games without a uniform group, or whose uniform mean is not above random play,
+    are left out (nothing to normalise by)."""
+    out = {}
+    for (agent, env, sampler), runs in groups.items():
+        game = minatar_game(env)
+        base = groups.get((agent, env, "uniform"))
+        if game not in MINATAR_RANDOM or not base:
+            continue
+        random = MINATAR_RANDOM[game]
+        ref = float(np.mean([final_score(r) for r in base]))
+        if ref <= random:
+            continue
+        out[(agent, env, sampler)] = (np.array([final_score(r) for r in runs]) - random) / (ref - random)
+    return out
+
+
+def score_matrices(groups: dict) -> dict:
+    """``(agent, domain) -> sampler -> runs x tasks`` score matrices for rliable: Atari games human-normalised,
+    MinAtar games by :func:`minatar_normalised`, any other environment a domain of its own (raw returns).
+    Only tasks every sampler ran, with as many runs per task as the task with the fewest; at least 2 runs."""
+    minatar = minatar_normalised(groups)
+    domains = defaultdict(lambda: defaultdict(dict))  # (agent, domain) -> sampler -> task -> scores
+    for (agent, env, sampler), runs in groups.items():
+        game = atari_game(env)
+        scores = np.array([final_score(r) for r in runs])
+        if game is not None and game in SCORES:
+            domains[(agent, "Atari (human-normalised)")][sampler][game] = normalise_human(game, scores)
+        elif minatar_game(env) is not None:
+            if (agent, env, sampler) in minatar:
+                domains[(agent, "MinAtar (0 = random, 1 = uniform)")][sampler][env] = minatar[(agent, env, sampler)]
+        else:
+            domains[(agent, env)][sampler][env] = scores
+    out = {}
+    for key, samplers in sorted(domains.items()):
         tasks = sorted(set.intersection(*(set(t) for t in samplers.values())))
         if not tasks:
             continue
         n = min(len(samplers[s][t]) for s in samplers for t in tasks)
         if n < 2:
             continue
-        score_dict = {s: np.stack([samplers[s][t][:n] for t in tasks], 1) for s in sorted(samplers)}
-        with warnings.catch_warnings():  # arch's notice that random_state will become a NumPy Generator
+        out[key] = {s: np.stack([samplers[s][t][:n] for t in tasks], 1) for s in sorted(samplers)}
+    return out
+
+
+def improvement(groups: dict, reps: int = 2000, baseline: str = "uniform") -> list[dict]:
+    """rliable's probability of improvement P(X > Y) of each sampler X over ``baseline`` Y, per (agent, domain),
+    with its 95 % stratified-bootstrap interval (seeded)."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    rows = []
+    for (agent, domain), score_dict in score_matrices(groups).items():
+        if baseline not in score_dict:
+            continue
+        pairs = {s: (score_dict[s], score_dict[baseline]) for s in sorted(score_dict) if s != baseline}
+        if not pairs:
+            continue
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
-            point, ci = rly.get_interval_estimates(score_dict, agg, reps=reps, random_state=np.random.RandomState(0))
-        for s in sorted(score_dict):
-            row = {"agent": agent, "domain": domain, "sampler": s, "runs": n, "tasks": len(tasks)}
-            for i, m in enumerate(("iqm", "mean", "median")):
-                row.update({m: float(point[s][i]), f"{m}_lo": float(ci[s][0, i]), f"{m}_hi": float(ci[s][1, i])})
-            rows.append(row)
-        plot_profiles(score_dict, agent, domain, out, rly)
+            point, ci = rly.get_interval_estimates(pairs, metrics.probability_of_improvement, reps=reps,
+                                                   random_state=np.random.RandomState(0))  # fmt: skip
+        n, tasks = score_dict[baseline].shape
+        for s in pairs:
+            rows.append({"agent": agent, "domain": domain, "sampler": s, "baseline": baseline, "runs": n,
+                         "tasks": tasks, "p_improvement": float(np.squeeze(point[s])),
+                         "lo": float(np.squeeze(ci[s])[0]), "hi": float(np.squeeze(ci[s])[1]),
+                         "ci_meaningful": n >= MIN_CI_RUNS})  # fmt: skip
     return rows
+
+
+def interval(value: float, lo: float, hi: float, meaningful: bool) -> str:
+    """``value [lo, hi]``, or the value alone (marked) when the interval rests on too few runs."""
+    return f"{value:.3g} [{lo:.3g}, {hi:.3g}]" if meaningful else f"{value:.3g} (no CI)"
+
+
+FEW_RUNS_NOTE = (f"(no CI): fewer than {MIN_CI_RUNS} runs per task, too few for a meaningful bootstrap interval; "
+                 "the point estimate describes these runs only.")
 
 
 def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path, rly) -> Path:
@@ -537,8 +606,14 @@ def overhead(groups: dict) -> list[dict]:
     return out
 
 
+OVERHEAD_CAVEAT = ("**Caveat: wall times of sweep runs on a shared machine.** Each run's time includes whatever "
+                   "else ran beside it (other runs, tests, builds), so these rows are no measure of a sampler's "
+                   "cost; `prioritylab bench agent` measures that side by side (docs/benchmarks.md).")
+
+
 def overhead_markdown(rows: list[dict]) -> str:
-    lines = ["| agent | env | sampler | runs | wall time (min) ± 95 % CI | increase over uniform |",
+    lines = [OVERHEAD_CAVEAT, "",
+             "| agent | env | sampler | runs | wall time (min) ± 95 % CI | increase over uniform |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         ci = "" if math.isnan(r["ci95_minutes"]) else f" ± {r['ci95_minutes']:.2f}"
@@ -594,9 +669,21 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
     lines = ["| agent | domain | sampler | runs x tasks | IQM [95 % CI] | mean [95 % CI] | median [95 % CI] |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     lines += [f"| {r['agent']} | {r['domain']} | {r['sampler']} | {r['runs']} x {r['tasks']} | "
-              + " | ".join(f"{r[m]:.3g} [{r[m + '_lo']:.3g}, {r[m + '_hi']:.3g}]" for m in ("iqm", "mean", "median"))
+              + " | ".join(interval(r[m], r[m + "_lo"], r[m + "_hi"], r["ci_meaningful"])
+                           for m in ("iqm", "mean", "median"))
               + " |" for r in agg]  # fmt: skip
+    if any(not r["ci_meaningful"] for r in agg):
+        lines += ["", FEW_RUNS_NOTE]
     (out / "aggregates.md").write_text("\n".join(lines) + "\n")
+    imp = improvement(comparable)
+    write_csv(out / "improvement.csv", imp)
+    lines = ["| agent | domain | sampler | vs | runs x tasks | P(sampler > baseline) [95 % CI] |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r['agent']} | {r['domain']} | {r['sampler']} | {r['baseline']} | {r['runs']} x {r['tasks']} | "
+              f"{interval(r['p_improvement'], r['lo'], r['hi'], r['ci_meaningful'])} |" for r in imp]  # fmt: skip
+    if any(not r["ci_meaningful"] for r in imp):
+        lines += ["", FEW_RUNS_NOTE]
+    (out / "improvement.md").write_text("\n".join(lines) + "\n")
     over = overhead(comparable)
     (out / "overhead.md").write_text(overhead_markdown(over))
     figures = plot_curves(groups, out)
@@ -605,7 +692,7 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
                     "run_folders": [str(r["folder"]) for r in runs],
                     "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
     return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
-            "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "overhead": over}
+            "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over}
 
 
 def register(subparsers) -> None:
