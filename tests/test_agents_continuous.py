@@ -10,6 +10,7 @@ import torch
 
 from prioritylab.cli import main as cli_main
 from prioritylab.deep import sac, td3
+from prioritylab.deep.continuous import CONTINUOUS_DEFAULTS
 from prioritylab.deep.loop import train
 from prioritylab.deep.methods import METHODS
 
@@ -146,7 +147,7 @@ def tiny_agent(cls, settings_cls, **kw):
 
     env = gym.make("Pendulum-v1")
     cfg = settings_cls(hidden=8, **kw)
-    method = Method("uniform", ReplaySettings(), td3.CONTINUOUS_DEFAULTS, 100)
+    method = Method("uniform", ReplaySettings(), CONTINUOUS_DEFAULTS, 100)
     gen = torch.Generator().manual_seed(3)
     torch.manual_seed(0)
     return cls(cfg, env, torch.device("cpu"), np.random.default_rng(0), gen, method), method
@@ -207,7 +208,7 @@ def test_pal_loss_uses_the_twin_critic_priority_for_lambda():
     """PAL (LAP/PAL eq. 12) with lambda = mean_i max(max_k |delta_ki|, kappa)^alpha over the batch."""
     from prioritylab.deep.methods import Method, ReplaySettings
 
-    m = Method("pal", ReplaySettings(), td3.CONTINUOUS_DEFAULTS, 10)
+    m = Method("pal", ReplaySettings(), CONTINUOUS_DEFAULTS, 10)
     delta = torch.tensor([[0.5, -3.0, 0.1], [2.0, 0.2, -0.05]], dtype=torch.float64)
     a, k = 0.4, 1.0
     lam = np.mean(np.maximum(np.abs(delta.numpy()).max(0), k) ** a)

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from prioritylab.deep import dqn, sac, td3
+from prioritylab.deep.continuous import CONTINUOUS_DEFAULTS
 from prioritylab.deep.methods import Method, ReplaySettings
 
 LOW = np.array([-1.0, -3.0, 0.5], dtype=np.float32)
@@ -73,7 +74,7 @@ def perturb(module: torch.nn.Module, seed: int) -> None:
 
 
 def continuous_method():
-    return Method("uniform", ReplaySettings(), td3.CONTINUOUS_DEFAULTS, total_steps=1000)
+    return Method("uniform", ReplaySettings(), CONTINUOUS_DEFAULTS, total_steps=1000)
 
 
 def np64(t: torch.Tensor) -> np.ndarray:

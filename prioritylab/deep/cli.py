@@ -1,6 +1,6 @@
 """``prioritylab train {td3,sac,dqn,ddqn} ...``: every field of the agent's settings is a flag (tyro).
 
-A module defines ``SPEC`` for one agent, or ``SPECS`` (name -> Spec) for several.  ``dqn`` and ``ddqn``
+An agent module exports ``SPECS`` (name -> Spec) and ``SETTINGS`` (name -> settings dataclass).  ``dqn`` and ``ddqn``
 with ``--env MinAtar/<Game>-v1`` take the MinAtar settings and network (``MINATAR_SPECS``,
 ``MINATAR_SETTINGS`` of :mod:`prioritylab.deep.dqn`), so ``--help`` after such an ``--env`` shows those.
 Errors are one line (``prioritylab train AGENT: error: ...``, exit 2), tyro's parsing errors included; an
@@ -109,8 +109,7 @@ def main(argv: list[str]) -> int:
     specs, settings = {}, {}
     for name, module in AGENTS.items():
         mod = importlib.import_module(module)
-        specs[name] = mod.SPECS[name] if hasattr(mod, "SPECS") else mod.SPEC
-        settings[name] = next(v for k, v in vars(mod).items() if k.endswith("Settings") and k[:3].lower() == name[:3])
+        specs[name], settings[name] = mod.SPECS[name], mod.SETTINGS[name]
     if not argv or argv[0] not in AGENTS:
         if argv and argv[0] in ("-h", "--help"):
             print(usage(settings))

@@ -445,6 +445,7 @@ def _minatar_spec(atari: Spec, agent) -> Spec:
 DQN_SPEC = _spec("dqn", DQN, DQN_DEFAULTS)
 DDQN_SPEC = _spec("ddqn", DoubleDQN, DDQN_DEFAULTS)
 SPECS = {"dqn": DQN_SPEC, "ddqn": DDQN_SPEC}
+SETTINGS = {"dqn": DQNSettings, "ddqn": DDQNSettings}
 MINATAR_SPECS = {"dqn": _minatar_spec(DQN_SPEC, DQN), "ddqn": _minatar_spec(DDQN_SPEC, DoubleDQN)}
 """The same agents on MinAtar games (``prioritylab train dqn --env MinAtar/Breakout-v1`` picks them)."""
 MINATAR_SETTINGS = {"dqn": MinAtarDQNSettings, "ddqn": MinAtarDDQNSettings}

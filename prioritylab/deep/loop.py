@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -75,18 +76,27 @@ class Spec:
     """How an algorithm plugs into the loop."""
 
     name: str
-    make_env: object  # (env_id, cfg) -> gym.Env, raising SettingsError on a bad env
-    check: object  # cfg -> None, raising SettingsError on a bad agent setting
-    make_agent: object  # (cfg, env, device, rng, noise_generator, method) -> Agent
-    buffer_args: object  # (cfg, env) -> dict of ReplayBuffer keyword arguments
-    learning_starts: object  # cfg -> first step that updates
-    update_every: object  # cfg -> env steps per update
-    random_action: object  # (env, rng) -> a uniformly random action
-    defaults: Defaults  # the agent's sampler defaults (its paper's table)
-    # the environment state saved at an episode end and restored on resume (default: its np_random)
-    env_state: object = env_rng_state  # env -> picklable state
-    set_env_state: object = set_env_rng_state  # (env, state) -> None
-    score_columns: object = None  # optional (env_id, returns) -> dict of extra evaluation columns
+    make_env: Callable[[str, RunSettings], gym.Env]
+    """``(env_id, cfg) -> env``, raising :class:`SettingsError` on an environment the agent cannot run."""
+    check: Callable[[RunSettings], None]
+    """Raises :class:`SettingsError` on a bad agent setting, before any work."""
+    make_agent: Callable[[RunSettings, gym.Env, torch.device, np.random.Generator, torch.Generator, Method], Agent]
+    """``(cfg, env, device, rng, noise_generator, method) -> agent``."""
+    buffer_args: Callable[[RunSettings, gym.Env], dict]
+    """Keyword arguments of the run's :class:`ReplayBuffer` (shapes, dtypes, discount, frame stack)."""
+    learning_starts: Callable[[RunSettings], int]
+    """The first step that updates."""
+    update_every: Callable[[RunSettings], int]
+    """Environment steps per update."""
+    random_action: Callable[[gym.Env, np.random.Generator], Any]
+    """A uniformly random action (the random start and epsilon-greedy draws)."""
+    defaults: Defaults
+    """The agent's sampler defaults (its paper's table)."""
+    env_state: Callable[[gym.Env], Any] = env_rng_state
+    """The environment state saved at an episode end and restored on resume (default: its ``np_random``)."""
+    set_env_state: Callable[[gym.Env, Any], None] = set_env_rng_state
+    score_columns: Callable[[str, np.ndarray], dict] | None = None
+    """Optional extra evaluation columns from ``(env_id, returns)`` (Atari's human-normalised score)."""
 
 
 def register_env_packages(env_id: str) -> None:

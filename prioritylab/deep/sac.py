@@ -16,10 +16,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from .methods import Method
-from .nets import GaussianActor, TwinQ
-from .run import SettingsError
-from .td3 import (
+from .continuous import (
     ContinuousSettings,
     adam,
     check_continuous,
@@ -27,6 +24,9 @@ from .td3 import (
     critic_step,
     polyak,
 )
+from .methods import Method
+from .nets import GaussianActor, TwinQ
+from .run import SettingsError
 
 
 @dataclass
@@ -121,3 +121,5 @@ def check_sac(cfg: SACSettings) -> None:
 
 
 SPEC = continuous_spec("sac", check_sac, SAC)
+SPECS = {"sac": SPEC}
+SETTINGS = {"sac": SACSettings}

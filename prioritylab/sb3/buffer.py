@@ -20,9 +20,9 @@ from stable_baselines3.common.buffers import BaseBuffer
 from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
+from ..deep.continuous import CONTINUOUS_DEFAULTS
 from ..deep.dqn import DQN_DEFAULTS
 from ..deep.methods import Method, ReplaySettings
-from ..deep.td3 import CONTINUOUS_DEFAULTS
 from ..replay import ReplayBuffer
 
 METHODS = ("uniform", "per", "lap", "pal", "pser")
