@@ -70,7 +70,8 @@ def test_reinforce_raises_the_scores_of_the_items_the_replay_reward_favours(favo
     300 evaluations the favoured class must score above the other by more than the spread of the scores within a
     class at the start: a learned separation, not the initial noise.  The control run (reward reversed) must move
     the other way, so a sign error or a missing update fails one of the two."""
-    s, mark = toy_sampler(64, seed=0, lr=3e-3, sample_size=32)  # lr above the paper's 1e-4: a few hundred steps
+    # lr above the paper's 1e-4: a few hundred steps; the evaluation schedule, driven by on_evaluation
+    s, mark = toy_sampler(64, seed=0, lr=3e-3, sample_size=32, schedule="evaluation")
     good = mark == favoured
     slots = np.arange(64)
     before = s.scores(s.features(slots, s.td_errors(slots), s.q_values(slots)), slots)
@@ -160,7 +161,7 @@ def test_a_non_finite_score_is_refused_before_any_change():
 
 @pytest.mark.parametrize(("baseline", "expected"), [("previous", [2.0, 1.0, -4.0]), ("first", [2.0, 3.0, -1.0])])
 def test_replay_reward_against_the_previous_or_the_first_evaluation(baseline, expected):
-    s, _ = toy_sampler(16, baseline=baseline)
+    s, _ = toy_sampler(16, baseline=baseline, schedule="evaluation")
     s.on_evaluation({"return": 1.0})
     assert math.isnan(s.last_replay_reward) and s.train_steps == 0
     got = []
@@ -174,12 +175,34 @@ def test_replay_reward_against_the_previous_or_the_first_evaluation(baseline, ex
         s.on_evaluation({"return": float("nan")})
 
 
+def test_algorithm_1_trains_at_episode_ends_from_the_episode_return():
+    s, _ = toy_sampler(16)  # the default schedule: NERS Algorithm 1
+    assert s.schedule == "episode" and s.config()["schedule"] == "episode"
+    s.on_episode_end({"return": 5.0})  # the first episode sets the reference
+    draw_and_update(s, 8)
+    s.on_evaluation({"return": 100.0})  # evaluations do not train under this schedule
+    assert s.train_steps == 0 and s.history().shape[0] == 8
+    s.on_episode_end({"return": 7.0})
+    assert s.train_steps == 1 and s.last_replay_reward == 2.0 and s.history().shape[0] == 0  # the set emptied
+    draw_and_update(s, 8)
+    s.on_episode_end({"return": 4.0})  # against the previous episode's return
+    assert s.train_steps == 2 and s.last_replay_reward == -3.0
+    e, _ = toy_sampler(16, schedule="evaluation")
+    e.on_episode_end({"return": 5.0})
+    e.on_episode_end({"return": 9.0})
+    assert math.isnan(e.last_replay_reward) and e.train_steps == 0  # episode ends do nothing there
+    with pytest.raises(ValueError, match=r"info\['return'\], the training episode's return"):
+        s.on_episode_end({"return": float("inf")})
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        toy_sampler(16, schedule="step")
+
+
 def test_state_round_trip_continues_identically_and_bad_state_names_the_field():
     a, _ = toy_sampler(32, seed=1)
-    a.on_evaluation({"return": 0.0})
+    a.on_episode_end({"return": 0.0})
     for r in (1.0, 0.5):
         draw_and_update(a, 8)
-        a.on_evaluation({"return": r})
+        a.on_episode_end({"return": r})
     draw_and_update(a, 8)
     state = a.state_dict()
     b = NERSSampler(32, seed=99, features=ToySource(np.arange(32) % 2), **SMALL)
@@ -189,10 +212,11 @@ def test_state_round_trip_continues_identically_and_bad_state_names_the_field():
     b.load_state_dict(state)
     for s in (a, b):
         draw_and_update(s, 8)
-        s.on_evaluation({"return": 2.0})
+        s.on_episode_end({"return": 2.0})
     np.testing.assert_array_equal(a.priorities(np.arange(32)), b.priorities(np.arange(32)))
     for k, v in a.net.state_dict().items():
         assert torch.equal(v, b.net.state_dict()[k]), k
+    assert a.train_steps == b.train_steps == 3
     assert a.rng.random() == b.rng.random()
 
     def broken(path, value):
@@ -270,11 +294,11 @@ def test_image_features_are_encoded_per_item_and_equivariant():
     assert not np.array_equal(c, a)
     # a REINFORCE step (eq. 7) trains the CNN too
     s.add(slots)
-    s.on_evaluation({"return": 0.0})
+    s.on_episode_end({"return": 0.0})
     b = s.sample(6, beta=1.0)
     s.update(b.indices, np.ones(6), b.generations, q_values=np.zeros(6))
     before = s.net.encoder.conv[0].weight.detach().clone()
-    s.on_evaluation({"return": 1.0})
+    s.on_episode_end({"return": 1.0})
     assert s.train_steps == 1 and not torch.equal(s.net.encoder.conv[0].weight, before)
 
 
@@ -306,7 +330,9 @@ def test_agents_train_with_ners_on_pendulum(agent, tmp_path):
               replay=TINY_NERS, **TINY)  # fmt: skip
     folder = train(spec, cfg)
     state = torch.load(folder / "checkpoint.pt", weights_only=False)["buffer"]["sampler"]
-    assert state["name"] == "ners" and state["ners"]["train_steps"] == 3  # evaluations 2-4 (the first sets r)
+    # Algorithm 1: a step at each training episode's end; Pendulum's episodes end at steps 200 and 400, and
+    # the first only sets the reference return
+    assert state["name"] == "ners" and state["ners"]["train_steps"] == 1
     written = state["generation"] >= 0
     raw = state["raw"][written]
     assert np.isfinite(raw).all() and (raw > 0).all() and (raw <= 1).all() and (raw < 1).any()
@@ -326,7 +352,7 @@ def test_stopped_and_resumed_ners_run_equals_the_uninterrupted_one(tmp_path):
     a = torch.load(full / "checkpoint.pt", weights_only=False)
     b = torch.load(resumed / "checkpoint.pt", weights_only=False)
     sa, sb = a["buffer"]["sampler"], b["buffer"]["sampler"]
-    assert sa["ners"]["train_steps"] == 6
+    assert sa["ners"]["train_steps"] == 2  # episode ends at 400 and 600 (the one at 200 sets the reference)
     np.testing.assert_array_equal(sa["raw"], sb["raw"])
     for key, value in sa["ners"]["net"].items():
         assert torch.equal(value, sb["ners"]["net"][key]), key

@@ -153,6 +153,7 @@ class Ours:
         self.every = spec.update_every(cfg)  # env steps per update: 1 (TD3, SAC), 4 (DQN family)
         self.obs, _ = self.env.reset(seed=cfg.seed)
         self.step = 0
+        self.episode_return = 0.0
         for _ in range(cfg.start_steps):
             self._collect(explore=False)
         self.timers = t = Timers()
@@ -169,9 +170,13 @@ class Ours:
     def _collect(self, explore: bool) -> None:
         from ..deep.loop import collect
 
-        self.obs, term, trunc = collect(self.spec, self.agent, self.env, self.buffer, self.rng, self.obs, explore)
+        self.obs, reward, term, trunc = collect(self.spec, self.agent, self.env, self.buffer, self.rng, self.obs,
+                                               explore)  # fmt: skip
         self.step += 1
-        if term or trunc:
+        self.episode_return += float(reward)
+        if term or trunc:  # as the training loop does (NERS trains here)
+            self.buffer.sampler.on_episode_end({"return": self.episode_return})
+            self.episode_return = 0.0
             self.obs, _ = self.env.reset()
 
     def memory_bytes(self) -> int:

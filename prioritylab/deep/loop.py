@@ -166,16 +166,16 @@ def make_learner(spec: Spec, cfg: RunSettings, env: gym.Env, device: torch.devic
 
 
 def collect(spec: Spec, agent: Agent, env: gym.Env, buffer: ReplayBuffer, rng: np.random.Generator,
-            obs: np.ndarray, explore: bool) -> tuple[np.ndarray, bool, bool]:  # fmt: skip
+            obs: np.ndarray, explore: bool) -> tuple[np.ndarray, float, bool, bool]:  # fmt: skip
     """One environment step: act (uniformly at random unless ``explore``), step, store the transition.
 
-    Returns the next observation and the terminated and truncated flags; resetting is the caller's.
+    Returns the next observation, the reward and the terminated and truncated flags; resetting is the caller's.
     """
     action = agent.act(obs, explore=True) if explore else spec.random_action(env, rng)
     next_obs, reward, term, trunc, _ = env.step(action)
     buffer.add(obs[None], np.asarray(action)[None], np.array([reward]), np.asarray(next_obs)[None],
                np.array([term]), np.array([trunc]))  # fmt: skip
-    return next_obs, term, trunc
+    return next_obs, reward, term, trunc
 
 
 def learn(agent: Agent, buffer: ReplayBuffer, method: Method, step: int, batch_size: int,
@@ -276,6 +276,7 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
     last_eval = float(log.evals[-1]["return_mean"]) if log.evals else math.nan
     ess = float(log.evals[-1].get("ess_mean", math.nan)) if log.evals else math.nan
     stats: dict = {}
+    episode_return = 0.0
 
     def save(reason: str) -> None:
         save_atomic({
@@ -291,7 +292,8 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
     bar_updates, bar_time = updates, time.perf_counter()
     with StopSignal() as stop:
         while step < cfg.steps:
-            obs, term, trunc = collect(spec, agent, env, buffer, rng, obs, explore=step >= starts)
+            obs, reward, term, trunc = collect(spec, agent, env, buffer, rng, obs, explore=step >= starts)
+            episode_return += float(reward)
             step += 1
             if step >= starts and step % every == 0 and len(buffer) >= 1:
                 stats = learn(agent, buffer, method, step, cfg.batch_size, device)
@@ -309,6 +311,8 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
                 log.record(row, {"step": step, **clock.rates(step, updates)})
             if term or trunc:
                 episodes += 1
+                buffer.sampler.on_episode_end({"return": episode_return, "step": step, "updates": updates})
+                episode_return = 0.0  # checkpoints are taken here, so a resumed run starts at 0 as well
                 halt = stop.requested or (cfg.stop_after is not None and step >= cfg.stop_after)
                 if (step >= next_ckpt or halt) and step < cfg.steps:
                     while next_ckpt <= step:

@@ -54,6 +54,9 @@ class ReplaySettings:
     mode: str = "max"
     """PSER decay rule: 'max' (eq. 6) or 'add' (eq. 7)."""
     ners_baseline: str = "previous"
+    ners_schedule: str = "episode"
+    """When NERS trains: at the end of every training episode from its return ('episode', NERS Algorithm 1) or
+    at each evaluation from the evaluation return ('evaluation', the text of its Section 2.3); docs/ners.md."""
     """NERS replay reward (eq. 6): return minus that of the 'previous' evaluation (the paper) or of the 'first'
     (the authors' public code); docs/ners.md."""
     ners_sample_size: int = N.SAMPLE_SIZE
@@ -114,7 +117,8 @@ class Method:
         base = {"name": self.name, "alpha": self.alpha, "beta0": self.beta0, "eps": self.eps, "kappa": self.kappa}
         if self.name == "ners":
             s = self.settings
-            pser = {"baseline": s.ners_baseline, "sample_size": s.ners_sample_size, "lr": s.ners_lr,
+            pser = {"baseline": s.ners_baseline, "schedule": s.ners_schedule, "sample_size": s.ners_sample_size,
+                    "lr": s.ners_lr,
                     "local_hidden": list(s.ners_local), "score_hidden": list(s.ners_score)}  # fmt: skip
         return {**base, **pser}
 
@@ -128,7 +132,8 @@ class Method:
         s = self.settings
         if self.name == "ners":
             return N.NERSSampler(capacity, alpha=self.alpha, beta=self.beta0, seed=seed, sample_size=s.ners_sample_size,
-                                 lr=s.ners_lr, baseline=s.ners_baseline, local_hidden=s.ners_local,
+                                 lr=s.ners_lr, baseline=s.ners_baseline, schedule=s.ners_schedule,
+                                 local_hidden=s.ners_local,
                                  score_hidden=s.ners_score)  # fmt: skip
         return make_sampler("pser", capacity, alpha=self.alpha, beta=self.beta0, eps=self.eps, rho=s.rho, eta=s.eta,
                             window=s.window, mode=s.mode, seed=seed)  # fmt: skip

@@ -35,6 +35,10 @@ from ..samplers.base import _OK, StateError, check_keys, prepare_update, state_i
 from ..samplers.per import PERSampler
 
 BASELINES = ("previous", "first")
+SCHEDULES = ("episode", "evaluation")
+"""When NERS takes its REINFORCE step: at the end of every training episode, with r^re from that episode's
+return against the previous episode's (Algorithm 1, lines 82-87: the default), or at each evaluation, with
+r^re from the evaluation returns (the text of Section 2.3, "We update NERS at each evaluation step")."""
 """``previous``: r^re = return now - return at the previous evaluation (eq. 6, the paper's reading, default);
 ``first``: return now - return at the first evaluation (the authors' public code)."""
 
@@ -235,12 +239,15 @@ class NERSSampler(PERSampler):
         sample_size: int = SAMPLE_SIZE,
         lr: float = LEARNING_RATE,
         baseline: str = "previous",
+        schedule: str = "episode",
         local_hidden=LOCAL_HIDDEN,
         score_hidden=SCORE_HIDDEN,
         features: FeatureSource | None = None,
     ):
         if baseline not in BASELINES:
             raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
         if isinstance(sample_size, bool) or not isinstance(sample_size, (int, np.integer)) or sample_size <= 0:
             raise ValueError(f"sample_size must be a positive integer, got {sample_size!r}")
         if not (isinstance(lr, (int, float)) and 0 < lr < math.inf):
@@ -249,7 +256,7 @@ class NERSSampler(PERSampler):
         self.score_hidden = _widths("score_hidden", score_hidden)
         super().__init__(capacity, alpha=alpha, beta=beta, eps=0.0, normalise=normalise, seed=seed,
                          initial_priority=UNSEEN)  # fmt: skip
-        self.sample_size, self.lr, self.baseline = int(sample_size), float(lr), baseline
+        self.sample_size, self.lr, self.baseline, self.schedule = int(sample_size), float(lr), baseline, schedule
         self._q = np.full(self.capacity, np.nan)  # last Q-value reported per slot
         self._torch_seed = int(self.rng.integers(2**62))
         self._reference: float | None = None  # return that r^re is measured from (eq. 6)
@@ -266,6 +273,7 @@ class NERSSampler(PERSampler):
 
     def config(self) -> dict:
         return {**super().config(), "sample_size": self.sample_size, "lr": self.lr, "baseline": self.baseline,
+                "schedule": self.schedule,
                 "local_hidden": list(self.local_hidden), "score_hidden": list(self.score_hidden)}  # fmt: skip
 
     # -- the network -------------------------------------------------------------
@@ -370,17 +378,29 @@ class NERSSampler(PERSampler):
 
         return self._q[check_indices("indices", indices, self.capacity)].copy()
 
-    def on_evaluation(self, info: dict | None = None) -> None:
-        """One REINFORCE step (eq. 7) with r^re (eq. 6) from ``info["return"]``, the mean evaluation return.
+    def on_episode_end(self, info: dict | None = None) -> None:
+        """With ``schedule="episode"`` (Algorithm 1): one REINFORCE step from ``info["return"]``, the return of
+        the training episode that just ended (see :meth:`reinforce`); otherwise nothing."""
+        if self.schedule == "episode":
+            self.reinforce(info, "the training episode's return")
 
-        The first evaluation only sets the reference return.  I_train is a
-        uniform subset (without replacement) of ``sample_size`` of the slots
-        drawn since the previous evaluation that are still sampleable; the
-        record of drawn slots restarts at every evaluation.
+    def on_evaluation(self, info: dict | None = None) -> None:
+        """With ``schedule="evaluation"``: one REINFORCE step from ``info["return"]``, the mean evaluation
+        return (see :meth:`reinforce`); otherwise nothing."""
+        if self.schedule == "evaluation":
+            self.reinforce(info, "the mean evaluation return")
+
+    def reinforce(self, info: dict | None, what: str = "a return") -> None:
+        """One REINFORCE step (eq. 7) with the replay reward r^re (eq. 6) of ``info["return"]``.
+
+        r^re is the return minus the reference: the previous episode's (or evaluation's) return, or the
+        first one's with ``baseline="first"``.  The first call only sets the reference.  I_train is a
+        uniform subset (without replacement) of ``sample_size`` of the slots drawn since the previous
+        call that are still sampleable; the record of drawn slots is then emptied (Algorithm 1, line 86).
         """
         ret = None if info is None else info.get("return")
         if isinstance(ret, bool) or not isinstance(ret, (int, float, np.integer, np.floating)) or not np.isfinite(ret):
-            raise ValueError(f"NERS needs info['return'], the mean evaluation return, as a finite number; got {ret!r}")
+            raise ValueError(f"NERS needs info['return'], {what}, as a finite number; got {ret!r}")
         ret = float(ret)
         if self._reference is None:
             self._reference = ret

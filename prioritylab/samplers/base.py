@@ -520,7 +520,11 @@ class Sampler:
             self._apply(keep, raw, mass, None)
 
     def on_evaluation(self, info: dict | None = None) -> None:
-        """Hook called by a training loop at each evaluation (a learned sampler trains here)."""
+        """Hook called by a training loop at each evaluation (a learned sampler may train here)."""
+
+    def on_episode_end(self, info: dict | None = None) -> None:
+        """Hook called by a training loop at the end of each training episode, ``info["return"]`` its return
+        (a learned sampler may train here: NERS's Algorithm 1)."""
 
     # -- history of drawn slots (for learned samplers) ------------------------------------
     def start_history(self) -> None:
