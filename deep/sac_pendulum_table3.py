@@ -1,7 +1,8 @@
 """NERS Table 3's setting: SAC on Pendulum-v1, 10k steps after 1,000 random actions; the drawn transitions'
-|TD error| and Q-value statistics per sampler (the replay diagnostics of every run).
+|TD error| and Q-value statistics per sampler (the replay diagnostics of every run).  Run it with 10 seeds
+(NERS reports one figure per sampler; 10 seeds give each statistic an interval):
 
-    prioritylab sweep deep/sac_pendulum_table3.py --seeds 1 --out runs/sac_pendulum_table3
+    prioritylab sweep deep/sac_pendulum_table3.py --seeds 10 --out runs/sac_pendulum_table3
     prioritylab report runs/sac_pendulum_table3 --out docs/results/sac_pendulum_table3
 
 Both budgets are the paper's (the table's runs are short); ``reduced`` uses one thread per run.
