@@ -597,24 +597,45 @@ class SumTree:
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        """Load a :meth:`state_dict`; checked in full before anything changes."""
-        if int(state["capacity"]) != self.capacity:
-            raise ValueError(f"state is for capacity={state['capacity']}, this tree has {self.capacity}")
+        """Load a :meth:`state_dict`; checked in full before anything changes (a ``ValueError`` naming the
+        field: missing or unknown entries, wrong types, shapes or values, a total that overflows)."""
+        if not isinstance(state, dict):
+            raise ValueError(f"state must be a dict, got {type(state).__name__}")
+        expected = {"capacity", "leaves", "track_min", "track_max"} | ({"written"} if self.track_min else set())
+        missing, unknown = expected - set(state), set(state) - expected
+        if missing or unknown:
+            what = [f"missing {sorted(missing)}"] * bool(missing) + [f"unknown {sorted(unknown)}"] * bool(unknown)
+            raise ValueError(f"state entries: {', '.join(what)}")
+        for key in ("track_min", "track_max"):
+            if not isinstance(state[key], (bool, np.bool_)):
+                raise ValueError(f"state['{key}'] must be a bool, got {state[key]!r}")
+        cap = state["capacity"]
+        if isinstance(cap, (bool, np.bool_)) or not isinstance(cap, (int, np.integer)):
+            raise ValueError(f"state['capacity'] must be an integer, got {cap!r}")
+        if int(cap) != self.capacity:
+            raise ValueError(f"state['capacity'] is {cap}, this tree has {self.capacity}")
         if (bool(state["track_min"]), bool(state["track_max"])) != (self.track_min, self.track_max):
             raise ValueError(
-                f"state tracks min={state['track_min']}, max={state['track_max']}; "
+                f"state['track_min'], state['track_max'] are {state['track_min']}, {state['track_max']}; "
                 f"this tree tracks min={self.track_min}, max={self.track_max}"
             )
-        leaves = np.asarray(state["leaves"], dtype=np.float64)
+        raw = np.asarray(state["leaves"])
+        if raw.dtype.kind not in "fiu":
+            raise ValueError(f"state['leaves'] must be numbers, got dtype {raw.dtype}")
+        leaves = raw.astype(np.float64)
         if leaves.shape != (self.capacity,) or not np.all(np.isfinite(leaves) & (leaves >= 0)):
             raise ValueError("state['leaves'] must hold `capacity` finite non-negative values")
+        if not np.isfinite(leaves.sum()):
+            raise ValueError("state['leaves'] sum to more than the float range holds")
+        if self.track_min:
+            written = np.asarray(state["written"])
+            if written.dtype != np.bool_ or written.shape != (self.capacity,):
+                raise ValueError(f"state['written'] must be a bool array of shape ({self.capacity},), "
+                                 f"got {written.dtype} {written.shape}")  # fmt: skip
         tree = tree_alloc(self._tree.shape[0])
         tree[self.leaf0 : self.leaf0 + self.capacity] = leaves
         tmin, tmax = np.empty(0), np.empty(0)
         if self.track_min:
-            written = np.asarray(state["written"], dtype=bool)
-            if written.shape != (self.capacity,):
-                raise ValueError(f"state['written'] must have shape ({self.capacity},), got {written.shape}")
             tmin = tree_alloc(self._min.shape[0], np.inf)
             tmin[self.leaf0 : self.leaf0 + self.capacity] = np.where(written, leaves, np.inf)
         if self.track_max:

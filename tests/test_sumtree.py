@@ -248,6 +248,39 @@ def test_update_whose_total_would_overflow_is_refused_without_change():
     assert other.total == tree.total
 
 
+def test_a_bad_state_is_refused_naming_the_field_and_changes_nothing():
+    tree = SumTree(8, track_min=True, track_max=True)
+    tree.update([0, 3], [1.0, 2.0])
+    good = tree.state_dict()
+    before = state_bytes(tree)
+    huge = good["leaves"].copy()
+    huge[:3] = 1e308
+    for change, field in [
+        ({"extra": 1}, "unknown"),
+        ("drop written", "missing"),
+        ({"capacity": 8.0}, "capacity"),
+        ({"capacity": True}, "capacity"),
+        ({"capacity": 16}, "capacity"),
+        ({"track_min": 1}, "track_min"),
+        ({"leaves": good["leaves"].astype(str)}, "leaves"),
+        ({"leaves": np.full(8, np.nan)}, "leaves"),
+        ({"leaves": huge}, "leaves"),
+        ({"written": np.ones(8)}, "written"),
+        ({"written": np.ones(7, dtype=bool)}, "written"),
+    ]:
+        if change == "drop written":
+            bad = {k: v for k, v in good.items() if k != "written"}
+        else:
+            bad = {**good, **change}
+        with pytest.raises(ValueError, match=field):
+            tree.load_state_dict(bad)
+        assert state_bytes(tree) == before, change
+    with pytest.raises(ValueError, match="dict"):
+        tree.load_state_dict([1, 2])
+    tree.load_state_dict(good)
+    assert state_bytes(tree) == before
+
+
 @pytest.mark.parametrize("capacity", [0, -3, 2.5, True, "8"])
 def test_bad_capacity(capacity):
     with pytest.raises(ValueError, match="capacity"):
