@@ -31,8 +31,9 @@ import torch
 from torch import nn
 
 from ..priorities import ABS, masses_of
-from ..samplers.base import _OK, StateError, check_keys, prepare_update, state_int, state_value
+from ..samplers.kernels import OK, prepare_update
 from ..samplers.per import PERSampler
+from ..samplers.state import StateError, check_keys, state_int, state_value
 
 BASELINES = ("previous", "first")
 """``previous``: r^re = return now - return at the previous evaluation (eq. 6, the paper's reading, default);
@@ -347,7 +348,7 @@ class NERSSampler(PERSampler):
             q_values = q_values.detach().to("cpu").double().numpy()
         _, q, _ = self._check_call(idx, q_values, None, "q_values")
         code, pos, keep, _, _, _ = prepare_update(idx, td, gen, self._generation, ABS, 0.0, 1.0)
-        if code != _OK:
+        if code != OK:
             raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
         bad = ~np.isfinite(q)
         if bad.any():
@@ -507,3 +508,4 @@ def _clone(obj):
     if isinstance(obj, list):
         return [_clone(v) for v in obj]
     return obj
+
