@@ -180,7 +180,7 @@ MUTANTS = [
         ("Double DQN: the target network picks the next action", "prioritylab/deep/dqn.py",
          "best = self.q(next_obs).argmax(1, keepdim=True)", "best = self.target(next_obs).argmax(1, keepdim=True)",
          TARGET_TESTS),
-        ("PAL: lambda from the first critic only", "prioritylab/deep/methods.py",
+        ("PAL: lambda from the first critic only", "prioritylab/deep/method_table.py",
          "L.pal_lambda(delta.detach().abs().amax(0),", "L.pal_lambda(delta.detach()[0].abs(),", AGENT_TESTS),
     ]
 ]  # fmt: skip

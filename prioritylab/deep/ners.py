@@ -34,6 +34,7 @@ from ..priorities import ABS, masses_of
 from ..samplers.kernels import OK, prepare_update
 from ..samplers.per import PERSampler
 from ..samplers.state import StateError, check_keys, state_int, state_value
+from .method_table import MethodEntry, register
 
 BASELINES = ("previous", "first")
 """``previous``: r^re = return now - return at the previous evaluation (eq. 6, the paper's reading, default);
@@ -509,3 +510,45 @@ def _clone(obj):
         return [_clone(v) for v in obj]
     return obj
 
+
+# -- the "ners" replay method -----------------------------------------------------------------------------
+def _build(m, capacity, seed) -> NERSSampler:
+    s = m.settings
+    return NERSSampler(capacity, alpha=m.alpha, beta=m.beta0, seed=seed, sample_size=s.ners_sample_size,
+                       lr=s.ners_lr, baseline=s.ners_baseline, local_hidden=s.ners_local,
+                       score_hidden=s.ners_score)  # fmt: skip
+
+
+def _check_env(m, env) -> None:
+    """NERS takes vector observations or uint8/bool images."""
+    space = env.observation_space
+    shape = getattr(space, "shape", None) or ()
+    image = len(shape) == 3 and getattr(space, "dtype", None) in (np.uint8, np.bool_)
+    if len(shape) != 1 and not image:
+        name = env.spec.id if env.spec else "this env"
+        raise ValueError(f"NERS takes vector observations or uint8/bool images; {name} has observations of "
+                         f"shape {shape}")  # fmt: skip
+
+
+def _attach(m, buffer) -> None:
+    buffer.sampler.set_feature_source(BufferFeatures(buffer))
+
+
+def _report(buffer, batch, priority, q_values) -> None:
+    """The learner's priorities with the batch's Q-values, which NERS's features need."""
+    if q_values is None:
+        raise ValueError("the ners sampler needs the agent to report 'q_values' (one per batch item)")
+    buffer.update(batch, priority, q_values=q_values)
+
+
+def _describe(s) -> dict:
+    return {"baseline": s.ners_baseline, "sample_size": s.ners_sample_size, "lr": s.ners_lr,
+            "local_hidden": list(s.ners_local), "score_hidden": list(s.ners_score)}  # fmt: skip
+
+
+METHOD = register(MethodEntry(
+    "ners", build=_build, uses_weights=True,  # NERS eq. 5: PER's IS weights, beta annealed
+    default_alpha=lambda defaults: ALPHA, default_beta0=lambda defaults: BETA0,  # Table B.1, whatever the agent
+    check_env=_check_env, attach=_attach, report=_report, describe=_describe,
+))  # fmt: skip
+"""NERS as a replay method (:mod:`prioritylab.deep.method_table`)."""
