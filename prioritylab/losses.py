@@ -33,7 +33,7 @@ from ._checks import check_finite_array, check_range
 __all__ = [
     "huber",
     "l1",
-    "lap_priority",
+    "lap_mass",
     "mse",
     "pal",
     "pal_lambda",
@@ -122,9 +122,11 @@ def power(delta, tau: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -- LAP / PAL (Section 5.2, App. A.4, App. D.2) ------------------------------
-def lap_priority(delta, alpha: float = 0.4, kappa: float = 1.0) -> np.ndarray:
-    """LAP priority ``max(|delta|^alpha, kappa^alpha)`` (eq. 9 for ``kappa = 1``, eq. 30).
+def lap_mass(delta, alpha: float = 0.4, kappa: float = 1.0) -> np.ndarray:
+    """LAP sampling mass ``max(|delta|^alpha, kappa^alpha)`` (eq. 9 for ``kappa = 1``, eq. 30).
 
+    This is the priority with α applied; the raw priority ``max(|delta|, kappa)``
+    is :func:`prioritylab.priorities.lap_priority`.
     Defaults ``alpha = 0.4`` (Table 6, TD3) and ``kappa = 1`` (eq. 9).
     """
     d = _delta(delta)
@@ -134,7 +136,7 @@ def lap_priority(delta, alpha: float = 0.4, kappa: float = 1.0) -> np.ndarray:
 
 def pal_lambda(delta, alpha: float = 0.4, kappa: float = 1.0) -> float:
     """PAL's ``lambda = sum_j max(|delta_j|^alpha, kappa^alpha) / N`` (eq. 10, 27, 31)."""
-    pr = lap_priority(_delta(delta, nonempty=True), alpha, kappa)
+    pr = lap_mass(_delta(delta, nonempty=True), alpha, kappa)
     return float(np.sum(pr) / pr.shape[0])
 
 
@@ -144,7 +146,7 @@ def pal(delta, alpha: float = 0.4, kappa: float = 1.0, lam: float | None = None)
     ``(1/lambda) * 0.5 kappa^alpha delta^2`` if ``|delta| <= kappa``, else
     ``(1/lambda) * kappa |delta|^(1+alpha) / (1+alpha)``; gradient
     ``(1/lambda) kappa^alpha delta`` or ``(1/lambda) kappa |delta|^alpha sign(delta)``,
-    i.e. ``(1/lambda) |lap_priority|_x * grad huber`` (Corollary 1, eq. 26).
+    i.e. ``(1/lambda) |lap_mass|_x * grad huber`` (Corollary 1, eq. 26).
 
     ``lambda`` is :func:`pal_lambda` over ``delta`` unless given, and is a
     constant in the gradient.  The value is eq. 31 as printed: it jumps at
@@ -256,3 +258,8 @@ def per_huber_equivalent(
     loss = scale * np.where(small, v2, k * v1)
     grad = scale * np.sign(d) * np.where(small, g2, k * g1)
     return loss, grad
+
+
+#: Former name of :func:`lap_mass`, kept so existing callers keep working. It is
+#: not the raw priority :func:`prioritylab.priorities.lap_priority`.
+lap_priority = lap_mass

@@ -25,7 +25,7 @@ from .losses import _alpha, _beta, _eps, _kappa, _tau
 __all__ = [
     "huber",
     "l1",
-    "lap_priority",
+    "lap_mass",
     "mean",
     "mse",
     "pal",
@@ -85,8 +85,8 @@ def power(delta: torch.Tensor, tau: float = 2.0, check: bool = True) -> torch.Te
     return _abs_pow(d.abs(), t) / t
 
 
-def lap_priority(delta: torch.Tensor, alpha: float = 0.4, kappa: float = 1.0, check: bool = True) -> torch.Tensor:
-    """``max(|delta|^alpha, kappa^alpha)`` (eq. 30), detached."""
+def lap_mass(delta: torch.Tensor, alpha: float = 0.4, kappa: float = 1.0, check: bool = True) -> torch.Tensor:
+    """LAP sampling mass ``max(|delta|^alpha, kappa^alpha)`` (eq. 30), detached (α applied)."""
     d = _check(delta, check).detach()
     a, k = _alpha(alpha), _kappa(kappa)
     return torch.clamp(d.abs() ** a, min=k**a)
@@ -95,7 +95,7 @@ def lap_priority(delta: torch.Tensor, alpha: float = 0.4, kappa: float = 1.0, ch
 def pal_lambda(delta: torch.Tensor, alpha: float = 0.4, kappa: float = 1.0, check: bool = True) -> torch.Tensor:
     """``lambda = mean_j max(|delta_j|^alpha, kappa^alpha)`` (eq. 31), a detached 0-d tensor."""
     _check(delta, check, nonempty=True)
-    return lap_priority(delta, alpha, kappa, check=False).mean()
+    return lap_mass(delta, alpha, kappa, check=False).mean()
 
 
 def pal(
@@ -189,3 +189,8 @@ def mean(loss: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tenso
     if w.shape != loss.shape:
         raise ValueError(f"weights must have the loss's shape {tuple(loss.shape)}, got {tuple(w.shape)}")
     return (w * loss).mean()
+
+
+#: Former name of :func:`lap_mass`, kept so existing callers keep working. It is
+#: not the raw priority :func:`prioritylab.priorities.lap_priority`.
+lap_priority = lap_mass

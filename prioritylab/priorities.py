@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .sumtree import _refresh_extreme, _refresh_path
+from .sumtree import tree_refresh_extreme, tree_refresh_path
 
 # rule codes of :func:`raw_priority`
 PER, LAP, ABS = 0, 1, 2
@@ -91,10 +91,10 @@ def set_mass(tree, tmin, leaf0, slot, mass, sampleable):
     the min tree holds the smallest positive mass)."""
     leaf = leaf0 + slot
     tree[leaf] = mass if sampleable else 0.0
-    _refresh_path(tree, leaf)
+    tree_refresh_path(tree, leaf)
     if tmin.shape[0] > 0:
         tmin[leaf] = mass if sampleable and mass > 0.0 else np.inf
-        _refresh_extreme(tmin, leaf, False)
+        tree_refresh_extreme(tmin, leaf, False)
 
 
 @njit(cache=True)

@@ -126,7 +126,7 @@ def check_priorities(indices, values, capacity):
 
 
 @njit(cache=True)
-def _refresh_path(tree, leaf):
+def tree_refresh_path(tree, leaf):
     """Recompute the sums on the path from ``leaf`` to the root."""
     node = leaf
     while node > 0:
@@ -152,7 +152,7 @@ def _extreme_of_children(t, first, is_max):
 
 
 @njit(cache=True)
-def _refresh_extreme(t, leaf, is_max):
+def tree_refresh_extreme(t, leaf, is_max):
     """Recompute a min (or max) tree on the path from ``leaf`` to the root."""
     node = leaf
     while node > 0:
@@ -165,7 +165,7 @@ def _refresh_extreme(t, leaf, is_max):
 
 
 @njit(cache=True)
-def _update_levels(t, leaf0, indices, kind):
+def tree_update_levels(t, leaf0, indices, kind):
     """Recompute, level by level bottom-up, the ancestors of ``indices`` in one tree.
 
     ``kind`` 0: sums, 1: minima, 2: maxima.  The ancestors of one level are
@@ -210,17 +210,17 @@ def tree_update(tree, tmin, tmax, leaf0, indices, values):
     Duplicate indices resolve to the last value (all leaves are written before
     any parent is recomputed).  ``tmin`` and ``tmax`` may each be an empty
     array, which disables that extrema tree.  Each tree is brought up to date
-    in its own pass (:func:`_update_levels`): a sum pass without extrema
+    in its own pass (:func:`tree_update_levels`): a sum pass without extrema
     branches is 10x faster than one loop that also serves the extrema trees.
     """
     for i in range(indices.shape[0]):
         tree[leaf0 + indices[i]] = values[i]
-    _update_levels(tree, leaf0, indices, 0)
+    tree_update_levels(tree, leaf0, indices, 0)
     for t, kind in ((tmin, 1), (tmax, 2)):
         if t.shape[0] > 0:
             for i in range(indices.shape[0]):
                 t[leaf0 + indices[i]] = values[i]
-            _update_levels(t, leaf0, indices, kind)
+            tree_update_levels(t, leaf0, indices, kind)
 
 
 @njit(cache=True)
@@ -228,13 +228,13 @@ def tree_set(tree, tmin, tmax, leaf0, index, value):
     """Single-slot update (the testbed's batch-1 case), no array allocation."""
     leaf = leaf0 + index
     tree[leaf] = value
-    _refresh_path(tree, leaf)
+    tree_refresh_path(tree, leaf)
     if tmin.shape[0] > 0:
         tmin[leaf] = value
-        _refresh_extreme(tmin, leaf, False)
+        tree_refresh_extreme(tmin, leaf, False)
     if tmax.shape[0] > 0:
         tmax[leaf] = value
-        _refresh_extreme(tmax, leaf, True)
+        tree_refresh_extreme(tmax, leaf, True)
 
 
 @njit(cache=True, inline="always")
@@ -487,7 +487,7 @@ class SumTree:
     def __init__(self, capacity: int, track_min: bool = True, track_max: bool = False):
         self.capacity = check_positive_int("capacity", capacity)
         self.depth, self.leaf0, size = tree_shape(self.capacity)
-        self._set_arrays(
+        self.set_arrays(
             tree_alloc(size),
             tree_alloc(size, np.inf) if track_min else np.empty(0),
             tree_alloc(size) if track_max else np.empty(0),
@@ -504,7 +504,7 @@ class SumTree:
         """
         return self._arrays
 
-    def _set_arrays(self, tree: np.ndarray, tmin: np.ndarray, tmax: np.ndarray) -> None:
+    def set_arrays(self, tree: np.ndarray, tmin: np.ndarray, tmax: np.ndarray) -> None:
         self._tree, self._min, self._max = tree, tmin, tmax
         self._arrays = TreeArrays(tree, tmin, tmax, self.leaf0, self.depth)
 
@@ -642,7 +642,7 @@ class SumTree:
             tmax = tree_alloc(self._max.shape[0])
             tmax[self.leaf0 : self.leaf0 + self.capacity] = leaves
         tree_rebuild(tree, tmin, tmax, self.leaf0)
-        self._set_arrays(tree, tmin, tmax)
+        self.set_arrays(tree, tmin, tmax)
 
     def __repr__(self) -> str:
         return f"SumTree(capacity={self.capacity}, total={self.total:.6g})"

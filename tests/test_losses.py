@@ -124,7 +124,18 @@ def test_lap_small_errors_pal_is_mse():
     d = np.array([-0.9, 0.0, 0.4, 1.0])
     np.testing.assert_allclose(losses.pal(d, 0.4, 1.0)[1], d, rtol=1e-15)
     np.testing.assert_array_equal(losses.huber(d, 1.0)[1], d)
-    np.testing.assert_array_equal(losses.lap_priority(d, 0.4, 1.0), np.ones(4))
+    np.testing.assert_array_equal(losses.lap_mass(d, 0.4, 1.0), np.ones(4))
+
+
+def test_lap_mass_is_the_raw_lap_priority_with_alpha_applied(torch):
+    from prioritylab import losses_torch, priorities
+    d = np.array([-3.0, -0.5, 0.0, 0.7, 2.5])
+    alpha, kappa = 0.4, 0.8
+    raw = np.array([priorities.lap_priority(x, kappa) for x in d])
+    want = np.array([priorities.mass_of(r, alpha) for r in raw])
+    np.testing.assert_allclose(losses.lap_mass(d, alpha, kappa), want, rtol=1e-15)
+    np.testing.assert_allclose(losses_torch.lap_mass(torch.tensor(d), alpha, kappa).numpy(), want, rtol=1e-15)
+    assert losses.lap_priority is losses.lap_mass and losses_torch.lap_priority is losses_torch.lap_mass
 
 
 def test_gradient_is_zero_at_zero():

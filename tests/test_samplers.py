@@ -647,3 +647,22 @@ def test_empty_samplers_report_zero_probabilities():
 def test_infinite_settings_are_rejected(name, params):
     with pytest.raises(ValueError, match="eps|initial_priority"):
         make_sampler(name, 8, **params)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_memory_bytes_counts_the_per_slot_arrays_and_the_tree(name):
+    small, large = make_sampler(name, 1000, seed=0), make_sampler(name, 3000, seed=0)
+    per_slot = 8 * 5 + 1 + 8  # stamps, links, link stamps, filled, scratch; flags; TD errors
+    assert large.memory_bytes() - small.memory_bytes() >= 2000 * per_slot
+    tree = getattr(small, "tree", None)
+    if tree is not None:
+        assert small.memory_bytes() >= sum(a.nbytes for a in tree.arrays[:3]) + small.priorities(np.arange(1000)).nbytes
+
+
+def test_the_old_import_paths_of_moved_sampler_names_still_work():
+    from prioritylab.samplers import base, kernels, priority, state
+
+    assert base.PrioritySampler is priority.PrioritySampler and base.is_weights is priority.is_weights
+    assert base.StateError is state.StateError and base.prepare_update is kernels.prepare_update
+    with pytest.raises(AttributeError):
+        base.no_such_name  # noqa: B018

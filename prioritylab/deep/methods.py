@@ -11,24 +11,27 @@ A method is a small object, not a copied training loop (LAP/PAL Section 5):
 | ``pser`` | PSER (PER + backward decay, eq. 6-10) | as uniform | yes, annealed |
 | ``ners`` | NERS, learned scores (NERS eq. 1-7, :mod:`prioritylab.deep.ners`) | MSE | yes, annealed (NERS eq. 5) |
 
-Every loss comes from :mod:`prioritylab.losses_torch`.  The priority given to
+Each method is one entry of :mod:`prioritylab.deep.method_table` (NERS registers its own
+in :mod:`prioritylab.deep.ners`).  Every loss comes from :mod:`prioritylab.losses_torch`.  The priority given to
 the sampler is the TD error of largest magnitude over the critics
 (LAP App. D: ``max(|delta_1|, |delta_2|)``).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-import numpy as np
 import torch
 
-from .. import losses_torch as L
-from ..samplers import Sampler, make_sampler
+from ..samplers import Sampler
 from ..schedules import LinearSchedule
 from . import ners as N
+from .method_table import METHOD_TABLE, MethodEntry, register
 
-METHODS = ("uniform", "per", "lap", "pal", "pser", "ners")
+__all__ = ["METHODS", "METHOD_TABLE", "Defaults", "Method", "MethodEntry", "ReplaySettings", "register"]
+
+METHODS = tuple(METHOD_TABLE)
+"""The registered methods' names (the core ones, then NERS, registered by :mod:`prioritylab.deep.ners`)."""
 
 
 @dataclass
@@ -85,98 +88,61 @@ class Defaults:
 
 
 class Method:
-    """A sampler plus the loss that goes with it; built from a name and :class:`ReplaySettings`."""
+    """A sampler plus the loss that goes with it; built from a name and :class:`ReplaySettings`.
+
+    What differs between methods is their :class:`~prioritylab.deep.method_table.MethodEntry`
+    (``self.entry``); this class resolves the settings against the agent's :class:`Defaults`
+    and calls the entry.
+    """
 
     def __init__(self, name: str, settings: ReplaySettings, defaults: Defaults, total_steps: int):
-        if name not in METHODS:
-            raise ValueError(f"unknown sampler {name!r}; choose one of {', '.join(METHODS)}")
+        if name not in METHOD_TABLE:
+            raise ValueError(f"unknown sampler {name!r}; choose one of {', '.join(METHOD_TABLE)}")
         self.name = name
+        self.entry = entry = METHOD_TABLE[name]
         s = settings
-        prioritised_is = name in ("per", "pser", "ners")
-        if name == "ners":  # NERS Table B.1, whatever the agent
-            default_alpha, default_beta0 = N.ALPHA, N.BETA0
-        else:
-            default_alpha = defaults.per_alpha if prioritised_is else defaults.lap_alpha
-            default_beta0 = defaults.per_beta0
-        self.alpha = s.alpha if s.alpha is not None else default_alpha
-        self.beta0 = s.beta0 if s.beta0 is not None else default_beta0
+        self.alpha = s.alpha if s.alpha is not None else entry.default_alpha(defaults)
+        self.beta0 = s.beta0 if s.beta0 is not None else entry.default_beta0(defaults)
         self.eps = s.eps if s.eps is not None else defaults.per_eps
         self.kappa = s.kappa if s.kappa is not None else defaults.kappa
         self.settings = s
-        self.uses_weights = prioritised_is
+        self.uses_weights = entry.uses_weights
         beta_end = self.beta0 if defaults.per_beta_end is None else defaults.per_beta_end
         self.beta = LinearSchedule(self.beta0, beta_end, total_steps)
         self.td_kappa = defaults.td_kappa
         # build a small sampler now: a bad setting fails before any work, with the sampler's own message
         self.make_sampler(8, seed=0)
-        if self.name == "pal":
-            L.pal(torch.zeros(1), self.alpha, self.kappa)
+        if entry.check is not None:
+            entry.check(self)
 
     def describe(self) -> dict:
-        pser = {k: v for k, v in asdict(self.settings).items() if k in ("rho", "eta", "window", "mode")}
         base = {"name": self.name, "alpha": self.alpha, "beta0": self.beta0, "eps": self.eps, "kappa": self.kappa}
-        if self.name == "ners":
-            s = self.settings
-            pser = {"baseline": s.ners_baseline, "schedule": s.ners_schedule, "sample_size": s.ners_sample_size,
-                    "lr": s.ners_lr,
-                    "local_hidden": list(s.ners_local), "score_hidden": list(s.ners_score)}  # fmt: skip
-        return {**base, **pser}
+        return {**base, **self.entry.describe(self.settings)}
 
     def make_sampler(self, capacity: int, seed) -> Sampler:
-        if self.name in ("uniform", "pal"):
-            return make_sampler("uniform", capacity, seed=seed)
-        if self.name == "per":
-            return make_sampler("per", capacity, alpha=self.alpha, beta=self.beta0, eps=self.eps, seed=seed)
-        if self.name == "lap":
-            return make_sampler("lap", capacity, alpha=self.alpha, kappa=self.kappa, seed=seed)
-        s = self.settings
-        if self.name == "ners":
-            return N.NERSSampler(capacity, alpha=self.alpha, beta=self.beta0, seed=seed, sample_size=s.ners_sample_size,
-                                 lr=s.ners_lr, baseline=s.ners_baseline, schedule=s.ners_schedule,
-                                 local_hidden=s.ners_local,
-                                 score_hidden=s.ners_score)  # fmt: skip
-        return make_sampler("pser", capacity, alpha=self.alpha, beta=self.beta0, eps=self.eps, rho=s.rho, eta=s.eta,
-                            window=s.window, mode=s.mode, seed=seed)  # fmt: skip
+        return self.entry.build(self, capacity, seed)
 
     def check_env(self, env) -> None:
         """Refuse, before any work, an environment the method cannot serve (NERS: vector observations or
         uint8/bool images)."""
-        space = env.observation_space
-        shape = getattr(space, "shape", None) or ()
-        image = len(shape) == 3 and getattr(space, "dtype", None) in (np.uint8, np.bool_)
-        if self.name == "ners" and len(shape) != 1 and not image:
-            name = env.spec.id if env.spec else "this env"
-            raise ValueError(f"NERS takes vector observations or uint8/bool images; {name} has observations of "
-                             f"shape {shape}")  # fmt: skip
+        if self.entry.check_env is not None:
+            self.entry.check_env(self, env)
 
     def attach(self, buffer) -> None:
         """Connect the sampler to the buffer it serves (NERS reads the buffer's stored fields); else nothing."""
-        if self.name == "ners":
-            buffer.sampler.set_feature_source(N.BufferFeatures(buffer))
+        if self.entry.attach is not None:
+            self.entry.attach(self, buffer)
 
     def report(self, buffer, batch, priority, q_values) -> None:
         """Hand the learner's priorities (and, for NERS, the batch's Q-values) to the buffer's sampler."""
-        if self.name == "ners":
-            if q_values is None:
-                raise ValueError("the ners sampler needs the agent to report 'q_values' (one per batch item)")
-            buffer.update(batch, priority, q_values=q_values)
-        else:
-            buffer.update(batch, priority)
+        self.entry.report(buffer, batch, priority, q_values)
 
     def beta_at(self, step: int) -> float | None:
         return self.beta(step) if self.uses_weights else None
 
     def critic_loss(self, delta: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """Loss over TD errors of shape ``(critics, batch)``, summed over critics, averaged over the batch."""
-        if self.name == "lap":
-            return L.huber(delta, self.kappa, check=False).mean(-1).sum()
-        if self.name == "pal":
-            lam = L.pal_lambda(delta.detach().abs().amax(0), self.alpha, self.kappa, check=False)
-            return L.pal(delta, self.alpha, self.kappa, lam=lam, check=False).mean(-1).sum()
-        loss = L.mse(delta, check=False) if self.td_kappa is None else L.huber(delta, self.td_kappa, check=False)
-        if self.uses_weights:
-            return (loss * weights).mean(-1).sum()
-        return loss.mean(-1).sum()
+        return self.entry.loss(self, delta, weights)
 
     @staticmethod
     def priority(delta: torch.Tensor) -> torch.Tensor:

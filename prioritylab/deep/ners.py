@@ -31,8 +31,10 @@ import torch
 from torch import nn
 
 from ..priorities import ABS, masses_of
-from ..samplers.base import _OK, StateError, check_keys, prepare_update, state_int, state_value
+from ..samplers.kernels import OK, prepare_update
 from ..samplers.per import PERSampler
+from ..samplers.state import StateError, check_keys, state_int, state_value
+from .method_table import MethodEntry, register
 
 BASELINES = ("previous", "first")
 SCHEDULES = ("episode", "evaluation")
@@ -355,7 +357,7 @@ class NERSSampler(PERSampler):
             q_values = q_values.detach().to("cpu").double().numpy()
         _, q, _ = self._check_call(idx, q_values, None, "q_values")
         code, pos, keep, _, _, _ = prepare_update(idx, td, gen, self._generation, ABS, 0.0, 1.0)
-        if code != _OK:
+        if code != OK:
             raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
         bad = ~np.isfinite(q)
         if bad.any():
@@ -527,3 +529,46 @@ def _clone(obj):
     if isinstance(obj, list):
         return [_clone(v) for v in obj]
     return obj
+
+
+# -- the "ners" replay method -----------------------------------------------------------------------------
+def _build(m, capacity, seed) -> NERSSampler:
+    s = m.settings
+    return NERSSampler(capacity, alpha=m.alpha, beta=m.beta0, seed=seed, sample_size=s.ners_sample_size,
+                       lr=s.ners_lr, baseline=s.ners_baseline, schedule=s.ners_schedule, local_hidden=s.ners_local,
+                       score_hidden=s.ners_score)  # fmt: skip
+
+
+def _check_env(m, env) -> None:
+    """NERS takes vector observations or uint8/bool images."""
+    space = env.observation_space
+    shape = getattr(space, "shape", None) or ()
+    image = len(shape) == 3 and getattr(space, "dtype", None) in (np.uint8, np.bool_)
+    if len(shape) != 1 and not image:
+        name = env.spec.id if env.spec else "this env"
+        raise ValueError(f"NERS takes vector observations or uint8/bool images; {name} has observations of "
+                         f"shape {shape}")  # fmt: skip
+
+
+def _attach(m, buffer) -> None:
+    buffer.sampler.set_feature_source(BufferFeatures(buffer))
+
+
+def _report(buffer, batch, priority, q_values) -> None:
+    """The learner's priorities with the batch's Q-values, which NERS's features need."""
+    if q_values is None:
+        raise ValueError("the ners sampler needs the agent to report 'q_values' (one per batch item)")
+    buffer.update(batch, priority, q_values=q_values)
+
+
+def _describe(s) -> dict:
+    return {"baseline": s.ners_baseline, "schedule": s.ners_schedule, "sample_size": s.ners_sample_size,
+            "lr": s.ners_lr, "local_hidden": list(s.ners_local), "score_hidden": list(s.ners_score)}  # fmt: skip
+
+
+METHOD = register(MethodEntry(
+    "ners", build=_build, uses_weights=True,  # NERS eq. 5: PER's IS weights, beta annealed
+    default_alpha=lambda defaults: ALPHA, default_beta0=lambda defaults: BETA0,  # Table B.1, whatever the agent
+    check_env=_check_env, attach=_attach, report=_report, describe=_describe,
+))  # fmt: skip
+"""NERS as a replay method (:mod:`prioritylab.deep.method_table`)."""

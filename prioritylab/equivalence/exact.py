@@ -177,7 +177,7 @@ def check_corollary1(delta: np.ndarray, alpha: float, kappa: float, eps: float) 
     with ``beta = 0``, no IS weights).
     """
     checks = []
-    pr = losses.lap_priority(delta, alpha, kappa)
+    pr = losses.lap_mass(delta, alpha, kappa)
     l2, g2 = losses.huber(delta, kappa)
     lhs, m1 = uniform_expectation(corollary1(l2, g2, pr)[1])
     rhs, m2 = weighted_expectation(lap_probabilities(delta, alpha, kappa), g2)

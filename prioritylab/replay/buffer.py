@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_positive_int, check_range
-from ..samplers.base import Sampler, StateError, check_keys, state_array, state_int, state_value
+from ..samplers.base import Sampler
+from ..samplers.state import StateError, check_keys, state_array, state_int, state_value
 from .diagnostics import ReplayDiagnostics
 from .kernels import EMPTY, TAIL, TRANSITION, all_finite, gather_batch, plan_writes, write_step
 
@@ -250,15 +251,7 @@ class ReplayBuffer:
 
     def memory_bytes(self) -> int:
         """Bytes held by the storage arrays and the sampler's per-slot arrays."""
-        total = sum(a.nbytes for a in self.storage.values())
-        s = self.sampler
-        for name in ("_generation", "_prev", "_prev_gen", "_sampleable", "_td", "_filled", "_scratch", "_raw"):
-            arr = getattr(s, name, None)
-            total += arr.nbytes if isinstance(arr, np.ndarray) else 0
-        tree = getattr(s, "tree", None)
-        if tree is not None:
-            total += sum(a.nbytes for a in tree.arrays[:3])
-        return total
+        return sum(a.nbytes for a in self.storage.values()) + self.sampler.memory_bytes()
 
     # -- writes ----------------------------------------------------------------
     def add(self, obs, action, reward, next_obs, terminated, truncated) -> None:

@@ -127,7 +127,7 @@ class ReplayDiagnostics:
     @staticmethod
     def parse_state(state, capacity: int) -> dict:
         """Check a :meth:`state_dict` (``ValueError`` naming the field); returns it as arrays."""
-        from ..samplers.base import StateError, check_keys, state_array, state_value
+        from ..samplers.state import StateError, check_keys, state_array, state_value
 
         check_keys(state, ("counts", "ess", "ages", "moments", "beta"), "state['diagnostics']")
         counts = state_array(state, "counts", np.int64, (capacity,))

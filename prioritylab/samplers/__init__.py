@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from .base import PrioritySampler, SampleBatch, Sampler, is_weights
+from .base import SampleBatch, Sampler
 from .greedy import GreedyTDSampler
 from .lap import LAPSampler
 from .per import PERSampler
+from .priority import PrioritySampler, is_weights
 from .pser import PSERSampler
 from .rank import RankSampler
 from .uniform import UniformSampler

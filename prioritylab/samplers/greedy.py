@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import PrioritySampler, SampleBatch
+from .base import SampleBatch
+from .priority import PrioritySampler
 
 
 class GreedyTDSampler(PrioritySampler):

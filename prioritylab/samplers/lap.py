@@ -13,7 +13,7 @@ import numpy as np
 
 from .._checks import check_range
 from ..priorities import LAP
-from .base import PrioritySampler
+from .priority import PrioritySampler
 
 
 class LAPSampler(PrioritySampler):

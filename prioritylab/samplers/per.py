@@ -13,7 +13,8 @@ import numpy as np
 from .._checks import check_range, check_total
 from ..priorities import PER
 from ..sumtree import tree_sample_is
-from .base import PrioritySampler, SampleBatch
+from .base import SampleBatch
+from .priority import PrioritySampler
 
 NORMALISATIONS = ("global", "batch")
 

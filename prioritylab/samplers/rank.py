@@ -27,8 +27,10 @@ import numpy as np
 from numba import njit
 
 from .._checks import check_indices, check_positive_int, check_range
-from .base import PrioritySampler, SampleBatch, StateError, is_weights, state_array, state_int
+from .base import SampleBatch
 from .per import check_normalise
+from .priority import PrioritySampler, is_weights
+from .state import StateError, state_array, state_int
 
 WITHIN = ("exact", "uniform")
 

@@ -1,0 +1,422 @@
+"""What every sampler shares: the slot bookkeeping behind the public calls of the protocol.
+
+:class:`SlotBookkeeping` keeps, per slot, the write stamp, the predecessor link and its stamp,
+the sampleable flag and the last signed TD error, and implements the public calls of
+:class:`~prioritylab.samplers.base.Sampler` (``add``, ``set_sampleable``, ``sample``, ``update``,
+``set_priorities``, the history of drawn slots, ``state_dict``/``load_state_dict``) on top of
+the jitted kernels of :mod:`prioritylab.samplers.kernels`.  Every call checks all of its input
+before it changes anything; the sampler-specific work goes through the hooks that
+:class:`~prioritylab.samplers.base.Sampler` declares.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .._checks import as_index_array, as_rng, check_indices, check_positive_int, check_range
+from ..priorities import ABS
+from .kernels import (
+    BAD_LINK,
+    EMPTY,
+    MAX_WRITES,
+    NO_STAMPS,
+    NOT_FINITE,
+    OK,
+    OUT_OF_RANGE,
+    check_slots,
+    commit_add,
+    commit_flags,
+    link_stamps,
+    prepare_update,
+)  # fmt: skip
+from .state import StateError, check_keys, load_rng_state, state_array, state_int, state_value
+
+if TYPE_CHECKING:
+    from .base import SampleBatch
+
+
+def as_int64(values, name: str) -> np.ndarray:
+    """A 1-D contiguous int64 array (no copy when it is one already); range checks are the caller's."""
+    if type(values) is np.ndarray and values.dtype == np.int64 and values.ndim == 1 and values.flags.c_contiguous:
+        return values
+    return as_index_array(name, values)
+
+
+class SlotBookkeeping:
+    """Per-slot stamps, links, flags and TD errors, and the public calls built on them.
+
+    Not a sampler by itself: subclass :class:`~prioritylab.samplers.base.Sampler`, which
+    declares the hooks these calls use (``_prepare_add``, ``_on_add``, ``_apply``, ...).
+    """
+
+    def __init__(self, capacity: int, seed=None):
+        self.capacity = check_positive_int("capacity", capacity)
+        self.rng = as_rng(seed)
+        self._generation = np.full(self.capacity, -1, dtype=np.int64)
+        self._writes = 0  # global write counter: the next generation stamp
+        self._prev = np.full(self.capacity, -1, dtype=np.int64)  # predecessor link per slot
+        self._prev_gen = np.full(self.capacity, -1, dtype=np.int64)  # its stamp when linked
+        self._sampleable = np.zeros(self.capacity, dtype=bool)
+        self._n_sampleable = 0
+        self._td = np.full(self.capacity, np.nan)  # last signed TD error reported per slot
+        self._filled = np.empty(self.capacity, dtype=np.int64)  # written slots, first-write order
+        self._size = 0
+        self._last = -1  # last slot written (for add() without explicit links)
+        self._scratch = np.full(self.capacity, -1, dtype=np.int64)
+        self._history: list[np.ndarray] | None = None  # slots drawn since start_history()
+
+    # -- reads ---------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        """Number of slots written at least once."""
+        return self._size
+
+    @property
+    def num_sampleable(self) -> int:
+        """Number of written slots that may be drawn now."""
+        return self._n_sampleable
+
+    def generations(self, indices) -> np.ndarray:
+        """Current write stamps of ``indices`` (-1 for a slot never written)."""
+        return self._generation[check_indices("indices", indices, self.capacity)]
+
+    def episode_starts(self, indices) -> np.ndarray:
+        """Whether each slot has no predecessor link (first step of an episode)."""
+        return self._prev[check_indices("indices", indices, self.capacity)] < 0
+
+    def predecessors(self, indices) -> np.ndarray:
+        """Predecessor slot of each slot, -1 where there is none or it was overwritten."""
+        idx = check_indices("indices", indices, self.capacity)
+        p = self._prev[idx]
+        ok = (p >= 0) & (self._generation[np.maximum(p, 0)] == self._prev_gen[idx])
+        return np.where(ok, p, -1)
+
+    def sampleable(self, indices) -> np.ndarray:
+        return self._sampleable[check_indices("indices", indices, self.capacity)].copy()
+
+    def td_errors(self, indices) -> np.ndarray:
+        """The last signed TD error reported for each slot (NaN if none since it was written)."""
+        return self._td[check_indices("indices", indices, self.capacity)].copy()
+
+
+    # -- protocol ------------------------------------------------------------
+    def add(self, slots, prev=None, *, episode_start=None, td_errors=None, sampleable=True) -> None:
+        """Register that ``slots`` were (re)written, in this order.
+
+        ``prev`` gives each slot's predecessor link (``-1``: none).  Without it,
+        the slots continue one stream: each links to the slot written just
+        before it, unless ``episode_start`` (bool per slot, or one flag) marks
+        the first step of an episode.  ``sampleable=False`` registers slots
+        that may not be drawn until :meth:`set_sampleable`.  ``td_errors`` are
+        used only by samplers that seed new items from them (``init="td"``).
+        """
+        idx = as_int64(slots, "slots")
+        n = idx.shape[0]
+        if prev is None:
+            starts = self._check_flags("episode_start", episode_start, n, False)
+            links = np.empty(n, dtype=np.int64)
+            if n:
+                links[0] = self._last
+                links[1:] = idx[:-1]
+                links[starts] = -1
+        else:
+            if episode_start is not None:
+                raise ValueError("give either prev or episode_start, not both")
+            links = as_int64(prev, "prev")
+            if links.shape != (n,):
+                raise ValueError(f"prev must have shape ({n},), got {links.shape}")
+        code, pos = check_slots(idx, links, self.capacity)
+        if code == OUT_OF_RANGE:
+            raise ValueError(f"slots[{pos}] = {idx[pos]} is out of range [0, {self.capacity})")
+        if code == BAD_LINK:
+            raise ValueError(f"prev[{pos}] = {links[pos]} is out of range [-1, {self.capacity})")
+        flags = self._check_flags("sampleable", sampleable, n, True)
+        td = None if td_errors is None else self._check_td(td_errors, n)
+        if n == 0:
+            return
+        if self._writes + n > MAX_WRITES:
+            raise ValueError(f"write counter would pass {MAX_WRITES}")
+        link_gen = np.empty(n, dtype=np.int64)
+        bad = link_stamps(idx, links, self._generation, self._writes, self._scratch, link_gen)
+        if bad >= 0:
+            raise ValueError(f"prev[{bad}] = {links[bad]} points at an empty slot")
+        prepared = self._prepare_add(idx, td)  # everything that can fail happens here
+        if self._may_overflow(n, prepared):
+            self._try_on_copy(lambda s: s._commit_add(idx, links, link_gen, flags, prepared),
+                              f"adding slots {idx[:4].tolist()}{'...' if n > 4 else ''}")  # fmt: skip
+        self._commit_add(idx, links, link_gen, flags, prepared)
+
+    def _commit_add(self, idx, links, link_gen, flags, prepared) -> None:
+        n = idx.shape[0]
+        self._size, delta = commit_add(
+            idx, links, link_gen, flags, self._writes, self._generation, self._prev, self._prev_gen,
+            self._sampleable, self._td, self._filled, self._size,
+        )  # fmt: skip
+        self._n_sampleable += delta
+        self._writes += n
+        self._last = int(idx[-1])
+        self._on_add(idx, prepared)
+
+    def set_sampleable(self, slots, sampleable) -> None:
+        """Allow (``True``) or forbid (``False``) drawing written ``slots``; priorities are kept."""
+        idx = as_int64(slots, "slots")
+        flags = self._check_flags("sampleable", sampleable, idx.shape[0], True)
+        if self._may_overflow(int(flags.sum()), None):
+            self._try_on_copy(lambda s: s._set_flags(idx, flags), f"making slots {idx[:4].tolist()} sampleable")
+        self._set_flags(idx, flags)
+
+    def _set_flags(self, idx: np.ndarray, flags: np.ndarray) -> None:
+        code, pos, delta = commit_flags(idx, flags, self._generation, self._sampleable)
+        if code == OUT_OF_RANGE:
+            raise ValueError(f"slots[{pos}] = {idx[pos]} is out of range [0, {self.capacity})")
+        if code == EMPTY:
+            raise ValueError(f"slots[{pos}] = {idx[pos]} points at an empty slot")
+        self._n_sampleable += delta
+        if idx.shape[0]:
+            self._on_sampleable(idx)
+
+    def sample(self, batch_size: int, beta: float | None = None) -> SampleBatch:
+        """Draw ``batch_size`` slots (with replacement); recorded if a history is kept."""
+        batch = self._sample(self._check_batch(batch_size, beta), beta)
+        if self._history is not None:
+            self._history.append(batch.indices.copy())
+        return batch
+
+    def update(self, indices, td_errors, generations=None) -> None:
+        """Set priorities of ``indices`` from ``td_errors`` by the sampler's rule (stale items skipped)."""
+        idx, td, gen = self._check_call(indices, td_errors, generations, "td_errors")
+        code, pos, keep, raw, mass, kept = prepare_update(
+            idx, td, gen, self._generation, self._rule, self._rule_param, self._alpha_for_checks
+        )
+        if code != OK:
+            raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
+        if keep.shape[0]:
+            self._guard_total(keep, raw, mass, kept, td, "td_errors")
+            self._apply(keep, raw, mass, kept)
+
+    def set_priorities(self, indices, priorities, generations=None) -> None:
+        """Set raw priorities directly (a learned sampler's scores), stale items skipped.
+
+        Takes the same path as :meth:`update` with the identity rule; priorities
+        must be finite and non-negative, and positive where the sampler's rule
+        keeps every priority positive (PER and PSER with eps > 0, LAP).
+        """
+        idx, p, gen = self._check_call(indices, priorities, generations, "priorities")
+        neg = p < 0
+        if neg.any():
+            i = int(np.flatnonzero(neg)[0])
+            raise ValueError(f"priorities[{i}] = {p[i]} must be non-negative")
+        if self._positive_priorities and (p == 0).any():
+            i = int(np.flatnonzero(p == 0)[0])
+            raise ValueError(f"priorities[{i}] = 0.0 must be positive: {self.name}'s rule gives every slot a "
+                             "positive priority")  # fmt: skip
+        code, pos, keep, raw, mass, _ = prepare_update(
+            idx, p, gen, self._generation, ABS, 0.0, self._alpha_for_checks
+        )
+        if code != OK:
+            raise ValueError(self._update_error(code, pos, idx, p, "priorities"))
+        if keep.shape[0]:
+            self._guard_total(keep, raw, mass, None, p, "priorities")
+            self._apply(keep, raw, mass, None)
+
+
+    # -- history of drawn slots (for learned samplers) ------------------------------------
+    def start_history(self) -> None:
+        """Start (or restart) recording the slots drawn by :meth:`sample`."""
+        self._history = []
+
+    def history(self) -> np.ndarray:
+        """Slots drawn since :meth:`start_history`, in draw order (empty if not recording)."""
+        if not self._history:
+            return np.empty(0, dtype=np.int64)
+        return np.concatenate(self._history)
+
+    def stop_history(self) -> None:
+        self._history = None
+
+    # -- state ---------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "capacity": self.capacity,
+            "config": self.config(),
+            "rng": self.rng.bit_generator.state,
+            "generation": self._generation.copy(),
+            "writes": self._writes,
+            "prev": self._prev.copy(),
+            "prev_gen": self._prev_gen.copy(),
+            "sampleable": self._sampleable.copy(),
+            "td": self._td.copy(),
+            "filled": self._filled[: self._size].copy(),
+            "last": self._last,
+            "history": None if self._history is None else self.history(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Load a :meth:`state_dict`: all of it is checked before any of it is assigned.
+
+        Any inconsistency raises ``ValueError`` naming the field, and the
+        sampler is left unchanged.
+        """
+        try:
+            check_keys(state, self.state_dict())
+            values = self._parse_state(state)
+            probe = load_rng_state(state, type(self.rng.bit_generator))
+        except StateError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError) as err:
+            raise ValueError(f"state cannot be loaded: {type(err).__name__}: {err}") from None
+        for key, value in values.items():
+            setattr(self, key, value)
+        self.rng.bit_generator.state = probe.bit_generator.state
+
+    def _parse_state(self, state: dict) -> dict:
+        """Check ``state`` and return the attributes to assign (no side effect)."""
+        name, capacity, config = (state_value(state, k) for k in ("name", "capacity", "config"))
+        if not isinstance(name, str) or name != self.name:
+            raise StateError(f"state['name'] = {name!r} is not this sampler's {self.name!r}")
+        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity != self.capacity:
+            raise StateError(f"state['capacity'] = {capacity!r} is not this sampler's {self.capacity}")
+        if not isinstance(config, dict) or config != self.config():
+            raise StateError(f"state['config'] = {config!r} differs from this sampler's settings {self.config()}")
+        cap = (self.capacity,)
+        generation = state_array(state, "generation", np.int64, cap)
+        writes = state_int(state, "writes")
+        if generation.min() < -1 or generation.max() >= MAX_WRITES or writes != int(generation.max()) + 1:
+            raise StateError("state['writes'] must be one past the newest stamp in state['generation']")
+        written = generation >= 0
+        stamps = generation[written]
+        if np.unique(stamps).shape[0] != stamps.shape[0]:
+            raise StateError("state['generation'] repeats a write stamp")
+        filled = state_array(state, "filled", np.int64, (-1,))
+        if not np.array_equal(np.sort(filled), np.flatnonzero(written)):
+            raise StateError("state['filled'] must list each written slot (state['generation'] >= 0) exactly once")
+        prev = state_array(state, "prev", np.int64, cap)
+        prev_gen = state_array(state, "prev_gen", np.int64, cap)
+        if ((prev < -1) | (prev >= self.capacity)).any() or ((prev >= 0) & ~written).any():
+            raise StateError("state['prev'] must hold -1 or a slot, and only for written slots")
+        linked = prev >= 0
+        target = generation[np.where(linked, prev, 0)]
+        if (linked & (target < 0)).any():
+            s = int(np.flatnonzero(linked & (target < 0))[0])
+            raise StateError(f"state['prev'] links slot {s} to slot {prev[s]}, which was never written")
+        if ((prev_gen < -1) | (linked & ((prev_gen < 0) | (prev_gen >= generation) | (prev_gen > target)))).any() or (
+            prev_gen[~linked] != -1
+        ).any():
+            raise StateError(
+                "state['prev_gen'] must be, for each link of state['prev'], a stamp the target slot had before "
+                "the linking write (-1 elsewhere)"
+            )
+        sampleable = state_array(state, "sampleable", bool, cap)
+        if (sampleable & ~written).any():
+            raise StateError("state['sampleable'] marks an empty slot")
+        td = state_array(state, "td", np.float64, cap)
+        if np.isinf(td).any():
+            raise StateError("state['td'] must hold finite TD errors or NaN")
+        last = state_int(state, "last", -1, self.capacity - 1)
+        if (last >= 0) != bool(written.any()) or (last >= 0 and generation[last] != stamps.max()):
+            raise StateError(f"state['last'] = {last} is not the last slot written")
+        history = state_value(state, "history")
+        if history is not None:
+            history = state_array(state, "history", np.int64, (-1,))
+            if ((history < 0) | (history >= self.capacity)).any():
+                raise StateError("state['history'] holds a slot out of range")
+        buffer = np.empty(self.capacity, dtype=np.int64)
+        buffer[: filled.shape[0]] = filled
+        return {
+            "_generation": generation,
+            "_writes": writes,
+            "_prev": prev,
+            "_prev_gen": prev_gen,
+            "_sampleable": sampleable,
+            "_n_sampleable": int(sampleable.sum()),
+            "_td": td,
+            "_filled": buffer,
+            "_size": int(filled.shape[0]),
+            "_last": last,
+            "_history": None if history is None else ([history] if history.shape[0] else []),
+        }
+
+
+    # -- checks and bookkeeping ------------------------------------------------
+    def _check_call(self, indices, values, generations, what: str):
+        idx = np.asarray(indices)
+        if idx.dtype != np.int64 or idx.ndim != 1 or not idx.flags.c_contiguous:
+            idx = as_index_array("indices", idx)
+        val = np.asarray(values)
+        if val.dtype != np.float64 or not val.flags.c_contiguous:
+            if val.dtype.kind not in "fiub" and val.size:
+                raise ValueError(f"{what} must be numbers, got dtype {val.dtype}")
+            val = np.ascontiguousarray(val, dtype=np.float64)
+        if val.shape != idx.shape:
+            raise ValueError(f"{what} must have shape {idx.shape}, got {val.shape}")
+        gen = NO_STAMPS if generations is None else self._check_generations(generations, idx.shape)
+        return idx, val, gen
+
+    def _update_error(self, code: int, pos: int, idx: np.ndarray, td: np.ndarray, what: str) -> str:
+        if code == OUT_OF_RANGE:
+            return f"indices[{pos}] = {idx[pos]} is out of range [0, {self.capacity})"
+        if code == NOT_FINITE:
+            return f"{what}[{pos}] = {td[pos]} must be finite"
+        if code == EMPTY:
+            return f"indices[{pos}] = {idx[pos]} points at an empty slot"
+        return f"priority from {what}[{pos}] = {td[pos]} overflows when raised to alpha={self._alpha_for_checks}"
+
+    def _check_flags(self, name: str, flags, n: int, default: bool) -> np.ndarray:
+        if flags is None:
+            return np.full(n, default)
+        if flags is True or flags is False:
+            return np.full(n, flags)
+        arr = np.asarray(flags)
+        if arr.dtype != bool:
+            raise ValueError(f"{name} must be booleans, got dtype {arr.dtype}")
+        if arr.ndim == 0 or arr.shape == (1,):
+            return np.full(n, bool(arr.reshape(-1)[0]))
+        if arr.shape != (n,):
+            raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
+        return arr
+
+    def _check_td(self, td_errors, n: int) -> np.ndarray:
+        td = np.asarray(td_errors)
+        if td.dtype.kind not in "fiu":
+            raise ValueError(f"td_errors must be numbers, got dtype {td.dtype}")
+        td = np.ascontiguousarray(td, dtype=np.float64)
+        if td.shape != (n,):
+            raise ValueError(f"td_errors must have shape ({n},), got {td.shape}")
+        bad = ~np.isfinite(td)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"td_errors[{i}] = {td[i]} must be finite")
+        return td
+
+    def _check_generations(self, generations, shape: tuple) -> np.ndarray:
+        if (type(generations) is np.ndarray and generations.dtype == np.int64 and generations.shape == shape
+                and generations.flags.c_contiguous):  # fmt: skip
+            return generations  # the stamps sample() handed out: already checked in kind and shape
+        gen = np.asarray(generations)
+        if gen.dtype.kind not in "iu":
+            raise ValueError(f"generations must be integers, got dtype {gen.dtype}")
+        if gen.shape != shape:
+            raise ValueError(f"generations must have shape {shape}, got {gen.shape}")
+        if gen.dtype == np.uint64 and gen.size and gen.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"generations hold {gen.max()}, beyond any write stamp")
+        return np.ascontiguousarray(gen, dtype=np.int64)
+
+    def _check_filled(self, idx: np.ndarray) -> None:
+        empty = self._generation[idx] < 0
+        if empty.any():
+            i = int(np.flatnonzero(empty)[0])
+            raise ValueError(f"indices[{i}] = {idx[i]} points at an empty slot")
+
+    def _check_batch(self, batch_size, beta) -> int:
+        """Check a sample request (``beta`` is checked even by samplers that use no IS weights)."""
+        k = check_positive_int("batch_size", batch_size)
+        if beta is not None:
+            check_range("beta", beta, 0.0, 1.0)
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty sampler (no slot added yet)")
+        if self._n_sampleable == 0:
+            raise ValueError(f"cannot sample: none of the {self._size} written slots is sampleable yet")
+        return k
