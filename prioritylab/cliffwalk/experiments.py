@@ -284,6 +284,7 @@ def run_script(
         check_output_dir(out)
     except ValueError as err:
         fail(name, str(err))
+    templates = {label: tpl.replace(diagnostics=True) for label, tpl in templates.items()}  # printed below
     t0 = time.perf_counter()
     rows, curves = run_grid(templates, ns, seeds, cap_for=lambda label, n: default_cap(n), jobs=jobs,
                             progress=not args.no_progress, desc=name)  # fmt: skip
