@@ -108,7 +108,7 @@ def test_64_bit_counters_for_caps_beyond_32_bits_give_the_same_diagnostics():
 
 
 def test_the_diagnostics_are_off_unless_asked_and_on_in_the_theory_scripts(tmp_path, capsys):
-    """They cost a quarter of a uniform update (docs/benchmarks.md): a plain run skips them, while the theory
+    """They add about a tenth to an update (docs/benchmarks.md): a plain run skips them, while the theory
     scripts, which print and write them, still gather them."""
     assert RunConfig().diagnostics is False
     assert all(np.isnan(v) for v in run(RunConfig(n=4), seed=0).diagnostics.values())

@@ -87,9 +87,9 @@ class RunConfig:
     stop_at_convergence: bool = True
     """Stop at convergence (else run ``cap`` updates, e.g. for MSE curves)."""
     diagnostics: bool = False
-    """Accumulate the replay diagnostics (:data:`DIAGNOSTICS`) in the loop.  Off unless asked: they cost
-    about a quarter of an update of uniform replay and a tenth to a fifth of proportional replay
-    (cache misses on per-slot counters; docs/benchmarks.md), and off they are NaN.  The theory scripts
+    """Accumulate the replay diagnostics (:data:`DIAGNOSTICS`) in the loop.  Off unless asked: they add
+    about a tenth to an update of uniform or proportional replay, a seventh with IS weights (cache
+    misses on a random slot's counters; docs/benchmarks.md), and off they are NaN.  The theory scripts
     (:func:`prioritylab.cliffwalk.experiments.run_script`) and ``prioritylab cliffwalk`` turn them on
     because they report them."""
 
