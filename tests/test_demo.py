@@ -34,7 +34,7 @@ def test_discovery_keeps_the_order_and_lists_missing_scripts(tmp_path):
     folder = fake_theory(tmp_path, {"pser_fig7.py": 0, "per_fig1.py": 0, "unrelated.py": 0})
     found, missing = demo.find_scripts(folder)
     assert [p.name for p in found] == ["per_fig1.py", "pser_fig7.py"]
-    assert missing == ["per_fig2.py", "pser_theorem1.py", "lap_equivalence.py"]
+    assert missing == ["lap_equivalence.py", "per_fig2.py", "pser_theorem1.py"]
     assert demo.find_scripts(demo.THEORY_DIR)[1] == []  # the checkout has every script
 
 
@@ -61,6 +61,52 @@ def test_all_scripts_succeeding_exit_0_without_quick(tmp_path, monkeypatch, caps
     assert "failed" not in text
     last = text.strip().splitlines()[-1]
     assert "explained in docs/theory/" in last and "per_fig1.py -> docs/theory/per-figures.md" in last
+
+
+def test_demo_settings_by_default_full_settings_on_request(tmp_path, monkeypatch):
+    folder = fake_theory(tmp_path, {name: 0 for name in demo.SCRIPTS})
+    monkeypatch.setattr(demo, "THEORY_DIR", folder)
+    assert demo.main(["--out", str(tmp_path / "d"), "--no-deep"]) == 0
+    assert demo.main(["--out", str(tmp_path / "f"), "--no-deep", "--full"]) == 0
+    for name in demo.SCRIPTS:
+        stem = name.removesuffix(".py")
+        demo_argv = json.loads((tmp_path / "d" / stem / "argv.json").read_text())
+        assert demo_argv == ["--out", str(tmp_path / "d" / stem), *demo.DEMO_ARGS[name]], name
+        assert json.loads((tmp_path / "f" / stem / "argv.json").read_text()) == ["--out", str(tmp_path / "f" / stem)]
+
+
+def test_the_order_and_settings_are_the_ones_the_docs_and_each_scripts_help_give():
+    """README's table of the demo's scripts lists them in the order run, with the settings passed, and each
+    script's --help names the same settings."""
+    import re
+    import subprocess
+    import sys
+
+    readme = (demo.ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| `theory/(\w+\.py)` \| `?([^|`]*)`? \|", readme, flags=re.M)
+    assert [(int(k), name) for k, name, _ in rows] == [(k + 1, name) for k, name in enumerate(demo.SCRIPTS)]
+    for _, name, shown in rows:
+        assert shown.strip() == (" ".join(demo.DEMO_ARGS[name]) or "(full settings)"), name
+        help_text = subprocess.run([sys.executable, str(demo.THEORY_DIR / name), "--help"], capture_output=True,
+                                   text=True, check=True).stdout  # fmt: skip
+        assert demo.settings_note(name) in " ".join(help_text.split()), name
+
+
+def test_the_deep_half_runs_beside_the_theory_scripts(tmp_path, monkeypatch, capsys):
+    """The first theory script finds the deep half already started (it waits up to 20 s for it)."""
+    marker = tmp_path / "deep-started"
+    deep = tmp_path / "deep.py"
+    deep.write_text(FAKE.replace("sys.exit(EXIT)", f"open({str(marker)!r}, 'w').close()\nsys.exit(0)"))
+    folder = fake_theory(tmp_path, {"per_fig1.py": 0})
+    waits = (f"import time, os\nfor _ in range(200):\n    if os.path.exists({str(marker)!r}): break\n"
+             "    time.sleep(0.1)\n")  # fmt: skip
+    (folder / "per_fig1.py").write_text(waits + FAKE.replace("EXIT", f"0 if os.path.exists({str(marker)!r}) else 3"))
+    monkeypatch.setattr(demo, "THEORY_DIR", folder)
+    monkeypatch.setattr(demo, "DEEP_SCRIPT", deep)
+    assert demo.main(["--out", str(tmp_path / "r")]) == 0
+    text = capsys.readouterr().out
+    assert "per_fig1.py: exit 0" in text and "deep.py: exit 0" in text
+    assert text.index("started beside the theory scripts") < text.index("per_fig1.py: exit 0")
 
 
 def test_every_script_has_an_existing_explanation_page():

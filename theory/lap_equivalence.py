@@ -198,7 +198,9 @@ def verdict_table(checks: list[eq.Check]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(description=__doc__.splitlines()[0])
+    from prioritylab.demo import settings_note
+
+    p = Parser(description=__doc__.splitlines()[0], epilog=settings_note("lap_equivalence.py"))
     p.add_argument("--out", type=Path, default=Path("results/lap_equivalence"), help="output folder")
     p.add_argument("--quick", action="store_true", help="fewer cases, sizes and steps (about 6 s)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw")

@@ -28,6 +28,7 @@ import sys
 
 from prioritylab.cliffwalk.experiments import fit_log_linear, lookup, run_script, script_parser, script_seeds
 from prioritylab.cliffwalk.runner import RunConfig
+from prioritylab.demo import settings_note
 
 NAME = "per_fig1"
 CLAIM = "PER Fig. 1: the oracle's advantage over uniform replay grows exponentially with n"
@@ -121,7 +122,7 @@ def plot(summary: list[dict], ns: list[int]):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = script_parser(__doc__.splitlines()[0]).parse_args(argv)
+    args = script_parser(__doc__.splitlines()[0], epilog=settings_note("per_fig1.py")).parse_args(argv)
     ns = list(range(2, 9)) if args.quick else list(range(2, 17))
     return run_script(
         args, NAME, CLAIM, templates(), ns, script_seeds(args),

@@ -30,6 +30,7 @@ import numpy as np
 
 from prioritylab.cliffwalk.experiments import lookup, run_script, script_parser, script_seeds
 from prioritylab.cliffwalk.runner import RunConfig
+from prioritylab.demo import settings_note
 
 NAME = "per_fig2"
 CLAIM = "PER Fig. 2: greedy TD (tabular) and proportional / rank-based PER (linear) beat uniform replay"
@@ -137,7 +138,7 @@ def plot(summary: list[dict], ns: list[int], alphas=ALPHAS):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = script_parser(__doc__.splitlines()[0]).parse_args(argv)
+    args = script_parser(__doc__.splitlines()[0], epilog=settings_note("per_fig2.py")).parse_args(argv)
     ns = list(range(2, 9)) if args.quick else list(range(2, 17))
     return run_script(
         args, NAME, CLAIM, templates(), ns, script_seeds(args),

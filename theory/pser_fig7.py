@@ -41,6 +41,7 @@ import numpy as np
 
 from prioritylab.cliffwalk.experiments import lookup, median_curve, run_script, script_parser, script_seeds
 from prioritylab.cliffwalk.runner import RunConfig
+from prioritylab.demo import settings_note
 
 NAME = "pser_fig7"
 CLAIM = "PSER Fig. 2/7: PSER converges faster than PER on the Blind Cliffwalk; MaxPrio delays convergence"
@@ -161,7 +162,7 @@ def plot(curves: dict, ns: list[int], seeds, q0: str, eta: float):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = script_parser(__doc__.splitlines()[0]).parse_args(argv)
+    args = script_parser(__doc__.splitlines()[0], epilog=settings_note("pser_fig7.py")).parse_args(argv)
     ns = [5, 6] if args.quick else [13, 14, 15, 16]
     seeds = script_seeds(args)
     tpl = templates()

@@ -917,7 +917,9 @@ def write_outputs(out: Path, cfg: Config, tables: dict, log: list[dict], verdict
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(description=__doc__.splitlines()[0])
+    from prioritylab.demo import settings_note
+
+    p = Parser(description=__doc__.splitlines()[0], epilog=settings_note("pser_theorem1.py"))
     p.add_argument("--out", type=Path, default=Path("results/pser_theorem1"), help="output folder")
     p.add_argument("--quick", action="store_true", help="n <= 8, 2000 MC runs, 10 real seeds, 600 PER seeds")
     p.add_argument("--n-max", type=int, default=None, help="largest n (default 16, quick 8)")

@@ -52,7 +52,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", default=None, help="folder for runs.csv, summary.csv, a PNG and manifest.json")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--no-diagnostics", action="store_true",
-                   help="skip the replay diagnostics (about a quarter faster for uniform replay)")
+                   help="skip the replay diagnostics (about a tenth faster; docs/benchmarks.md)")
     p.add_argument("--benchmark", action="store_true", help="measure Q-updates/s, jitted vs NumPy reference")
     p.set_defaults(func=main)
 

@@ -188,11 +188,11 @@ def median_curve(curves: list[np.ndarray]) -> np.ndarray:
     return np.median(stack, axis=0)
 
 
-def script_parser(description: str):
-    """The command line every Cliffwalk theory script shares."""
+def script_parser(description: str, epilog: str | None = None):
+    """The command line every Cliffwalk theory script shares (``epilog`` ends its ``--help``)."""
     from .._cli import Parser, positive_int
 
-    p = Parser(description=description)
+    p = Parser(description=description, epilog=epilog)
     p.add_argument("--out", default=None, help="output folder for CSV, PNG, manifest.json (default: results/<script>)")
     p.add_argument("--quick", action="store_true", help="small n and few seeds: a few seconds (used by the tests)")
     p.add_argument("--seeds", type=positive_int, default=None, help="number of seeds per cell (default: 10, quick: 3)")
@@ -284,6 +284,7 @@ def run_script(
         check_output_dir(out)
     except ValueError as err:
         fail(name, str(err))
+    templates = {label: tpl.replace(diagnostics=True) for label, tpl in templates.items()}  # printed below
     t0 = time.perf_counter()
     rows, curves = run_grid(templates, ns, seeds, cap_for=lambda label, n: default_cap(n), jobs=jobs,
                             progress=not args.no_progress, desc=name)  # fmt: skip

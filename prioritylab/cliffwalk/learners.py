@@ -52,7 +52,6 @@ error recomputed after the update (the idealised model of PSER's Theorem 1).
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -166,11 +165,14 @@ AGE_BINS = AGE_EXACT + AGE_PER_OCTAVE * 54
 @njit(cache=True, inline="always")
 def age_bin(age):
     """Histogram bin of an age (updates since the slot was last replayed, >= 1): the age itself below
-    ``AGE_EXACT``; above, its octave and 32nd of an octave from ``frexp`` (no logarithm in the hot loop)."""
+    ``AGE_EXACT``; above, its octave and 32nd of an octave, read from the exponent and the top five
+    mantissa bits of ``float(age)`` (exact for every age below ``2^53``: no logarithm, no ``frexp`` call
+    in the hot loop)."""
     if age < AGE_EXACT:
         return age
-    m, e = math.frexp(age)  # age = m 2^e, 0.5 <= m < 1, e >= 11
-    return min(AGE_EXACT + AGE_PER_OCTAVE * (e - 11) + int((m - 0.5) * (2 * AGE_PER_OCTAVE)), AGE_BINS - 1)
+    bits = np.float64(age).view(np.int64)  # age = 2^E (1 + f), E = (bits >> 52) - 1023 >= 10
+    octave = (bits >> 52) - (1023 + 10)
+    return min(AGE_EXACT + AGE_PER_OCTAVE * octave + ((bits >> (52 - 5)) & (AGE_PER_OCTAVE - 1)), AGE_BINS - 1)
 
 
 def transition_table(memory, n: int) -> Table:

@@ -86,9 +86,12 @@ class RunConfig:
     """Record the MSE every this many updates (PSER: 100); 0 records nothing."""
     stop_at_convergence: bool = True
     """Stop at convergence (else run ``cap`` updates, e.g. for MSE curves)."""
-    diagnostics: bool = True
-    """Accumulate the replay diagnostics (:data:`DIAGNOSTICS`) in the loop; off, they are NaN and an update
-    of uniform replay is about a quarter faster (docs/benchmarks.md)."""
+    diagnostics: bool = False
+    """Accumulate the replay diagnostics (:data:`DIAGNOSTICS`) in the loop.  Off unless asked: they add
+    about a tenth to an update of uniform or proportional replay, a seventh with IS weights (cache
+    misses on a random slot's counters; docs/benchmarks.md), and off they are NaN.  The theory scripts
+    (:func:`prioritylab.cliffwalk.experiments.run_script`) and ``prioritylab cliffwalk`` turn them on
+    because they report them."""
 
     def replace(self, **changes) -> RunConfig:
         return dataclasses.replace(self, **changes)

@@ -14,9 +14,9 @@ runs of a fixed number of updates until the timed seconds reach
 ``min_seconds``; its rate is the updates done over those seconds, so it is
 always positive and each timing is long against the clock's resolution.  The
 report gives the median rate over ``repeats`` repeats and their minimum and
-maximum.  The jitted kernel is timed as runs use it, with the replay
-diagnostics on, and again with them off (``jit_off_*``, ``RunConfig(diagnostics=False)``);
-repeats of the two alternate, so both see the same machine load.
+maximum.  The jitted kernel is timed as the theory scripts use it, with the replay
+diagnostics on (``RunConfig(diagnostics=True)``), and again with them off (``jit_off_*``, the
+default); repeats of the two alternate, so both see the same machine load.
 
 ``--per-scheme`` instead times the jitted kernel alone for every replay scheme and reports
 nanoseconds per update, with the same repeats.
@@ -102,7 +102,7 @@ def benchmark(
     rows = []
     for scheme, extra in CASES:
         cfg = RunConfig(n=n, learner=learner, scheme=scheme, stop_at_convergence=False, **extra)
-        jit_cfg = cfg.replace(cap=jit_updates)
+        jit_cfg = cfg.replace(cap=jit_updates, diagnostics=True)
         off_cfg = jit_cfg.replace(diagnostics=False)
         _jit_job(jit_cfg, seed)()  # compile or load the cache
         jit, off = [], []
