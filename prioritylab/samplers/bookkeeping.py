@@ -100,7 +100,6 @@ class SlotBookkeeping:
         """The last signed TD error reported for each slot (NaN if none since it was written)."""
         return self._td[check_indices("indices", indices, self.capacity)].copy()
 
-
     # -- protocol ------------------------------------------------------------
     def add(self, slots, prev=None, *, episode_start=None, td_errors=None, sampleable=True) -> None:
         """Register that ``slots`` were (re)written, in this order.
@@ -254,15 +253,12 @@ class SlotBookkeeping:
             i = int(np.flatnonzero(p == 0)[0])
             raise ValueError(f"priorities[{i}] = 0.0 must be positive: {self.name}'s rule gives every slot a "
                              "positive priority")  # fmt: skip
-        code, pos, keep, raw, mass, _ = prepare_update(
-            idx, p, gen, self._generation, ABS, 0.0, self._alpha_for_checks
-        )
+        code, pos, keep, raw, mass, _ = prepare_update(idx, p, gen, self._generation, ABS, 0.0, self._alpha_for_checks)
         if code != OK:
             raise ValueError(self._update_error(code, pos, idx, p, "priorities"))
         if keep.shape[0]:
             self._guard_total(keep, raw, mass, None, p, "priorities")
             self._apply(keep, raw, mass, None)
-
 
     # -- history of drawn slots (for learned samplers) ------------------------------------
     def start_history(self) -> None:
@@ -380,7 +376,6 @@ class SlotBookkeeping:
             "_last": last,
             "_history": None if history is None else ([history] if history.shape[0] else []),
         }
-
 
     # -- checks and bookkeeping ------------------------------------------------
     def _check_call(self, indices, values, generations, what: str):
