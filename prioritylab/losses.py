@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-# -- input checks -------------------------------------------------------------
+# -- input checks (check_* are shared with losses_torch) ------------------------
 def _delta(delta, nonempty: bool = False) -> np.ndarray:
     d = check_finite_array("delta", delta)
     if nonempty and d.shape[0] == 0:
@@ -52,23 +52,28 @@ def _delta(delta, nonempty: bool = False) -> np.ndarray:
     return d
 
 
-def _alpha(alpha) -> float:
+def check_alpha(alpha) -> float:
+    """``alpha`` in [0, inf): the priority exponent (else ``ValueError`` naming it)."""
     return check_range("alpha", alpha, 0.0, np.inf, hi_open=True)
 
 
-def _beta(beta) -> float:
+def check_beta(beta) -> float:
+    """``beta`` in [0, 1]: the IS exponent (else ``ValueError`` naming it)."""
     return check_range("beta", beta, 0.0, 1.0)
 
 
-def _kappa(kappa) -> float:
+def check_kappa(kappa) -> float:
+    """``kappa`` in (0, inf): LAP's floor and Huber threshold (else ``ValueError`` naming it)."""
     return check_range("kappa", kappa, 0.0, np.inf, lo_open=True, hi_open=True)
 
 
-def _tau(tau) -> float:
+def check_tau(tau) -> float:
+    """``tau`` in (0, inf): the power loss's exponent (else ``ValueError`` naming it)."""
     return check_range("tau", tau, 0.0, np.inf, lo_open=True, hi_open=True)
 
 
-def _eps(eps) -> float:
+def check_eps(eps) -> float:
+    """``eps`` in [0, inf): PER's added priority (else ``ValueError`` naming it)."""
     return check_range("eps", eps, 0.0, np.inf, hi_open=True)
 
 
@@ -101,7 +106,7 @@ def huber(delta, kappa: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     setting (Section 3); the Atari LAP runs use ``kappa = 0.01`` (App. D.2).
     """
     d = _delta(delta)
-    k = _kappa(kappa)
+    k = check_kappa(kappa)
     a = np.abs(d)
     small = a <= k
     loss = np.where(small, 0.5 * d * d, k * (a - 0.5 * k))
@@ -116,7 +121,7 @@ def power(delta, tau: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
     is 0 (for ``tau < 1`` the derivative there is infinite; see the module notes).
     """
     d = _delta(delta)
-    t = _tau(tau)
+    t = check_tau(tau)
     a = np.abs(d)
     return _abs_pow(a, t) / t, np.sign(d) * _abs_pow(a, t - 1.0)
 
@@ -130,7 +135,7 @@ def lap_mass(delta, alpha: float = 0.4, kappa: float = 1.0) -> np.ndarray:
     Defaults ``alpha = 0.4`` (Table 6, TD3) and ``kappa = 1`` (eq. 9).
     """
     d = _delta(delta)
-    a, k = _alpha(alpha), _kappa(kappa)
+    a, k = check_alpha(alpha), check_kappa(kappa)
     return np.maximum(np.power(np.abs(d), a), k**a)
 
 
@@ -156,7 +161,7 @@ def pal(delta, alpha: float = 0.4, kappa: float = 1.0, lam: float | None = None)
     (same gradient; App. C.1: "when alpha = 0, PAL equals the Huber loss").
     """
     d = _delta(delta, nonempty=lam is None)
-    a, k = _alpha(alpha), _kappa(kappa)
+    a, k = check_alpha(alpha), check_kappa(kappa)
     if lam is None:
         lam = pal_lambda(d, a, k)
     lam = check_range("lam", lam, 0.0, np.inf, lo_open=True, hi_open=True)
@@ -182,7 +187,7 @@ def per_eta(delta, alpha: float = 0.6, beta: float = 0.4, eps: float = 0.0) -> f
     sampled by PER and raises ``ValueError``.
     """
     d = _delta(delta, nonempty=True)
-    a, b, e = _alpha(alpha), _beta(beta), _eps(eps)
+    a, b, e = check_alpha(alpha), check_beta(beta), check_eps(eps)
     p = np.abs(d) + e
     total = float(np.sum(np.power(p, a)))
     if not total > 0.0:
@@ -227,7 +232,7 @@ def per_equivalent(
     gradient (so ``grad`` is not the derivative of this value then).
     """
     d = _delta(delta, nonempty=eta_n is None)
-    a, b, t, e = _alpha(alpha), _beta(beta), _tau(tau), _eps(eps)
+    a, b, t, e = check_alpha(alpha), check_beta(beta), check_tau(tau), check_eps(eps)
     scale = _per_scale(d, a, b, e, eta_n)
     value, gmag = _per_branch(np.abs(d), t, a - a * b, e)
     return scale * value, scale * np.sign(d) * gmag
@@ -248,7 +253,7 @@ def per_huber_equivalent(
     does; the gradient is continuous.  ``eps``/``eta_n`` as in :func:`per_equivalent`.
     """
     d = _delta(delta, nonempty=eta_n is None)
-    a, b, k, e = _alpha(alpha), _beta(beta), _kappa(kappa), _eps(eps)
+    a, b, k, e = check_alpha(alpha), check_beta(beta), check_kappa(kappa), check_eps(eps)
     scale = _per_scale(d, a, b, e, eta_n)
     ad = np.abs(d)
     q = a - a * b

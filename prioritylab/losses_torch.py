@@ -20,7 +20,7 @@ import math
 import torch
 
 from ._checks import check_range
-from .losses import _alpha, _beta, _eps, _kappa, _tau
+from .losses import check_alpha, check_beta, check_eps, check_kappa, check_tau
 
 __all__ = [
     "huber",
@@ -73,7 +73,7 @@ def l1(delta: torch.Tensor, check: bool = True) -> torch.Tensor:
 def huber(delta: torch.Tensor, kappa: float = 1.0, check: bool = True) -> torch.Tensor:
     """Huber loss (eq. 2, eq. 29): ``0.5 delta^2`` if ``|delta| <= kappa`` else ``kappa (|delta| - 0.5 kappa)``."""
     d = _check(delta, check)
-    k = _kappa(kappa)
+    k = check_kappa(kappa)
     a = d.abs()
     return torch.where(a <= k, 0.5 * d * d, k * (a - 0.5 * k))
 
@@ -81,14 +81,14 @@ def huber(delta: torch.Tensor, kappa: float = 1.0, check: bool = True) -> torch.
 def power(delta: torch.Tensor, tau: float = 2.0, check: bool = True) -> torch.Tensor:
     """``|delta|^tau / tau`` (Theorem 3); gradient 0 at ``delta = 0``."""
     d = _check(delta, check)
-    t = _tau(tau)
+    t = check_tau(tau)
     return _abs_pow(d.abs(), t) / t
 
 
 def lap_mass(delta: torch.Tensor, alpha: float = 0.4, kappa: float = 1.0, check: bool = True) -> torch.Tensor:
     """LAP sampling mass ``max(|delta|^alpha, kappa^alpha)`` (eq. 30), detached (α applied)."""
     d = _check(delta, check).detach()
-    a, k = _alpha(alpha), _kappa(kappa)
+    a, k = check_alpha(alpha), check_kappa(kappa)
     return torch.clamp(d.abs() ** a, min=k**a)
 
 
@@ -103,7 +103,7 @@ def pal(
 ) -> torch.Tensor:
     """PAL (eq. 10, eq. 31), per item; ``lambda`` over ``delta`` (detached) unless given."""
     d = _check(delta, check, nonempty=lam is None)
-    a, k = _alpha(alpha), _kappa(kappa)
+    a, k = check_alpha(alpha), check_kappa(kappa)
     if lam is None:
         lam = pal_lambda(d, a, k, check=False)
     elif not isinstance(lam, torch.Tensor):
@@ -117,7 +117,7 @@ def pal(
 def per_eta(delta: torch.Tensor, alpha: float = 0.6, beta: float = 0.4, eps: float = 0.0, check: bool = True):
     """``eta = min_j p_j^(alpha beta) / sum_j p_j^alpha``, ``p = |delta| + eps`` (eq. 7), a detached 0-d tensor."""
     d = _check(delta, check, nonempty=True).detach()
-    a, b, e = _alpha(alpha), _beta(beta), _eps(eps)
+    a, b, e = check_alpha(alpha), check_beta(beta), check_eps(eps)
     p = d.abs() + e
     total = (p**a).sum()
     if not bool(total > 0):
@@ -158,7 +158,7 @@ def per_equivalent(
     See :func:`prioritylab.losses.per_equivalent`.
     """
     d = _check(delta, check, nonempty=eta_n is None)
-    a, b, t, e = _alpha(alpha), _beta(beta), _tau(tau), _eps(eps)
+    a, b, t, e = check_alpha(alpha), check_beta(beta), check_tau(tau), check_eps(eps)
     scale = _per_scale(d, a, b, e, eta_n)
     return scale * _per_branch(d.abs(), t, a - a * b, e)
 
@@ -174,7 +174,7 @@ def per_huber_equivalent(
 ) -> torch.Tensor:
     """Corollary 3's uniform equivalent of PER with Huber(kappa) (eq. 8, general kappa as in the NumPy version)."""
     d = _check(delta, check, nonempty=eta_n is None)
-    a, b, k, e = _alpha(alpha), _beta(beta), _kappa(kappa), _eps(eps)
+    a, b, k, e = check_alpha(alpha), check_beta(beta), check_kappa(kappa), check_eps(eps)
     scale = _per_scale(d, a, b, e, eta_n)
     ad = d.abs()
     q = a - a * b

@@ -87,7 +87,7 @@ def tree_alloc(size: int, fill: float = 0.0) -> np.ndarray:
 
 
 @intrinsic
-def _prefetch(typingctx, arr, index):
+def prefetch(typingctx, arr, index):
     """Hint the CPU to load ``arr[index]`` into cache (LLVM ``llvm.prefetch``); no effect on results.
 
     A descent knows every query's next node one whole level before reading it;
@@ -275,13 +275,13 @@ def _descend_from(tree, leaf0, levels, values, out, mass):
     """
     k = values.shape[0]
     for q in range(k):
-        _prefetch(tree, out[q] * FANOUT + 1)
+        prefetch(tree, out[q] * FANOUT + 1)
     for _ in range(levels):
         for q in range(k):
             node, v = _child(tree, out[q] * FANOUT + 1, values[q])
             out[q] = node
             values[q] = v
-            _prefetch(tree, node * FANOUT + 1)
+            prefetch(tree, node * FANOUT + 1)
     for q in range(k):
         mass[q] = tree[out[q]]
         out[q] -= leaf0

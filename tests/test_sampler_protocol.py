@@ -153,3 +153,46 @@ def test_links_within_one_call_point_at_the_new_write():
     s.update([2], [16.0])  # reaches slot 1 (8), stops before slot 0 (a link would have set 4)
     np.testing.assert_array_equal(s.priorities([0, 1, 2]), [0.5, 8.0, 16.0])
     np.testing.assert_array_equal(s.predecessors([0, 1, 2]), [-1, -1, 1])
+
+
+def test_a_sampler_with_extra_update_inputs_takes_them_through_the_one_update_path():
+    from prioritylab.samplers.per import PERSampler
+
+    class Scored(PERSampler):
+        """Priorities from an extra per-item input, as a learned sampler's scores."""
+
+        name = "scored"
+        update_inputs = ("score",)
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.last = np.full(self.capacity, np.nan)
+
+        def _priorities_from(self, idx, td, inputs):
+            return np.abs(td) * inputs["score"]
+
+        def _store_inputs(self, idx, inputs):
+            self.last[idx] = inputs["score"]
+
+    s = Scored(8, alpha=1.0, eps=0.0, seed=0)
+    s.add(np.arange(6))
+    gens = s.generations(np.arange(3))
+    s.add(np.array([1]))  # slot 1 overwritten: its item is stale
+    s.update(np.arange(3), np.array([-2.0, 5.0, 3.0]), gens, score=np.array([0.5, 9.0, 2.0]))
+    assert s.priorities([0, 2]).tolist() == [1.0, 6.0]
+    assert s.priorities([1])[0] != 45.0
+    assert s.td_errors([0, 2]).tolist() == [-2.0, 3.0] and np.isnan(s.td_errors([1])[0])
+    assert s.last[[0, 2]].tolist() == [0.5, 2.0] and np.isnan(s.last[1])
+    assert s.masses()[[0, 2]].tolist() == [1.0, 6.0]
+    before = pickle.dumps(s.state_dict())
+    with pytest.raises(ValueError, match=r"scored's update needs score="):
+        s.update([3], [1.0])
+    with pytest.raises(ValueError, match=r"score\[1\] = nan \(slot 4\) must be finite"):
+        s.update([3, 4], [1.0, 1.0], score=[1.0, np.nan])
+    with pytest.raises(ValueError, match=r"score must have shape \(2,\)"):
+        s.update([3, 4], [1.0, 1.0], score=[1.0])
+    with pytest.raises(TypeError, match="unexpected keyword argument 'other'"):
+        s.update([3], [1.0], score=[1.0], other=[1.0])
+    assert pickle.dumps(s.state_dict()) == before
+    with pytest.raises(TypeError, match="unexpected keyword argument 'score'"):
+        make_sampler("per", 8, seed=0).update([0], [1.0], score=[1.0])

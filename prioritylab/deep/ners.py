@@ -30,8 +30,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..priorities import ABS, masses_of
-from ..samplers.kernels import OK, prepare_update
 from ..samplers.per import PERSampler
 from ..samplers.state import StateError, check_keys, state_int, state_value
 from .method_table import MethodEntry, register
@@ -343,36 +341,22 @@ class NERSSampler(PERSampler):
         super()._on_add(idx, prepared)
         self._q[idx] = np.nan
 
-    def update(self, indices, td_errors, generations=None, *, q_values=None) -> None:
-        """Record the batch's TD errors and Q-values and set its fresh items' priorities to their NERS scores.
+    update_inputs = ("q_values",)
+    """:meth:`update` takes the batch's Q-values by keyword: ``update(indices, td_errors, generations,
+    q_values=...)``.  Everything (indices, finite TD errors and Q-values, finite features and scores) is
+    checked before anything changes; stale items are skipped; the fresh items' TD errors and Q-values are
+    recorded and their priorities set to their NERS scores."""
 
-        Everything is checked (indices, finite TD errors and Q-values, finite
-        features and scores) before anything changes; stale items are skipped.
-        """
-        idx, td, gen = self._check_call(indices, td_errors, generations, "td_errors")
-        if q_values is None:
-            raise ValueError("NERS needs the batch's Q-values (q_values=...): the agent must report 'q_values' "
-                             "in its stats")  # fmt: skip
-        if hasattr(q_values, "detach"):
-            q_values = q_values.detach().to("cpu").double().numpy()
-        _, q, _ = self._check_call(idx, q_values, None, "q_values")
-        code, pos, keep, _, _, _ = prepare_update(idx, td, gen, self._generation, ABS, 0.0, 1.0)
-        if code != OK:
-            raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
-        bad = ~np.isfinite(q)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"q_values[{i}] = {q[i]} (slot {idx[i]}) must be finite")
-        if keep.shape[0] == 0:
-            return
-        fresh = self._generation[idx] == gen if gen.shape[0] else np.ones(idx.shape[0], dtype=bool)
-        td_k, q_k = td[fresh], q[fresh]
-        score = self.scores(self.features(keep, td_k, q_k), keep)
-        mass = masses_of(score, self.alpha)
-        self._guard_total(keep, score, mass, None, score, "scores")
-        self._td[keep] = td_k
-        self._q[keep] = q_k
-        self._apply(keep, score, mass, None)
+    def _missing_input(self, name: str) -> str:
+        return (f"NERS needs the batch's Q-values ({name}=...): the agent must report 'q_values' "
+                "in its stats")  # fmt: skip
+
+    def _priorities_from(self, idx, td, inputs) -> np.ndarray:
+        """The NERS scores of the fresh items (eq. 3-4) from their features with these TD errors and Q-values."""
+        return self.scores(self.features(idx, td, inputs["q_values"]), idx)
+
+    def _store_inputs(self, idx, inputs) -> None:
+        self._q[idx] = inputs["q_values"]
 
     def q_values(self, indices) -> np.ndarray:
         """The last Q-value reported for each slot (NaN if none since it was written)."""

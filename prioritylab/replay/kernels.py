@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..sumtree import _prefetch
+from ..sumtree import prefetch
 
 EMPTY, TRANSITION, TAIL = 0, 1, 2
 
@@ -157,19 +157,19 @@ def gather_batch(idx, seg, stack, n_step, gamma, ep_step, reward, terminated, tr
     for b in range(b_n):
         s = idx[b]
         if stack > 1:
-            _prefetch(ep_step, s)
-        _prefetch(reward, s)
-        _prefetch(terminated, s)
-        _prefetch(truncated, s)
+            prefetch(ep_step, s)
+        prefetch(reward, s)
+        prefetch(terminated, s)
+        prefetch(truncated, s)
         if asize:
-            _prefetch(flat_actions, s * asize)
+            prefetch(flat_actions, s * asize)
     plan_gather(idx, seg, stack, n_step, gamma, ep_step, reward, terminated, truncated, obs_idx, next_idx, ret, disc,
                 steps)  # fmt: skip
     if fsize:
         for b in range(b_n):
             for j in range(stack):
-                _prefetch(flat_frames, obs_idx[b, j] * fsize)
-                _prefetch(flat_frames, next_idx[b, j] * fsize)
+                prefetch(flat_frames, obs_idx[b, j] * fsize)
+                prefetch(flat_frames, next_idx[b, j] * fsize)
     for b in range(b_n):
         for j in range(stack):
             row = b * stack + j

@@ -12,8 +12,7 @@ from .rank import RankSampler
 from .uniform import UniformSampler
 
 SAMPLERS: dict[str, type[Sampler]] = {
-    cls.name: cls
-    for cls in (UniformSampler, PERSampler, RankSampler, LAPSampler, PSERSampler, GreedyTDSampler)
+    cls.name: cls for cls in (UniformSampler, PERSampler, RankSampler, LAPSampler, PSERSampler, GreedyTDSampler)
 }
 
 

@@ -84,8 +84,9 @@ class Sampler(SlotBookkeeping):
     A new sampler sets :attr:`name` and its rule, and implements the hooks below:
     :meth:`_sample` and :meth:`probabilities` always; :meth:`_apply` (and
     :meth:`_prepare_add`/:meth:`_on_add`, :meth:`_on_sampleable`) when it keeps
-    priorities; :meth:`config`, and ``state_dict``/``_parse_state`` extended by
-    its own fields, when it has settings or state of its own.
+    priorities; :meth:`_priorities_from` (and :meth:`_store_inputs`) when its priorities
+    come from extra :attr:`update_inputs`; :meth:`config`, and ``state_dict``/``_parse_state``
+    extended by its own fields, when it has settings or state of its own.
 
     ``seed`` is an int, a ``SeedSequence`` or a ``Generator`` (used as is);
     ``None`` draws fresh entropy from the operating system, so pass a seed for
@@ -98,6 +99,9 @@ class Sampler(SlotBookkeeping):
     _rule_param = 0.0
     _alpha_for_checks = 1.0
     _positive_priorities = False  # whether the rule keeps every priority above 0 (set_priorities must too)
+    update_inputs: tuple[str, ...] = ()
+    """Extra per-item inputs :meth:`update` takes by keyword besides the TD errors (NERS: ``("q_values",)``);
+    a sampler that names some computes its priorities from them in :meth:`_priorities_from`."""
 
     def config(self) -> dict:
         """The settings that define this sampler's behaviour (saved and checked with its state)."""
@@ -142,6 +146,18 @@ class Sampler(SlotBookkeeping):
         (None: priorities set directly); cannot fail."""
         if td is not None:
             self._td[idx] = td
+
+    def _priorities_from(self, idx: np.ndarray, td: np.ndarray, inputs: dict) -> np.ndarray:
+        """Raw priorities of fresh, written slots from their checked TD errors and :attr:`update_inputs`
+        (finite arrays by name); may raise ``ValueError``, must not change state."""
+        raise NotImplementedError
+
+    def _store_inputs(self, idx: np.ndarray, inputs: dict) -> None:
+        """Keep what a sampler records of its checked :attr:`update_inputs`; cannot fail."""
+
+    def _missing_input(self, name: str) -> str:
+        """The message when :meth:`update` is called without the input ``name``."""
+        return f"{self.name}'s update needs {name}=... (one value per item)"
 
     def _sample(self, k: int, beta: float | None) -> SampleBatch:
         raise NotImplementedError

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._checks import as_index_array, as_rng, check_indices, check_positive_int, check_range
-from ..priorities import ABS
+from ..priorities import ABS, masses_of
 from .kernels import (
     BAD_LINK,
     EMPTY,
@@ -99,7 +99,6 @@ class SlotBookkeeping:
     def td_errors(self, indices) -> np.ndarray:
         """The last signed TD error reported for each slot (NaN if none since it was written)."""
         return self._td[check_indices("indices", indices, self.capacity)].copy()
-
 
     # -- protocol ------------------------------------------------------------
     def add(self, slots, prev=None, *, episode_start=None, td_errors=None, sampleable=True) -> None:
@@ -184,9 +183,16 @@ class SlotBookkeeping:
             self._history.append(batch.indices.copy())
         return batch
 
-    def update(self, indices, td_errors, generations=None) -> None:
-        """Set priorities of ``indices`` from ``td_errors`` by the sampler's rule (stale items skipped)."""
+    def update(self, indices, td_errors, generations=None, **inputs) -> None:
+        """Set priorities of ``indices`` from ``td_errors`` by the sampler's rule (stale items skipped).
+
+        ``inputs``: the extra per-item arrays a sampler names in ``update_inputs`` (NERS's
+        ``q_values``), from which its :meth:`_priorities_from` computes the priorities.
+        """
         idx, td, gen = self._check_call(indices, td_errors, generations, "td_errors")
+        if inputs or self.update_inputs:
+            self._update_with_inputs(idx, td, gen, inputs)
+            return
         code, pos, keep, raw, mass, kept = prepare_update(
             idx, td, gen, self._generation, self._rule, self._rule_param, self._alpha_for_checks
         )
@@ -195,6 +201,41 @@ class SlotBookkeeping:
         if keep.shape[0]:
             self._guard_total(keep, raw, mass, kept, td, "td_errors")
             self._apply(keep, raw, mass, kept)
+
+    def _update_with_inputs(self, idx, td, gen, inputs: dict) -> None:
+        """The update path of a sampler with extra inputs: each input checked like the TD errors, the TD
+        errors checked (no rule), then for the fresh items the priorities of :meth:`_priorities_from`, their
+        masses, the overflow guard and :meth:`_apply`; nothing changes unless everything passes."""
+        for name in inputs:
+            if name not in self.update_inputs:
+                raise TypeError(f"{type(self).__name__}.update() got an unexpected keyword argument {name!r}")
+        values = {}
+        for name in self.update_inputs:
+            v = inputs.get(name)
+            if v is None:
+                raise ValueError(self._missing_input(name))
+            if hasattr(v, "detach"):  # a torch tensor
+                v = v.detach().to("cpu").double().numpy()
+            values[name] = self._check_call(idx, v, None, name)[1]
+        code, pos, keep, _, _, _ = prepare_update(idx, td, gen, self._generation, ABS, 0.0, 1.0)
+        if code != OK:
+            raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
+        for name, v in values.items():
+            bad = ~np.isfinite(v)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"{name}[{i}] = {v[i]} (slot {idx[i]}) must be finite")
+        if keep.shape[0] == 0:
+            return
+        fresh = self._generation[idx] == gen if gen.shape[0] else np.ones(idx.shape[0], dtype=bool)
+        td_k = td[fresh]
+        values = {name: v[fresh] for name, v in values.items()}
+        raw = self._priorities_from(keep, td_k, values)
+        mass = masses_of(raw, self._alpha_for_checks)
+        self._guard_total(keep, raw, mass, None, raw, "priorities")
+        self._td[keep] = td_k
+        self._store_inputs(keep, values)
+        self._apply(keep, raw, mass, None)
 
     def set_priorities(self, indices, priorities, generations=None) -> None:
         """Set raw priorities directly (a learned sampler's scores), stale items skipped.
@@ -212,15 +253,12 @@ class SlotBookkeeping:
             i = int(np.flatnonzero(p == 0)[0])
             raise ValueError(f"priorities[{i}] = 0.0 must be positive: {self.name}'s rule gives every slot a "
                              "positive priority")  # fmt: skip
-        code, pos, keep, raw, mass, _ = prepare_update(
-            idx, p, gen, self._generation, ABS, 0.0, self._alpha_for_checks
-        )
+        code, pos, keep, raw, mass, _ = prepare_update(idx, p, gen, self._generation, ABS, 0.0, self._alpha_for_checks)
         if code != OK:
             raise ValueError(self._update_error(code, pos, idx, p, "priorities"))
         if keep.shape[0]:
             self._guard_total(keep, raw, mass, None, p, "priorities")
             self._apply(keep, raw, mass, None)
-
 
     # -- history of drawn slots (for learned samplers) ------------------------------------
     def start_history(self) -> None:
@@ -338,7 +376,6 @@ class SlotBookkeeping:
             "_last": last,
             "_history": None if history is None else ([history] if history.shape[0] else []),
         }
-
 
     # -- checks and bookkeeping ------------------------------------------------
     def _check_call(self, indices, values, generations, what: str):

@@ -56,7 +56,6 @@ def state_array(state, key: str, dtype, shape: tuple) -> np.ndarray:
 _KINDS = {"b": "b", "i": "iu", "u": "iu", "f": "fiu"}
 
 
-
 def check_keys(state, expected, where: str = "state") -> None:
     """:class:`StateError` naming the first entry of ``state`` that is not among ``expected``."""
     if not isinstance(state, dict):
