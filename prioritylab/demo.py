@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .theory.verdict import NOT_APPLICABLE, NOT_REPRODUCED, REPRODUCED
+from .verdict import NOT_APPLICABLE, NOT_REPRODUCED, REPRODUCED
 
 ROOT = Path(__file__).resolve().parent.parent
 THEORY_DIR = ROOT / "theory"

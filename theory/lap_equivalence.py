@@ -26,7 +26,7 @@ from tqdm import tqdm
 from prioritylab import equivalence as eq
 from prioritylab._cli import Parser, check_output_dir, fail, positive_int
 from prioritylab.results import save_figure, write_csv, write_json, write_manifest
-from prioritylab.theory.verdict import verdict_word
+from prioritylab.verdict import verdict_word
 
 SPECIAL = (0.0, 1.0, -1.0, 0.5, 2.0)  # multiplied by kappa: zero, both boundaries, both sides
 

@@ -37,7 +37,7 @@ from prioritylab.cliffwalk import run_lr1
 from prioritylab.results import save_figure, write_csv, write_manifest
 from prioritylab.samplers.pser import window_from_rho
 from prioritylab.theory import pser_model as pm
-from prioritylab.theory.verdict import verdict_word, with_verdict
+from prioritylab.verdict import verdict_word, with_verdict
 
 COLUMNS = [
     "n",

@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from ..theory.verdict import verdict_word, with_verdict
+from ..verdict import verdict_word, with_verdict
 from .env import memory_size
 from .runner import DIAGNOSTICS, RunConfig, run
 
@@ -206,7 +206,7 @@ def verdict_table(checks: list[dict]) -> str:
     """Format verdict rows (claim, measured, criterion, reproduced) as a table with a ``verdict`` column.
 
     ``reproduced`` is True, False or None (a context row); the column reads
-    ``reproduced``, ``not reproduced`` or ``n/a`` (:mod:`prioritylab.theory.verdict`).
+    ``reproduced``, ``not reproduced`` or ``n/a`` (:mod:`prioritylab.verdict`).
     """
     rows = [{**c, "verdict": verdict_word(c["reproduced"])} for c in checks]
     return format_table(rows, ["claim", "measured", "criterion", "verdict"])

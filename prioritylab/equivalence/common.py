@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..samplers import is_weights, make_sampler
-from ..theory.verdict import verdict_word
+from ..verdict import verdict_word
 
 UNIT_ROUNDOFF = 2.0**-53
 """Unit roundoff of IEEE double precision."""
@@ -60,7 +60,7 @@ class Check:
         return bool(self.rel_dev <= self.tol)
 
     def row(self) -> dict:
-        """Every field, ``reproduced`` (bool) and the ``verdict`` word (:mod:`prioritylab.theory.verdict`)."""
+        """Every field, ``reproduced`` (bool) and the ``verdict`` word (:mod:`prioritylab.verdict`)."""
         row = asdict(self)
         row["reproduced"] = self.passed
         row["verdict"] = verdict_word(self.passed)
