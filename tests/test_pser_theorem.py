@@ -14,6 +14,7 @@ from theory_scripts import load_theory_script
 
 from prioritylab.cliffwalk.env import build_memory
 from prioritylab.theory import pser_model as pm
+from prioritylab.theory import pser_theorem as claims
 
 Z_TEST = 4.0  # |MC - exact| / standard error; P(|z| > 4) = 6e-5 per fixed-seed comparison
 
@@ -348,30 +349,28 @@ def test_bad_input_raises(call, match):
 
 
 def test_growth_classifier():
-    script = load_script()
     ns = np.arange(2, 17)
-    assert script.growth(ns, 2.0**ns)["kind"] == "exponential"
-    assert script.growth(ns, 3 * ns + 2)["kind"] == "linear"
-    assert script.growth(ns, 3 * ns - 4)["kind"] == "linear"
-    assert script.growth(ns, ns**2)["kind"] == "superlinear"
-    assert script.growth(ns, ns**2)["power"] == pytest.approx(2.0)
+    assert claims.growth(ns, 2.0**ns)["kind"] == "exponential"
+    assert claims.growth(ns, 3 * ns + 2)["kind"] == "linear"
+    assert claims.growth(ns, 3 * ns - 4)["kind"] == "linear"
+    assert claims.growth(ns, ns**2)["kind"] == "superlinear"
+    assert claims.growth(ns, ns**2)["power"] == pytest.approx(2.0)
 
 
 def test_growth_test_decides_and_keeps_its_error_rate():
-    script = load_script()
     ns = np.arange(2, 17).astype(float)
     se = np.full(ns.shape, 0.5)
     rng = np.random.default_rng(0)
-    linear = [script.growth_test(ns, 3 * ns + 2 + rng.normal(0, 0.5, ns.size), se)["kind"] for _ in range(400)]
+    linear = [claims.growth_test(ns, 3 * ns + 2 + rng.normal(0, 0.5, ns.size), se)["kind"] for _ in range(400)]
     # one-sided 1% tests: a linear series is called superlinear about 1% of the time
     assert linear.count("superlinear") <= 12
     assert linear.count("linear") >= 380
-    quad = [script.growth_test(ns, 0.2 * ns**2 + rng.normal(0, 0.5, ns.size), se)["kind"] for _ in range(100)]
+    quad = [claims.growth_test(ns, 0.2 * ns**2 + rng.normal(0, 0.5, ns.size), se)["kind"] for _ in range(100)]
     assert quad.count("superlinear") >= 95 and quad.count("linear") == 0
     # too noisy to tell: undecided, never "linear"
-    wide = script.growth_test(ns, 0.2 * ns**2, np.full(ns.shape, 30.0))
+    wide = claims.growth_test(ns, 0.2 * ns**2, np.full(ns.shape, 30.0))
     assert wide["kind"] == "undecided"
-    assert script.growth_test(ns, 2.0**ns, 0.01 * 2.0**ns)["kind"] == "exponential"
+    assert claims.growth_test(ns, 2.0**ns, 0.01 * 2.0**ns)["kind"] == "exponential"
 
 
 def test_script_quick_run(tmp_path):
@@ -467,15 +466,15 @@ def test_wrong_per_hypothesis_fails():
     assert [r["n"] for r in check] == [2, 3, 4]
     for r in check:
         assert r["e_per_real_exact"] == pytest.approx(r["e_per_exact"] + r["n"] - 1, rel=1e-12)
-    right = script.per_hypothesis(check, lambda n: n - 1)
-    wrong = script.per_hypothesis(check, lambda n: 0)
-    assert right["accepted"] and right["zmax"] <= script.Z_MAX
-    assert not wrong["accepted"] and wrong["zmax"] > 2 * script.Z_MAX
-    claims = {v["claim"]: v["reproduced"] for v in script._per_claims({"per_check": check, "eq8-9": []})}
-    assert claims == {
+    right = claims.per_hypothesis(check, lambda n: n - 1)
+    wrong = claims.per_hypothesis(check, lambda n: 0)
+    assert right["accepted"] and right["zmax"] <= claims.Z_MAX
+    assert not wrong["accepted"] and wrong["zmax"] > 2 * claims.Z_MAX
+    got = {v["claim"]: v["reproduced"] for v in claims.per_claims({"per_check": check, "eq8-9": []})}
+    assert got == {
         "real PER follows E_PER + (n - 1)": True,
         "real PER data reject E_PER without the (n - 1) term": True,
     }
     # a sample too small to separate them: the rejection claim is not reproduced
     small = script.per_hypotheses(script.Config(n_max=4, per_seeds=5, seed=3), script._Cache(script.Config(seed=3)))
-    assert not script._per_claims({"per_check": small, "eq8-9": []})[1]["reproduced"]
+    assert not claims.per_claims({"per_check": small, "eq8-9": []})[1]["reproduced"]
