@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from prioritylab.cli import main as cli_main
-from prioritylab.deep import atari, dqn
+from prioritylab.deep import dqn
 from prioritylab.deep.loop import train
 from prioritylab.deep.methods import METHODS, Method, ReplaySettings
+from prioritylab.scores import SCORES
 
 AGENTS = {"dqn": (dqn.DQN_SPEC, dqn.DQNSettings), "ddqn": (dqn.DDQN_SPEC, dqn.DDQNSettings)}
 # a tiny network, small batches, and Pong episodes truncated at 400 frames (about 100 agent steps)
@@ -42,7 +43,7 @@ def test_every_agent_and_sampler_trains_on_pong(agent, sampler, tmp_path):
     rows = read_rows(folder / "evaluations.csv")
     assert [int(r["step"]) for r in rows] == [150, 300]
     assert int(rows[-1]["updates"]) == 51  # one update every 4 steps from step 100 on: 100, 104, ..., 300
-    random, human = atari.SCORES["Pong"]
+    random, human = SCORES["Pong"]
     for r in rows:
         assert np.isfinite(float(r["loss"])) and np.isfinite(float(r["q_mean"]))
         score = float(r["return_mean"])
