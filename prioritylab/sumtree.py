@@ -625,7 +625,9 @@ class SumTree:
         leaves = raw.astype(np.float64)
         if leaves.shape != (self.capacity,) or not np.all(np.isfinite(leaves) & (leaves >= 0)):
             raise ValueError("state['leaves'] must hold `capacity` finite non-negative values")
-        if not np.isfinite(leaves.sum()):
+        with np.errstate(over="ignore"):
+            total = leaves.sum()
+        if not np.isfinite(total):
             raise ValueError("state['leaves'] sum to more than the float range holds")
         if self.track_min:
             written = np.asarray(state["written"])
