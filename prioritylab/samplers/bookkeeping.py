@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._checks import as_index_array, as_rng, check_indices, check_positive_int, check_range
-from ..priorities import ABS, masses_of
+from ..priorities import ABS, mass_of, masses_of
 from .kernels import (
     BAD_LINK,
     EMPTY,
     MAX_WRITES,
     NO_STAMPS,
+    NO_TD,
+    NO_TREE,
     NOT_FINITE,
     OK,
     OUT_OF_RANGE,
@@ -31,10 +33,13 @@ from .kernels import (
     link_stamps,
     prepare_update,
 )  # fmt: skip
+from .fused import MAY_OVERFLOW, fused_add, fused_flags, fused_update
 from .state import StateError, check_keys, load_rng_state, state_array, state_int, state_value
 
 if TYPE_CHECKING:
     from .base import SampleBatch
+
+_TRUE, _FALSE = np.ones(1, dtype=bool), np.zeros(1, dtype=bool)  # one flag for every slot
 
 
 def as_int64(values, name: str) -> np.ndarray:
@@ -111,6 +116,9 @@ class SlotBookkeeping:
         that may not be drawn until :meth:`set_sampleable`.  ``td_errors`` are
         used only by samplers that seed new items from them (``init="td"``).
         """
+        if (prev is not None and episode_start is None and td_errors is None and (sampleable is True or sampleable is False)
+                and self._fused_calls()[0] and self._add_fused(slots, prev, sampleable)):  # fmt: skip
+            return
         idx = as_int64(slots, "slots")
         n = idx.shape[0]
         if prev is None:
@@ -147,6 +155,55 @@ class SlotBookkeeping:
                               f"adding slots {idx[:4].tolist()}{'...' if n > 4 else ''}")  # fmt: skip
         self._commit_add(idx, links, link_gen, flags, prepared)
 
+    def _add_fused(self, slots, prev, flag: bool) -> bool:
+        """The buffer's :meth:`add` in one kernel (:func:`~prioritylab.samplers.fused.fused_add`); False:
+        nothing changed, take the general path (which raises the precise error)."""
+        idx, links = as_int64(slots, "slots"), as_int64(prev, "prev")
+        if links.shape != idx.shape:
+            return False
+        raw, tree, tmin, leaf0, alpha, span = self._fused_arrays()
+        code, _, size, delta = fused_add(
+            idx, links, flag, self._writes, MAX_WRITES, self._generation, self._prev, self._prev_gen,
+            self._sampleable, self._td, self._filled, self._size, self._scratch, raw, tree, tmin, leaf0,
+            self._fused_max_raw(), alpha, span,
+        )  # fmt: skip
+        if code != OK:
+            return False
+        n = idx.shape[0]
+        if n:
+            self._size = size
+            self._n_sampleable += delta
+            self._writes += n
+            self._last = int(idx[-1])
+        return True
+
+    def _fused_calls(self) -> tuple[bool, bool, bool]:
+        """Whether ``add``, ``set_sampleable`` and ``update`` may take the fused kernels (cached)."""
+        calls = self.__dict__.get("_fused")
+        if calls is None:
+            calls = self._fused = self._fusable()
+        return calls
+
+    def _fusable(self) -> tuple[bool, bool, bool]:
+        """Which calls' hooks are the plain ones the fused kernels implement (a sampler that overrides a
+        hook is not fused unless it says so)."""
+        from .base import Sampler
+
+        cls = type(self)
+
+        def plain(*names):
+            return all(getattr(cls, n) is getattr(Sampler, n) for n in names)
+
+        add = plain("_prepare_add", "_on_add", "_may_overflow")
+        return add, plain("_on_sampleable", "_may_overflow"), plain("_apply", "_guard_total") and not self.update_inputs
+
+    def _fused_arrays(self):
+        """``(raw, tree, tmin, leaf0, alpha, span)`` of the fused kernels: no priorities here."""
+        return NO_TD, NO_TREE.tree, NO_TREE.tmin, 0, 1.0, 0
+
+    def _fused_max_raw(self) -> float:
+        return 0.0
+
     def _commit_add(self, idx, links, link_gen, flags, prepared) -> None:
         n = idx.shape[0]
         self._size, delta = commit_add(
@@ -161,6 +218,17 @@ class SlotBookkeeping:
     def set_sampleable(self, slots, sampleable) -> None:
         """Allow (``True``) or forbid (``False``) drawing written ``slots``; priorities are kept."""
         idx = as_int64(slots, "slots")
+        if self._fused_calls()[1]:
+            flags = sampleable
+            if flags is True or flags is False:
+                flags = _TRUE if flags else _FALSE
+            if type(flags) is np.ndarray and flags.dtype == np.bool_ and flags.shape in ((idx.shape[0],), (1,)):
+                raw, tree, tmin, leaf0, alpha, span = self._fused_arrays()
+                code, _, delta = fused_flags(idx, flags, self._generation, self._sampleable, raw, tree, tmin,
+                                             leaf0, alpha, mass_of(self._fused_max_raw(), alpha), span)  # fmt: skip
+                if code == OK:
+                    self._n_sampleable += delta
+                    return
         flags = self._check_flags("sampleable", sampleable, idx.shape[0], True)
         if self._may_overflow(int(flags.sum()), None):
             self._try_on_copy(lambda s: s._set_flags(idx, flags), f"making slots {idx[:4].tolist()} sampleable")
@@ -193,6 +261,16 @@ class SlotBookkeeping:
         if inputs or self.update_inputs:
             self._update_with_inputs(idx, td, gen, inputs)
             return
+        if self._fused_calls()[2]:
+            raw, tree, tmin, leaf0, alpha, span = self._fused_arrays()
+            code, pos, top = fused_update(idx, td, gen, self._generation, self._rule, self._rule_param,
+                                          self._alpha_for_checks, raw, self._td, self._sampleable, tree, tmin, leaf0,
+                                          span, True)  # fmt: skip
+            if code == OK:
+                self._raise_max(top)
+                return
+            if code != MAY_OVERFLOW:
+                raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
         code, pos, keep, raw, mass, kept = prepare_update(
             idx, td, gen, self._generation, self._rule, self._rule_param, self._alpha_for_checks
         )
@@ -236,6 +314,9 @@ class SlotBookkeeping:
         self._td[keep] = td_k
         self._store_inputs(keep, values)
         self._apply(keep, raw, mass, None)
+
+    def _raise_max(self, top: float) -> None:
+        """A fused update wrote raw priorities up to ``top`` (no priorities here)."""
 
     def set_priorities(self, indices, priorities, generations=None) -> None:
         """Set raw priorities directly (a learned sampler's scores), stale items skipped.

@@ -14,6 +14,7 @@ from .._checks import check_range, check_total
 from ..priorities import PER
 from ..sumtree import tree_sample_is
 from .base import SampleBatch
+from .fused import gather_stamps
 from .priority import PrioritySampler
 
 NORMALISATIONS = ("global", "batch")
@@ -77,4 +78,4 @@ class PERSampler(PrioritySampler):
         idx, probs, weights = np.empty(k, dtype=np.int64), np.empty(k), np.empty(k)
         u = self.rng.random(k)
         tree_sample_is(a.tree, a.leaf0, a.depth, u, self.stratified, self._size, b, norm_mass, idx, probs, weights)
-        return SampleBatch(idx, probs, weights, self._generation[idx])
+        return SampleBatch(idx, probs, weights, gather_stamps(self._generation, idx))

@@ -147,6 +147,28 @@ class PrioritySampler(Sampler):
         return leaves / total if total > 0.0 else np.zeros(self.capacity)
 
     # -- writes ----------------------------------------------------------------
+    def _fusable(self) -> tuple[bool, bool, bool]:
+        """The fused kernels implement this class's hooks: new items at the max priority, priorities
+        stored as they are.  A subclass that overrides a hook is not fused unless it says so."""
+        cls = type(self)
+
+        def plain(*names):
+            return all(getattr(cls, n) is getattr(PrioritySampler, n) for n in names)
+
+        add = self.init == "max" and plain("_prepare_add", "_on_add", "_apply", "_may_overflow")
+        return add, plain("_on_sampleable", "_may_overflow"), plain("_apply", "_guard_total") and not self.update_inputs
+
+    def _fused_arrays(self):
+        a = self.tree.arrays if self.tree is not None else NO_TREE
+        return self._raw, a.tree, a.tmin, a.leaf0, self.alpha, self._decay_span
+
+    def _fused_max_raw(self) -> float:
+        return self._max_raw
+
+    def _raise_max(self, top: float) -> None:
+        if top > self._max_raw:
+            self._max_raw = float(top)
+
     def _prepare_add(self, idx, td):
         if self.init == "td":
             if td is None:

@@ -92,6 +92,10 @@ class PSERSampler(PERSampler):
     def config(self) -> dict:
         return {**super().config(), "rho": self.rho, "eta": self.eta, "window": self.window, "mode": self.mode}
 
+    def _fusable(self) -> tuple[bool, bool, bool]:
+        """``add`` at the max priority is the plain one (no decay); updates decay, so they are not fused."""
+        return self.init == "max", True, False
+
     def _decay_write(self, idx: np.ndarray, base: np.ndarray, eta: float) -> None:
         """Run :func:`pser_update` on checked priorities (cannot fail: eq. 10 and the decay never
         exceed max(base, the max priority), whose masses were checked)."""

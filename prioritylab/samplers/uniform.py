@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import SampleBatch, Sampler
+from .fused import gather_stamps
 
 _REDRAWS = 64  # rounds of redrawing held slots before falling back to an explicit list
 
@@ -38,4 +39,4 @@ class UniformSampler(Sampler):
                 live = filled[self._sampleable[filled]]
                 held = ~self._sampleable[idx]
                 idx[held] = live[self.rng.integers(0, live.shape[0], size=int(held.sum()))]
-        return SampleBatch(idx, np.full(k, 1.0 / self._n_sampleable), np.ones(k), self._generation[idx])
+        return SampleBatch(idx, np.full(k, 1.0 / self._n_sampleable), np.ones(k), gather_stamps(self._generation, idx))
