@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from held_arrays import held_array_bytes
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -195,6 +196,24 @@ def test_algorithm_1_trains_at_episode_ends_from_the_episode_return():
         s.on_episode_end({"return": float("inf")})
     with pytest.raises(ValueError, match="schedule must be one of"):
         toy_sampler(16, schedule="step")
+
+
+def test_memory_bytes_counts_the_q_values_the_network_and_adam():
+    def tensor_bytes(tensors):
+        return sum(t.nelement() * t.element_size() for t in tensors if torch.is_tensor(t))
+
+    bare = NERSSampler(64, seed=0, **SMALL)  # no feature source yet: no network
+    assert bare.net is None and bare.memory_bytes() == held_array_bytes(bare)
+    s, _ = toy_sampler(64)
+    s.on_episode_end({"return": 0.0})
+    draw_and_update(s, 16)
+    s.on_episode_end({"return": 1.0})  # one REINFORCE step: Adam's moments exist
+    draw_and_update(s, 16)  # and a record of drawn slots
+    assert s.train_steps == 1 and s.history().shape[0] == 16
+    net = tensor_bytes(s.net.state_dict().values())
+    adam = sum(tensor_bytes(state.values()) for state in s.opt.state_dict()["state"].values())
+    assert net > 0 and adam >= 2 * net  # first and second moments of every parameter
+    assert s.memory_bytes() == held_array_bytes(s) + net + adam
 
 
 def test_state_round_trip_continues_identically_and_bad_state_names_the_field():

@@ -15,6 +15,7 @@ from theory_scripts import load_theory_script
 from prioritylab.cliffwalk.env import build_memory
 from prioritylab.theory import pser_model as pm
 from prioritylab.theory import pser_theorem as claims
+from prioritylab.theory import pser_theorem_tables as points
 
 Z_TEST = 4.0  # |MC - exact| / standard error; P(|z| > 4) = 6e-5 per fixed-seed comparison
 
@@ -397,12 +398,12 @@ def test_script_quick_run(tmp_path):
     assert verdict["real PER data reject E_PER without the (n - 1) term"]
     for r in rows:
         assert math.isfinite(float(r["e_pser_real"])) and math.isfinite(float(r["e_per_real"]))
-        for reading, key in script.EXACT_KEY.items():
+        for reading, key in claims.EXACT_KEY.items():
             n, rho = int(r["n"]), float(r["rho"])
             assert float(r[key]) == pytest.approx(
                 pm.e_reading_exact(n, rho, 5 if rho == 0.4 else None, reading=reading)
             )
-    assert {r["reading"] for r in manifest["readings"]} == set(script.READING_NAMES.values())
+    assert {r["reading"] for r in manifest["readings"]} == set(claims.READING_NAMES.values())
     assert "re-decay" in manifest["readings_table"]
     # make demo prints the same table from the manifest
     from prioritylab.demo import readings_table
@@ -414,10 +415,9 @@ def test_script_quick_run(tmp_path):
 
 
 def test_verdict_flags_cases_built_to_fail():
-    script = load_script()
-    cfg = script.Config(n_max=5, mc_runs=2000, real_seeds=3, quick=True)
-    tables, _, variants = script.compute(cfg)
-    base = {v["claim"]: v["reproduced"] for v in script.verdict(tables, variants)}
+    cfg = points.Config(n_max=5, mc_runs=2000, real_seeds=3, quick=True)
+    tables, _, variants = points.compute(cfg)
+    base = {v["claim"]: v["reproduced"] for v in claims.verdict(tables, variants)}
     assert base["E_PER closed form (eq. 28) = exact chain"]
     assert base["Monte Carlo within 95% CI of exact, post-update"]
     assert base["Monte Carlo within 95% CI of exact, re-decay"]
@@ -433,7 +433,7 @@ def test_verdict_flags_cases_built_to_fail():
     lifted = copy.deepcopy(tables)
     for r in lifted["eq8-9"]:
         r["e_pser_bound_eq31"] = 2 * r["e_pser_real_exact"]
-    assert {v["claim"]: v["reproduced"] for v in script.verdict(lifted, variants)}[eq31]
+    assert {v["claim"]: v["reproduced"] for v in claims.verdict(lifted, variants)}[eq31]
 
     bad = copy.deepcopy(tables)
     bad["eq8-9"][3]["e_per_closed"] *= 1.001  # a perturbed closed form
@@ -446,7 +446,7 @@ def test_verdict_flags_cases_built_to_fail():
         for r in bad[kind]:
             r["e_pser_bound"] = 2 * r["e_pser_exact"]
             r["e_pser_redecay_exact"] = r["e_pser_real_exact"] + r["n"]  # breaks the coupling gap too
-    flagged = {v["claim"]: v["reproduced"] for v in script.verdict(bad, variants)}
+    flagged = {v["claim"]: v["reproduced"] for v in claims.verdict(bad, variants)}
     assert not flagged["E_PER closed form (eq. 28) = exact chain"]
     assert not flagged["E_PSER derived closed form = exact chain, post-update"]
     assert not flagged["E_PSER closed form = exact chain, re-decay (gamma >= rho)"]
@@ -455,14 +455,13 @@ def test_verdict_flags_cases_built_to_fail():
     assert flagged["windowed bound (eq. 31 extended to W) >= exact, post-update, W = eq. 8-9"]
     assert flagged["PSER bound (eq. 31) >= exact, post-update, unlimited W"]
     assert not flagged["0 <= E_real - E_redecay <= n - 1 (exact)"]
-    assert "not reproduced" in script.format_verdict(script.verdict(bad, variants))
+    assert "not reproduced" in claims.format_verdict(claims.verdict(bad, variants))
 
 
 def test_wrong_per_hypothesis_fails():
     # real PER at n = 2, 3, 4 with enough runs: E_PER + (n - 1) is accepted and E_PER alone is rejected
-    script = load_script()
-    cfg = script.Config(n_max=4, per_seeds=1500)
-    check = script.per_hypotheses(cfg, script._Cache(cfg))
+    cfg = points.Config(n_max=4, per_seeds=1500)
+    check = points.per_hypotheses(cfg, points.PointCache(cfg))
     assert [r["n"] for r in check] == [2, 3, 4]
     for r in check:
         assert r["e_per_real_exact"] == pytest.approx(r["e_per_exact"] + r["n"] - 1, rel=1e-12)
@@ -476,5 +475,5 @@ def test_wrong_per_hypothesis_fails():
         "real PER data reject E_PER without the (n - 1) term": True,
     }
     # a sample too small to separate them: the rejection claim is not reproduced
-    small = script.per_hypotheses(script.Config(n_max=4, per_seeds=5, seed=3), script._Cache(script.Config(seed=3)))
+    small = points.per_hypotheses(points.Config(n_max=4, per_seeds=5, seed=3), points.PointCache(points.Config(seed=3)))
     assert not claims.per_claims({"per_check": small, "eq8-9": []})[1]["reproduced"]

@@ -4,6 +4,7 @@ import pickle
 
 import numpy as np
 import pytest
+from held_arrays import held_array_bytes
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -657,6 +658,19 @@ def test_memory_bytes_counts_the_per_slot_arrays_and_the_tree(name):
     tree = getattr(small, "tree", None)
     if tree is not None:
         assert small.memory_bytes() >= sum(a.nbytes for a in tree.arrays[:3]) + small.priorities(np.arange(1000)).nbytes
+
+
+@pytest.mark.parametrize(("name", "params"), [*((n, {}) for n in NAMES), ("per-rank", {"within_segment": "uniform"})])
+def test_memory_bytes_is_every_array_the_sampler_holds(name, params):
+    # the rank sampler's heap, positions, rank masses, CDF and segment bounds; the record of drawn slots
+    s = make_sampler(name, 500, seed=0, **params)
+    s.add(np.arange(400))
+    s.start_history()
+    for _ in range(3):
+        b = s.sample(32)
+        s.update(b.indices, np.linspace(0.1, 2.0, 32), b.generations)
+    assert s.history().shape[0] == 96
+    assert s.memory_bytes() == held_array_bytes(s)
 
 
 def test_the_old_import_paths_of_moved_sampler_names_still_work():

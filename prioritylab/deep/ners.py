@@ -276,6 +276,14 @@ class NERSSampler(PERSampler):
                 "schedule": self.schedule,
                 "local_hidden": list(self.local_hidden), "score_hidden": list(self.score_hidden)}  # fmt: skip
 
+    def memory_bytes(self) -> int:
+        """Bytes of PER's arrays and tree, the Q-value reported per slot, and the network's parameters and
+        buffers with Adam's moment estimates (none before the feature source is set)."""
+        tensors = [] if self.net is None else [*self.net.parameters(), *self.net.buffers()]
+        if self.opt is not None:
+            tensors += [v for st in self.opt.state.values() for v in st.values() if torch.is_tensor(v)]
+        return super().memory_bytes() + self._q.nbytes + sum(t.nelement() * t.element_size() for t in tensors)
+
     # -- the network -------------------------------------------------------------
     def set_feature_source(self, source: FeatureSource) -> None:
         """Give the source of the transition fields and build the network (once)."""

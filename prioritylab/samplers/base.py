@@ -119,9 +119,11 @@ class Sampler(SlotBookkeeping):
         (a learned sampler may train here: NERS's Algorithm 1)."""
 
     def memory_bytes(self) -> int:
-        """Bytes of this sampler's per-slot arrays."""
-        return sum(a.nbytes for a in (self._generation, self._prev, self._prev_gen, self._sampleable, self._td,
-                                      self._filled, self._scratch))  # fmt: skip
+        """Bytes of the arrays this sampler holds: here the per-slot arrays and the record of drawn slots; a
+        sampler that holds more (a tree, a heap, a network) adds its own."""
+        held = (self._generation, self._prev, self._prev_gen, self._sampleable, self._td, self._filled,
+                self._scratch, *(self._history or ()))  # fmt: skip
+        return sum(a.nbytes for a in held)
 
     # -- hooks for subclasses --------------------------------------------------
     def _may_overflow(self, n: int, prepared) -> bool:

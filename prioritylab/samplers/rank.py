@@ -118,6 +118,7 @@ class RankSampler(PrioritySampler):
         self._heap_n = 0
         self._since_sort = 0
         self._segment_key: tuple[int, int] | None = None  # derived: see _segments
+        self._segment_cache: tuple[np.ndarray, ...] = ()
         ranks = np.arange(1, self.capacity + 1, dtype=np.float64)
         self._rank_mass = ranks**-self.alpha
         self._cdf = np.cumsum(self._rank_mass)  # H_r = sum_{j<=r} j^-alpha
@@ -130,6 +131,13 @@ class RankSampler(PrioritySampler):
             "within_segment": self.within_segment,
             "normalise": self.normalise,
         }
+
+    def memory_bytes(self) -> int:
+        """Bytes of the per-slot arrays and raw priorities, the heap and its positions, the rank masses and
+        their CDF, and the segment bounds kept for the last batch size."""
+        segments = sum(a.nbytes for a in self._segment_cache)
+        held = (self._heap, self._pos, self._rank_mass, self._cdf)
+        return super().memory_bytes() + sum(a.nbytes for a in held) + segments
 
     def _on_add(self, idx, prepared) -> None:
         self._store(idx, prepared[0])
