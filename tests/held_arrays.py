@@ -10,6 +10,8 @@ def held_array_bytes(obj) -> int:
 
     def visit(value, depth: int) -> None:
         if isinstance(value, np.ndarray):
+            if isinstance(value.base, np.ndarray) and value.base.dtype.names:  # a field of a record array
+                value = value.base
             seen[id(value)] = value.nbytes
         elif isinstance(value, (list, tuple)):
             for item in value:

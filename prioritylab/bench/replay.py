@@ -19,7 +19,9 @@ with the ``bench`` extra):
 * ``prioritylab per`` / ``prioritylab uniform``: :class:`prioritylab.replay.ReplayBuffer`
   over the ``per`` or ``uniform`` sampler; one vectorised ``add`` per step,
   ``sample(256, beta=0.4, device="cpu")`` and ``update(batch, td)``.  It stores
-  each observation (its newest frame) once.
+  each observation (its newest frame) once.  Built with ``diagnostics=False``, as the
+  peers compute no replay diagnostics; ``prioritylab per +diagnostics`` is the same
+  ``per`` buffer with them on (what a training run of the agents pays).
 * ``cpprb``: ``cpprb.PrioritizedReplayBuffer``, all ``N`` rows in one ``add``
   call; ``sample(256, beta=0.4)``, ``torch.from_numpy`` of each field,
   ``update_priorities``.  With one environment and Atari frames it stores
@@ -189,12 +191,14 @@ def _fill_steps(capacity: int, n: int) -> int:
 # ------------------------------------------------------------------------------------- contenders
 
 
-def _prioritylab(kind: str, layout: Layout, n: int, capacity: int, steps: Steps) -> Contender:
+def _prioritylab(kind: str, layout: Layout, n: int, capacity: int, steps: Steps, diagnostics: bool = False
+                 ) -> Contender:  # fmt: skip
     import torch  # noqa: F401  (imported before timing, as by every contender)
 
     buf = ReplayBuffer(
         capacity, layout.obs_shape, layout.action_shape, sampler=make_sampler(kind, capacity, seed=0),
         num_envs=n, obs_dtype=layout.obs_dtype, action_dtype=layout.action_dtype, frame_stack=layout.frame_stack,
+        diagnostics=diagnostics,
     )  # fmt: skip
     for _ in range(_fill_steps(capacity, n)):
         i = steps.take()
@@ -209,7 +213,8 @@ def _prioritylab(kind: str, layout: Layout, n: int, capacity: int, steps: Steps)
         return batch
 
     stores = "newest frame of each observation once per slot" if layout.frame_stack > 1 else "obs once per slot"
-    return Contender(f"prioritylab {kind}", True, kind, step, stores, memory_bytes=buf.memory_bytes())
+    name = f"prioritylab {kind}" + (" +diagnostics" if diagnostics else "")
+    return Contender(name, True, kind, step, stores, memory_bytes=buf.memory_bytes())
 
 
 def _cpprb(layout: Layout, n: int, capacity: int, steps: Steps) -> Contender:
@@ -357,6 +362,8 @@ def build(layout: Layout, n: int, capacity: int, peers: Iterable[str], seed: int
     makers = [
         ("prioritylab per", lambda cap, s: _prioritylab("per", layout, n, cap, s)),
         ("prioritylab uniform", lambda cap, s: _prioritylab("uniform", layout, n, cap, s)),
+        # what a training run pays: the replay diagnostics the agents report (the peers compute none)
+        ("prioritylab per +diagnostics", lambda cap, s: _prioritylab("per", layout, n, cap, s, diagnostics=True)),
     ] + [(p, lambda cap, s, p=p: PEER_BUILDERS[p](layout, n, cap, s)) for p in peers]
     for k, (name, make) in enumerate(makers):
         if bar is not None:

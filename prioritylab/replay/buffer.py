@@ -388,8 +388,8 @@ class ReplayBuffer:
         drawn = self.sampler.sample(batch_size, beta)
         data = self.gather(drawn.indices)
         if self.diagnostics is not None:
-            ages = self.writer["steps"][0] - 1 - self.storage["env_step"][drawn.indices]
-            self.diagnostics.on_sample(drawn.indices, drawn.weights, ages, beta)
+            self.diagnostics.on_draw(drawn.indices, drawn.weights, self.storage["env_step"],
+                                     int(self.writer["steps"][0]) - 1, beta)  # fmt: skip
         weights = np.maximum(drawn.weights.astype(np.float32), WEIGHT_FLOOR)  # stays in (0, 1] as float32
         if device is not None:
             import torch

@@ -16,6 +16,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..sumtree import prefetch
+
 COLUMNS = (
     "ess_mean", "ess_p5", "age_median", "age_p90", "coverage", "max_replays",
     "prob_n_p1", "prob_n_p50", "prob_n_p99", "top1_share",
@@ -35,6 +37,36 @@ def _accumulate(idx, weights, counts):
     return s * s / (idx.shape[0] * s2) if s2 > 0.0 else math.nan
 
 
+@njit(cache=True)
+def _accumulate_draw(idx, weights, counts, env_step, now, ages):
+    """:func:`_accumulate` and the ages ``now - env_step[idx]`` in one pass (lines prefetched first); returns
+    the ESS fraction and the weights' sum and sum of squares."""
+    k = idx.shape[0]
+    for i in range(k):
+        prefetch(counts, idx[i])
+        prefetch(env_step, idx[i])
+    s = 0.0
+    s2 = 0.0
+    for i in range(k):
+        j = idx[i]
+        counts[j] += 1
+        ages[i] = now - env_step[j]
+        s += weights[i]
+        s2 += weights[i] * weights[i]
+    return (s * s / (k * s2) if s2 > 0.0 else math.nan), s, s2
+
+
+@njit(cache=True)
+def _sums(x):
+    """Sum and sum of squares of a float64 array."""
+    s = 0.0
+    s2 = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+        s2 += x[i] * x[i]
+    return s, s2
+
+
 class Moments:
     """Running count, sum and sum of squares (mean and std without keeping the values)."""
 
@@ -42,10 +74,14 @@ class Moments:
         self.n, self.s, self.s2 = 0, 0.0, 0.0
 
     def add(self, x: np.ndarray) -> None:
-        x = np.asarray(x, dtype=np.float64)
-        self.n += x.size
-        self.s += float(x.sum())
-        self.s2 += float(np.square(x).sum())
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
+        s, s2 = _sums(x)
+        self.add_sums(x.shape[0], s, s2)
+
+    def add_sums(self, n: int, s: float, s2: float) -> None:
+        self.n += n
+        self.s += s
+        self.s2 += s2
 
     def mean_std(self) -> tuple[float, float]:
         if not self.n:
@@ -77,6 +113,16 @@ class ReplayDiagnostics:
         self.ess.append(_accumulate(idx, weights, self.counts))
         self.ages.append(ages)
         self.weights.add(weights)
+        self.beta = math.nan if beta is None else float(beta)
+
+    def on_draw(self, idx: np.ndarray, weights: np.ndarray, env_step: np.ndarray, now: int, beta: float | None) -> None:
+        """:meth:`on_sample` with the ages ``now - env_step[idx]`` computed in the same jitted pass (the
+        buffer's call)."""
+        ages = np.empty(idx.shape[0], dtype=np.int64)
+        ess, s, s2 = _accumulate_draw(idx, weights, self.counts, env_step, now, ages)
+        self.ess.append(ess)
+        self.ages.append(ages)
+        self.weights.add_sums(idx.shape[0], s, s2)
         self.beta = math.nan if beta is None else float(beta)
 
     def on_values(self, td_abs=None, q=None) -> None:

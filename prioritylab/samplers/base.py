@@ -121,8 +121,7 @@ class Sampler(SlotBookkeeping):
     def memory_bytes(self) -> int:
         """Bytes of the arrays this sampler holds: here the per-slot arrays and the record of drawn slots; a
         sampler that holds more (a tree, a heap, a network) adds its own."""
-        held = (self._generation, self._prev, self._prev_gen, self._sampleable, self._td, self._filled,
-                self._scratch, *(self._history or ()))  # fmt: skip
+        held = (self._slots, self._prev, self._prev_gen, self._filled, self._scratch, *(self._history or ()))
         return sum(a.nbytes for a in held)
 
     # -- hooks for subclasses --------------------------------------------------

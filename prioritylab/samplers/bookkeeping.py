@@ -39,6 +39,15 @@ from .state import StateError, check_keys, load_rng_state, state_array, state_in
 if TYPE_CHECKING:
     from .base import SampleBatch
 
+SLOT_RECORD = np.dtype(
+    [("generation", np.int64), ("td", np.float64), ("raw", np.float64), ("sampleable", np.bool_)], align=True
+)
+"""Per-slot fields read together, one record each (32 bytes): the write stamp, the last signed TD error,
+the raw priority (prioritised samplers) and the sampleable flag.  The samplers read them through views
+(``_generation``, ``_td``, ``_raw``, ``_sampleable``)."""
+IN_RECORD = {"_generation": "generation", "_td": "td", "_raw": "raw", "_sampleable": "sampleable"}
+"""Attributes that are views of the record: loading a state writes into the record instead of rebinding them."""
+
 _TRUE, _FALSE = np.ones(1, dtype=bool), np.zeros(1, dtype=bool)  # one flag for every slot
 
 
@@ -59,13 +68,17 @@ class SlotBookkeeping:
     def __init__(self, capacity: int, seed=None):
         self.capacity = check_positive_int("capacity", capacity)
         self.rng = as_rng(seed)
-        self._generation = np.full(self.capacity, -1, dtype=np.int64)
+        # what a draw and an update read of a slot, in one 32-byte record: one cache line per slot
+        self._slots = np.zeros(self.capacity, dtype=SLOT_RECORD)
+        self._generation = self._slots["generation"]
+        self._generation.fill(-1)
         self._writes = 0  # global write counter: the next generation stamp
         self._prev = np.full(self.capacity, -1, dtype=np.int64)  # predecessor link per slot
         self._prev_gen = np.full(self.capacity, -1, dtype=np.int64)  # its stamp when linked
-        self._sampleable = np.zeros(self.capacity, dtype=bool)
+        self._sampleable = self._slots["sampleable"]
         self._n_sampleable = 0
-        self._td = np.full(self.capacity, np.nan)  # last signed TD error reported per slot
+        self._td = self._slots["td"]  # last signed TD error reported per slot
+        self._td.fill(np.nan)
         self._filled = np.empty(self.capacity, dtype=np.int64)  # written slots, first-write order
         self._size = 0
         self._last = -1  # last slot written (for add() without explicit links)
@@ -388,7 +401,10 @@ class SlotBookkeeping:
         except (TypeError, ValueError, KeyError, IndexError, OverflowError, AttributeError) as err:
             raise ValueError(f"state cannot be loaded: {type(err).__name__}: {err}") from None
         for key, value in values.items():
-            setattr(self, key, value)
+            if key in IN_RECORD:
+                self._slots[IN_RECORD[key]] = value
+            else:
+                setattr(self, key, value)
         self.rng.bit_generator.state = probe.bit_generator.state
 
     def _parse_state(self, state: dict) -> dict:

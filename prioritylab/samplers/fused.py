@@ -248,3 +248,22 @@ def gather_stamps(generation, indices):
     for i in range(n):
         out[i] = generation[indices[i]]
     return out
+
+
+@njit(cache=True)
+def draw_slots(filled, positions, generation, sampleable):
+    """``filled[positions]``, their stamps and how many of them are held (not sampleable), each line
+    prefetched before it is read."""
+    n = positions.shape[0]
+    for i in range(n):
+        prefetch(filled, positions[i])
+    idx = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        idx[i] = filled[positions[i]]
+        prefetch(generation, idx[i])
+    out = np.empty(n, dtype=np.int64)
+    held = 0
+    for i in range(n):
+        out[i] = generation[idx[i]]
+        held += not sampleable[idx[i]]
+    return idx, out, held

@@ -56,7 +56,7 @@ class PrioritySampler(Sampler):
         self.stratified = bool(stratified)
         self._track_min = bool(track_min)
         self.tree = SumTree(capacity, track_min=track_min, track_max=False) if self._uses_tree else None
-        self._raw = np.zeros(self.capacity)
+        self._raw = self._slots["raw"]  # zeros
         self._max_raw = self.initial_priority
 
     @property
@@ -118,9 +118,9 @@ class PrioritySampler(Sampler):
 
     # -- reads ---------------------------------------------------------------
     def memory_bytes(self) -> int:
-        """Bytes of the per-slot arrays, the raw priorities and the sum tree's arrays."""
+        """Bytes of the per-slot arrays and the sum tree's arrays."""
         tree = 0 if self.tree is None else sum(a.nbytes for a in self.tree.arrays[:3])
-        return super().memory_bytes() + self._raw.nbytes + tree
+        return super().memory_bytes() + tree  # the raw priorities are in the slot record
 
     @property
     def max_priority(self) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import SampleBatch, Sampler
-from .fused import gather_stamps
+from .fused import draw_slots, gather_stamps
 
 _REDRAWS = 64  # rounds of redrawing held slots before falling back to an explicit list
 
@@ -28,8 +28,8 @@ class UniformSampler(Sampler):
     def _sample(self, k: int, beta: float | None) -> SampleBatch:
         n = self._size
         filled = self._filled[:n]
-        idx = filled[self.rng.integers(0, n, size=k)]
-        if self._n_sampleable < n:
+        idx, stamps, held = draw_slots(filled, self.rng.integers(0, n, size=k), self._generation, self._sampleable)
+        if held:
             for _ in range(_REDRAWS):
                 held = ~self._sampleable[idx]
                 if not held.any():
@@ -39,4 +39,5 @@ class UniformSampler(Sampler):
                 live = filled[self._sampleable[filled]]
                 held = ~self._sampleable[idx]
                 idx[held] = live[self.rng.integers(0, live.shape[0], size=int(held.sum()))]
-        return SampleBatch(idx, np.full(k, 1.0 / self._n_sampleable), np.ones(k), gather_stamps(self._generation, idx))
+            stamps = gather_stamps(self._generation, idx)
+        return SampleBatch(idx, np.full(k, 1.0 / self._n_sampleable), np.ones(k), stamps)
