@@ -458,7 +458,7 @@ def memory_rows(results: list[Result], per: int = 100_000) -> list[dict]:
 
 
 def format_table(results: list[Result]) -> str:
-    head = f"{'layout':<7} {'N':>2} {'contender':<20} {'steps/s':>10} {'vs best peer':>22}"
+    head = f"{'layout':<7} {'N':>2} {'contender':<28} {'steps/s':>10} {'vs best peer':>22}"
     lines = [head, "-" * len(head)]
     prev = None
     for r in results:
@@ -466,7 +466,7 @@ def format_table(results: list[Result]) -> str:
             lines.append("")
         prev = (r.layout, r.num_envs)
         ratio = "" if r.ratio is None else f"{r.ratio:.2f}x ({r.versus})"
-        lines.append(f"{r.layout:<7} {r.num_envs:>2} {r.contender:<20} {r.steps_per_s:>10,.0f} {ratio:>22}")
+        lines.append(f"{r.layout:<7} {r.num_envs:>2} {r.contender:<28} {r.steps_per_s:>10,.0f} {ratio:>22}")
     return "\n".join(lines)
 
 
@@ -475,7 +475,7 @@ def format_memory(results: list[Result], per: int = 100_000) -> str:
         return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x / 1e6:,.0f}"
 
     head = (
-        f"{'layout':<7} {'N':>2} {'contender':<20} {'RSS MB':>8} {'reported':>9} {'formula':>8} "
+        f"{'layout':<7} {'N':>2} {'contender':<28} {'RSS MB':>8} {'reported':>9} {'formula':>8} "
         f"{'stacked':>8} {'/stacked':>9}  stores"
     )
     lines = [f"memory per {per:,} transitions (MB)", head, "-" * len(head)]
@@ -483,7 +483,7 @@ def format_memory(results: list[Result], per: int = 100_000) -> str:
         measured = row["reported"] if row["reported"] is not None else row["rss"]
         frac = "" if not measured or measured <= 0 else f"1/{row['stacked_obs_and_next_obs'] / measured:.1f}"
         lines.append(
-            f"{row['layout']:<7} {row['num_envs']:>2} {row['contender']:<20} {mb(row['rss']):>8} "
+            f"{row['layout']:<7} {row['num_envs']:>2} {row['contender']:<28} {mb(row['rss']):>8} "
             f"{mb(row['reported']):>9} {mb(row['formula']):>8} {mb(row['stacked_obs_and_next_obs']):>8} "
             f"{frac:>9}  {row['stores']}"
         )
