@@ -49,7 +49,8 @@ def test_step_returns_torch_batches_and_memory_matches_formula(untimed):
     layout = bench.LAYOUTS["atari"]
     contenders = bench.build(layout, 2, 256, peers=[])
     per = next(c for c in contenders if c.name == "prioritylab per")
-    assert next(c for c in contenders if c.name == "prioritylab per +diagnostics").step().obs.shape == (bench.BATCH, 4, 84, 84)
+    with_diagnostics = next(c for c in contenders if c.name == "prioritylab per +diagnostics")
+    assert with_diagnostics.step().obs.shape == (bench.BATCH, 4, 84, 84)
     batch = per.step()
     assert isinstance(batch.obs, torch.Tensor) and batch.obs.shape == (bench.BATCH, 4, 84, 84)
     assert batch.obs.dtype == torch.uint8 and batch.weights.dtype == torch.float32

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._checks import as_index_array, as_rng, check_indices, check_positive_int, check_range
 from ..priorities import ABS, mass_of, masses_of
+from .fused import MAY_OVERFLOW, fused_add, fused_flags, fused_update
 from .kernels import (
     BAD_LINK,
     EMPTY,
@@ -33,7 +34,6 @@ from .kernels import (
     link_stamps,
     prepare_update,
 )  # fmt: skip
-from .fused import MAY_OVERFLOW, fused_add, fused_flags, fused_update
 from .state import StateError, check_keys, load_rng_state, state_array, state_int, state_value
 
 if TYPE_CHECKING:
@@ -129,7 +129,8 @@ class SlotBookkeeping:
         that may not be drawn until :meth:`set_sampleable`.  ``td_errors`` are
         used only by samplers that seed new items from them (``init="td"``).
         """
-        if (prev is not None and episode_start is None and td_errors is None and (sampleable is True or sampleable is False)
+        one_flag = sampleable is True or sampleable is False
+        if (prev is not None and episode_start is None and td_errors is None and one_flag
                 and self._fused_calls()[0] and self._add_fused(slots, prev, sampleable)):  # fmt: skip
             return
         idx = as_int64(slots, "slots")
