@@ -44,6 +44,9 @@ PROTOCOL_TESTS = ("tests/test_sampler_protocol.py",)
 REPLAY_TESTS = ("tests/test_replay.py",)
 AGENT_TESTS = ("tests/test_agents_continuous.py",)
 TARGET_TESTS = ("tests/test_targets.py",)
+FUZZ_TESTS = ("tests/test_state_fuzz.py",)
+FUSED_TESTS = ("tests/test_fused_paths.py",)
+FUSED_CHECKS = SAMPLER_TESTS + FUZZ_TESTS + FUSED_TESTS
 
 # (name, file, exact old text, new text, tests to run)
 MUTANTS = [
@@ -77,7 +80,7 @@ MUTANTS = [
          "    log_ref = np.inf\n    norm_mass = 0.0\n", SAMPLER_TESTS),
         ("alpha applied twice on the update path", "prioritylab/samplers/kernels.py",
          "        x = mass_of(r, alpha)\n", "        x = mass_of(mass_of(r, alpha), alpha)\n",
-         SAMPLER_TESTS + PROTOCOL_TESTS),
+         SAMPLER_TESTS + PROTOCOL_TESTS + FUSED_TESTS),
         ("alpha applied twice to new items", "prioritylab/samplers/priority.py",
          "        return raw, masses_of(raw, self.alpha)",
          "        return raw, masses_of(masses_of(raw, self.alpha), self.alpha)",
@@ -183,6 +186,32 @@ MUTANTS = [
          TARGET_TESTS),
         ("PAL: lambda from the first critic only", "prioritylab/deep/method_table.py",
          "L.pal_lambda(delta.detach().abs().amax(0),", "L.pal_lambda(delta.detach()[0].abs(),", AGENT_TESTS),
+        # -- fused sampler kernels ------------------------------------------------------------------
+        ("fused add: sampleable count ignores the overwritten slot's flag", "prioritylab/samplers/fused.py",
+         "        delta += np.int64(flag) - np.int64(sampleable[j])\n", "        delta += np.int64(flag)\n",
+         FUSED_CHECKS),
+        ("fused add: a link to a slot written earlier in the call keeps the old stamp", "prioritylab/samplers/fused.py",
+         "        if p >= 0:\n            g = scratch[p] if scratch[p] >= 0 else generation[p]\n",
+         "        if p >= 0:\n            g = generation[p]\n", FUSED_CHECKS + REPLAY_TESTS),
+        ("fused add: an overwritten slot is listed twice among the filled slots", "prioritylab/samplers/fused.py",
+         "        if generation[j] < 0:\n            filled[size] = j\n",
+         "        if True:\n            filled[size] = j\n", FUSED_CHECKS),
+        ("fused add: a held item enters the min tree", "prioritylab/samplers/fused.py",
+         "mass if flag and mass > 0.0 else np.inf", "mass if mass > 0.0 else np.inf", FUSED_CHECKS),
+        ("fused flags: a held slot keeps its mass in the sum tree", "prioritylab/samplers/fused.py",
+         "            tree[leaf0 + j] = m if sampleable[j] else 0.0\n", "            tree[leaf0 + j] = m\n",
+         FUSED_CHECKS),
+        ("fused update: stale items are written", "prioritylab/samplers/fused.py",
+         "        fresh[i] = not use_gen or generation[j] == generations[i]\n", "        fresh[i] = True\n",
+         FUSED_CHECKS),
+        ("fused update: the largest raw priority is the last one", "prioritylab/samplers/fused.py",
+         "            top = max(top, r)\n", "            top = r\n", FUSED_CHECKS),
+        ("fused update: the overflow bound counts one item", "prioritylab/samplers/fused.py",
+         "    if tree.shape[0] > 0 and not tree[0] + m * (1 + span) * top_mass < SAFE_TOTAL:\n",
+         "    if tree.shape[0] > 0 and not tree[0] + top_mass < SAFE_TOTAL:\n", FUSED_CHECKS),
+        ("fused draw: held count counts the sampleable ones", "prioritylab/samplers/fused.py",
+         "        held += not sampleable[idx[i]]\n", "        held += sampleable[idx[i]]\n",
+         FUSED_CHECKS + REPLAY_TESTS),
     ]
 ]  # fmt: skip
 

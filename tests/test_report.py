@@ -52,6 +52,16 @@ def test_table_is_the_mean_and_t_interval_of_the_last_ten_evaluations(tmp_path):
     assert (tmp_path / "out" / "diagnostics_td3_Hopper-v5.png").stat().st_size > 0
 
 
+def test_ners_table3_gives_a_t_interval_across_five_or_more_seeds(tmp_path):
+    for seed in range(5):
+        fake_run(tmp_path / "runs", "ners", seed, [1.0] * 12)
+    R.report(tmp_path / "runs", tmp_path / "out")
+    t3 = (tmp_path / "out" / "ners_table3.md").read_text()
+    td = 0.5 + np.arange(5.0)  # fake_run's td_mean is 0.5 + seed
+    half = stats.t.ppf(0.975, 4) * td.std(ddof=1) / math.sqrt(5)
+    assert f"| td3 | Hopper-v5 | ners | 5 | 2.500 ± {half:.3f} | 0.100 ± 0.000 | 10.00 ± 0.00 | 2.00 ± 0.00 |" in t3
+
+
 def test_smoothing_is_a_trailing_uniform_window():
     y = np.arange(8.0)
     np.testing.assert_allclose(R.smooth(y, 5), [0, 0.5, 1, 1.5, 2, 3, 4, 5], rtol=0, atol=1e-12)

@@ -286,12 +286,19 @@ def table_markdown(table: list[dict]) -> str:
 
 
 def ners_table3(groups: dict) -> str:
+    """NERS Table 3's statistics of the drawn transitions at the last evaluation, mean over seeds; with at least
+    :data:`MIN_CI_RUNS` seeds each cell also gives the 95 % t-interval half-width across seeds."""
+    keys = ("td_mean", "td_std", "q_mean", "q_std")
     lines = ["| agent | env | sampler | seeds | |TD error| mean | |TD error| std | Q mean | Q std |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for (agent, env, sampler), runs in sorted(groups.items()):
-        vals = {k: np.mean([column(r["rows"], k)[-1] for r in runs]) for k in ("td_mean", "td_std", "q_mean", "q_std")}
-        lines.append(f"| {agent} | {env} | {sampler} | {len(runs)} | {vals['td_mean']:.3f} | {vals['td_std']:.3f} "
-                     f"| {vals['q_mean']:.2f} | {vals['q_std']:.2f} |")  # fmt: skip
+        cells = []
+        for k, digits in zip(keys, (3, 3, 2, 2), strict=True):
+            mean, half = mean_ci(np.array([column(r["rows"], k)[-1] for r in runs]))
+            cells.append(f"{mean:.{digits}f} ± {half:.{digits}f}" if len(runs) >= MIN_CI_RUNS else f"{mean:.{digits}f}")
+        lines.append(f"| {agent} | {env} | {sampler} | {len(runs)} | " + " | ".join(cells) + " |")
+    if any(len(runs) >= MIN_CI_RUNS for runs in groups.values()):
+        lines += ["", "± : 95 % t-interval half-width across seeds."]
     return "\n".join(lines) + "\n"
 
 
