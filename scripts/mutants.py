@@ -190,9 +190,9 @@ MUTANTS = [
         ("fused add: sampleable count ignores the overwritten slot's flag", "prioritylab/samplers/fused.py",
          "        delta += np.int64(flag) - np.int64(sampleable[j])\n", "        delta += np.int64(flag)\n",
          FUSED_CHECKS),
-        ("fused add: a link to a slot written earlier in the call keeps the old stamp", "prioritylab/samplers/fused.py",
-         "        if p >= 0:\n            g = scratch[p] if scratch[p] >= 0 else generation[p]\n",
-         "        if p >= 0:\n            g = generation[p]\n", FUSED_CHECKS + REPLAY_TESTS),
+        ("fused add: a link to a never-written slot is accepted", "prioritylab/samplers/fused.py",
+         "            if g < 0:\n                bad = i\n", "            if False:\n                bad = i\n",
+         FUSED_CHECKS),
         ("fused add: an overwritten slot is listed twice among the filled slots", "prioritylab/samplers/fused.py",
          "        if generation[j] < 0:\n            filled[size] = j\n",
          "        if True:\n            filled[size] = j\n", FUSED_CHECKS),
@@ -209,8 +209,8 @@ MUTANTS = [
         ("fused update: the overflow bound counts one item", "prioritylab/samplers/fused.py",
          "    if tree.shape[0] > 0 and not tree[0] + m * (1 + span) * top_mass < SAFE_TOTAL:\n",
          "    if tree.shape[0] > 0 and not tree[0] + top_mass < SAFE_TOTAL:\n", FUSED_CHECKS),
-        ("fused draw: held count counts the sampleable ones", "prioritylab/samplers/fused.py",
-         "        held += not sampleable[idx[i]]\n", "        held += sampleable[idx[i]]\n",
+        ("fused draw: held slots are not counted (never redrawn)", "prioritylab/samplers/fused.py",
+         "        held += not sampleable[idx[i]]\n", "        held += 0\n",
          FUSED_CHECKS + REPLAY_TESTS),
     ]
 ]  # fmt: skip

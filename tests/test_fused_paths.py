@@ -25,6 +25,7 @@ def general(name: str, seed: int):
 
 
 def assert_same(a, b, where: str) -> None:
+    assert (a.size, a.num_sampleable) == (b.size, b.num_sampleable), f"{where}: size and sampleable count"
     sa, sb = a.state_dict(), b.state_dict()
     assert sa.keys() == sb.keys(), where
     for k in sa:

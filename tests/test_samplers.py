@@ -454,6 +454,19 @@ def test_update_whose_total_mass_would_overflow_is_refused_without_change(name):
     assert other.total == s.total
 
 
+@pytest.mark.parametrize("name", ["per", "lap", "pser"])
+def test_update_of_several_masses_each_below_half_the_range_whose_sum_overflows_is_refused(name):
+    """Each mass (6e307) is below half the float range, three of them are not: refused without change."""
+    s = make_sampler(name, 8, alpha=1.0, seed=0)
+    s.add([0, 1, 2], episode_start=True)
+    before = state_bytes(s)
+    with pytest.raises(ValueError, match="overflows"):
+        s.update([0, 1, 2], [6e307, 6e307, 6e307])
+    assert state_bytes(s) == before
+    s.update([0, 1], [6e307, 6e307])  # two fit
+    assert np.isfinite(s.total)
+
+
 @pytest.mark.parametrize("name", ["per", "pser"])
 def test_add_and_set_sampleable_whose_total_would_overflow_are_refused(name):
     """New slots enter at the max priority, and a held slot adds its mass when it becomes sampleable."""

@@ -95,10 +95,7 @@ def fused_add(indices, links, flag, writes, max_writes, generation, prev, prev_g
     for i in range(n):
         j = indices[i]
         p = links[i]
-        g = -1
-        if p >= 0:
-            g = scratch[p] if scratch[p] >= 0 else generation[p]
-        scratch[j] = writes + i
+        g = generation[p] if p >= 0 else -1  # a target written earlier in the call already holds its new stamp
         if generation[j] < 0:
             filled[size] = j
             size += 1
@@ -110,8 +107,6 @@ def fused_add(indices, links, flag, writes, max_writes, generation, prev, prev_g
         td[j] = np.nan
         if raw.shape[0] > 0:
             raw[j] = max_raw
-    for i in range(n):
-        scratch[indices[i]] = -1
     if tree.shape[0] > 0:
         for i in range(n):
             tree[leaf0 + indices[i]] = mass if flag else 0.0
