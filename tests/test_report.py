@@ -62,6 +62,27 @@ def test_ners_table3_gives_a_t_interval_across_five_or_more_seeds(tmp_path):
     assert f"| td3 | Hopper-v5 | ners | 5 | 2.500 ± {half:.3f} | 0.100 ± 0.000 | 10.00 ± 0.00 | 2.00 ± 0.00 |" in t3
 
 
+def test_welch_interval_matches_scipy():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(1.0, 1.0, 7), rng.normal(0.0, 3.0, 10)
+    diff, lo, hi = R.welch_ci(a, b)
+    res = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert diff == pytest.approx(a.mean() - b.mean(), rel=1e-12)
+    assert (lo, hi) == pytest.approx((res.low, res.high), rel=1e-9)
+
+
+def test_ners_table3_lists_each_pair_of_samplers_with_five_or_more_seeds(tmp_path):
+    for seed in range(5):
+        fake_run(tmp_path / "runs", "ners", seed, [1.0] * 12)
+        fake_run(tmp_path / "runs", "uniform", seed, [1.0] * 12)
+    fake_run(tmp_path / "runs", "per", 0, [1.0] * 12)  # one seed: left out of the differences
+    R.report(tmp_path / "runs", tmp_path / "out")
+    t3 = (tmp_path / "out" / "ners_table3.md").read_text()
+    half = stats.t.ppf(0.975, 8) * math.sqrt(2 * np.arange(5.0).var(ddof=1) / 5)  # td_mean = 0.5 + seed in both
+    assert f"| ners − uniform | 0 [{-half:.3g}, {half:.3g}] | 0 [0, 0] | 0 [0, 0] | 0 [0, 0] |" in t3
+    assert "per −" not in t3 and "− per" not in t3
+
+
 def test_smoothing_is_a_trailing_uniform_window():
     y = np.arange(8.0)
     np.testing.assert_allclose(R.smooth(y, 5), [0, 0.5, 1, 1.5, 2, 3, 4, 5], rtol=0, atol=1e-12)

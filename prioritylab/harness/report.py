@@ -299,7 +299,48 @@ def ners_table3(groups: dict) -> str:
         lines.append(f"| {agent} | {env} | {sampler} | {len(runs)} | " + " | ".join(cells) + " |")
     if any(len(runs) >= MIN_CI_RUNS for runs in groups.values()):
         lines += ["", "± : 95 % t-interval half-width across seeds."]
+    lines += table3_differences(groups, keys)
     return "\n".join(lines) + "\n"
+
+
+def welch_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """``mean(a) - mean(b)`` and its 95 % Welch interval (independent samples, unequal variances)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    diff = float(a.mean() - b.mean())
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        return diff, diff, diff
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = t_quantile(df) * se
+    return diff, diff - half, diff + half
+
+
+def table3_differences(groups: dict, keys: tuple[str, ...]) -> list[str]:
+    """Lines of a table of every pair of samplers of an (agent, env) with at least :data:`MIN_CI_RUNS` seeds
+    each: the difference of each statistic's mean over seeds with its Welch 95 % interval, starred when the
+    interval excludes 0."""
+    by_task = defaultdict(dict)
+    for (agent, env, sampler), runs in groups.items():
+        if len(runs) >= MIN_CI_RUNS:
+            by_task[(agent, env)][sampler] = {k: np.array([column(r["rows"], k)[-1] for r in runs]) for k in keys}
+    lines = []
+    for (agent, env), samplers in sorted(by_task.items()):
+        names = sorted(samplers)
+        if len(names) < 2:
+            continue
+        lines += ["", f"Differences between samplers, {agent} on {env} (row sampler minus column sampler; "
+                  "Welch 95 % interval; * : the interval excludes 0):", "",
+                  "| pair | |TD error| mean | |TD error| std | Q mean | Q std |", "|---|---|---|---|---|"]  # fmt: skip
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                cells = []
+                for k in keys:
+                    d, lo, hi = welch_ci(samplers[a][k], samplers[b][k])
+                    star = "*" if lo > 0 or hi < 0 else ""
+                    cells.append(f"{d:.3g} [{lo:.3g}, {hi:.3g}]{star}")
+                lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _reference_scores(ax, env: str, lo: float, hi: float) -> tuple[float, float]:
