@@ -170,15 +170,18 @@ def test_the_minatar_study_is_queued_seed_by_seed(tmp_path, capsys):
     root = pathlib.Path(__file__).resolve().parents[1] / "deep"
     spec = root / "minatar_study.py"
     assert sweep.seed_major(spec) and not sweep.seed_major(root / "lap_atari.py")
-    runs = sweep.load_spec(spec, "reduced")
+    runs = sweep.load_spec(spec, "paper")
     assert len(runs) == 25 and {r["agent"] for r in runs} == {"dqn"}
     jobs = sweep.expand(runs, 5, 0, tmp_path, by_seed=True)
     seeds = [int(j["args"][j["args"].index("--seed") + 1]) for j in jobs]
     assert seeds == sorted(seeds) and seeds[:25] == [0] * 25 and len(jobs) == 125
     assert [j["name"] for j in jobs[:25]] == [j["name"].replace("_s1", "_s0") for j in jobs[25:50]]
+    reduced = sweep.load_spec(spec, "reduced")  # the games DQN learned within 250k frames
+    assert {r["env"] for r in reduced} == {"MinAtar/Breakout-v1", "MinAtar/SpaceInvaders-v1"} and len(reduced) == 10
     assert cli_main(["sweep", str(spec), "--seeds", "2", "--out", str(tmp_path), "--dry-run"]) == 0
-    listed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("new")]
-    assert all("--seed 0" in line for line in listed[:25]) and all("--seed 1" in line for line in listed[25:])
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.endswith("# new")]
+    assert len(listed) == 20
+    assert all("--seed 0" in line for line in listed[:10]) and all("--seed 1" in line for line in listed[10:])
     ddqn = sweep.load_spec(root / "minatar_study_ddqn.py", "paper")
     assert [{**r, "agent": "dqn"} for r in ddqn] == sweep.load_spec(spec, "paper")
     assert all(r["steps"] == 5_000_000 for r in ddqn) and sweep.seed_major(root / "minatar_study_ddqn.py")
