@@ -58,4 +58,5 @@ def test_step_returns_torch_batches_and_memory_matches_formula(untimed):
     formula = bench.estimate_bytes(256, layout.obs_shape, layout.obs_dtype, layout.action_shape, layout.action_dtype, 4)
     assert abs(per.memory_bytes - formula) / formula < 0.05
     rows = bench.memory_rows(bench._cell_results(layout, 2, 256, contenders, {c.name: [1.0] for c in contenders}))
+    assert [r["contender"] for r in rows] == [c.name for c in contenders]  # one row per contender, peers none
     assert all(r["reported"] * 7 <= r["stacked_obs_and_next_obs"] for r in rows)

@@ -73,7 +73,7 @@ def test_summarise_counts_censored_runs_at_their_cap():
 def test_fit_and_median_curve():
     a, b, r2 = fit_log_linear([1, 2, 3, 4], [2.0, 4.0, 8.0, 16.0])
     assert b == pytest.approx(np.log(2)) and r2 == pytest.approx(1.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"need at least two points to fit, got 1$"):
         fit_log_linear([1], [1.0])
     med = median_curve([np.array([1.0, 0.5]), np.array([1.0, 0.8, 0.6, 0.0005]), np.array([1.0, 0.0001])])
     np.testing.assert_allclose(med, [1.0, 0.5, 0.5, 0.0005])

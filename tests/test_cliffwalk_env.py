@@ -1,5 +1,7 @@
 """The Blind Cliffwalk memory and ground truth (PER Section 3.1, App. B.1)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -91,9 +93,10 @@ def test_closed_form_q_star_equals_value_iteration(n):
 
 @pytest.mark.parametrize("bad", [0, -1, 25, 2.0, "3", True, None])
 def test_bad_n_raises(bad):
-    with pytest.raises(ValueError, match="n"):
+    message = rf"n \(number of states\) must be an integer in \[1, \d+\], got {re.escape(repr(bad))}$"
+    with pytest.raises(ValueError, match=message):
         build_memory(bad, np.random.default_rng(0))
-    with pytest.raises(ValueError, match="n"):
+    with pytest.raises(ValueError, match=message):
         q_star(bad)
 
 

@@ -329,7 +329,7 @@ def test_cap_is_reported():
         (lambda: pm.e_pser_closed(5, 0.0), "rho"),
         (lambda: pm.e_pser_bound(5, 0.4, window=-1), "window"),
         (lambda: pm.e_pser_closed(5, 0.4, window=2.5), "window"),
-        (lambda: pm.e_per_closed(0), "n"),
+        (lambda: pm.e_per_closed(0), r"n must be a positive integer, got 0$"),
         (lambda: pm.e_per_closed(5, alpha=0.0), "alpha"),
         (lambda: pm.e_per_closed(5, eps=-1.0), "eps"),
         (lambda: pm.e_pser_exact(30, 0.4), "n must be at most"),

@@ -185,6 +185,8 @@ def test_intervals_from_fewer_than_five_runs_are_not_shown(tmp_path):
         fake_run(runs, "uniform", seed, [10.0 + seed] * 10)
         fake_run(runs, "per", seed, [12.0 + seed] * 10)
     result = R.report(runs, tmp_path / "out")
+    assert [r["sampler"] for r in result["aggregates"]] == ["per", "uniform"]
+    assert [(r["sampler"], r["baseline"]) for r in result["improvement"]] == [("per", "uniform")]
     assert all(not r["ci_meaningful"] for r in result["aggregates"] + result["improvement"])
     text = (tmp_path / "out" / "aggregates.md").read_text()
     rows = [line for line in text.splitlines() if line.startswith("| td3")]
@@ -194,7 +196,9 @@ def test_intervals_from_fewer_than_five_runs_are_not_shown(tmp_path):
         fake_run(runs, "uniform", seed, [10.0 + seed] * 10)
         fake_run(runs, "per", seed, [12.0 + seed] * 10)
     result = R.report(runs, tmp_path / "out2")
-    assert all(r["ci_meaningful"] for r in result["aggregates"])
+    assert [(r["sampler"], r["runs"]) for r in result["aggregates"]] == [("per", 5), ("uniform", 5)]
+    assert [r["sampler"] for r in result["improvement"]] == ["per"]
+    assert all(r["ci_meaningful"] for r in result["aggregates"] + result["improvement"])
     assert "(no CI)" not in (tmp_path / "out2" / "aggregates.md").read_text()
 
 
