@@ -285,6 +285,11 @@ def table_markdown(table: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def last_values(runs: list[dict], key: str) -> np.ndarray:
+    """``key`` at each run's last evaluation."""
+    return np.array([column(r["rows"], key)[-1] for r in runs])
+
+
 def ners_table3(groups: dict) -> str:
     """NERS Table 3's statistics of the drawn transitions at the last evaluation, mean over seeds; with at least
     :data:`MIN_CI_RUNS` seeds each cell also gives the 95 % t-interval half-width across seeds."""
@@ -294,7 +299,7 @@ def ners_table3(groups: dict) -> str:
     for (agent, env, sampler), runs in sorted(groups.items()):
         cells = []
         for k, digits in zip(keys, (3, 3, 2, 2), strict=True):
-            mean, half = mean_ci(np.array([column(r["rows"], k)[-1] for r in runs]))
+            mean, half = mean_ci(last_values(runs, k))
             cells.append(f"{mean:.{digits}f} ± {half:.{digits}f}" if len(runs) >= MIN_CI_RUNS else f"{mean:.{digits}f}")
         lines.append(f"| {agent} | {env} | {sampler} | {len(runs)} | " + " | ".join(cells) + " |")
     if any(len(runs) >= MIN_CI_RUNS for runs in groups.values()):
@@ -323,7 +328,7 @@ def table3_differences(groups: dict, keys: tuple[str, ...]) -> list[str]:
     by_task = defaultdict(dict)
     for (agent, env, sampler), runs in groups.items():
         if len(runs) >= MIN_CI_RUNS:
-            by_task[(agent, env)][sampler] = {k: np.array([column(r["rows"], k)[-1] for r in runs]) for k in keys}
+            by_task[(agent, env)][sampler] = {k: last_values(runs, k) for k in keys}
     lines = []
     for (agent, env), samplers in sorted(by_task.items()):
         names = sorted(samplers)
