@@ -50,7 +50,9 @@ def test_every_agent_and_sampler_trains_on_hopper(agent, sampler, tmp_path):
         assert float(last["ess_mean"]) == 1.0
     state = torch.load(folder / "checkpoint.pt", weights_only=False)
     sampler_state = state["buffer"]["sampler"]
-    if "raw" in sampler_state:
+    # Tree-backed samplers keep a raw priority per slot; uniform draws (uniform, PAL) keep none.
+    assert ("raw" in sampler_state) == (sampler in ("per", "lap", "pser", "ners"))
+    if sampler in ("per", "lap", "pser", "ners"):
         written = sampler_state["generation"] >= 0
         assert np.isfinite(sampler_state["raw"][written]).all() and (sampler_state["raw"][written] > 0).all()
     td = sampler_state["td"]

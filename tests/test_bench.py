@@ -70,11 +70,15 @@ def test_cli_writes_json(tmp_path, capsys):
     assert {r["op"] for r in doc["results"]} == {"update", "sample"}
 
 
-def test_cli_rejects_bad_sizes():
-    with pytest.raises(SystemExit):
-        main(["bench", "sumtree", "--capacities", "0"])
-    with pytest.raises(SystemExit):
-        main(["bench", "sumtree", "--batches", "two"])
+@pytest.mark.parametrize(("option", "value", "message"),
+                         [("--capacities", "0", "size must be positive, got '0'"),
+                          ("--batches", "two", "not a size: 'two'")])  # fmt: skip
+def test_cli_rejects_bad_sizes(option, value, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "sumtree", option, value])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: {message}" in err and len(err.strip().splitlines()[-1]) < 200
 
 
 # ------------------------------------------------------------------------------------ NumPy peer
