@@ -324,3 +324,58 @@ def test_diagnostics_must_be_one_window():
         state = copy.deepcopy(original)
         spoil(state["diagnostics"])
         assert_rejected(filled_buffer(), state, field)
+
+
+def ring_order_reference(buf, storage, writer, gen):
+    """The ring rule read slot by slot: the first slot (environment by environment, then by position) that
+    neither follows an empty slot as its ring's first step nor continues the slot before it; None if all do."""
+    from prioritylab.replay.kernels import EMPTY, TAIL, TRANSITION
+
+    kind, ep_step, episode, seg = storage["kind"], storage["ep_step"], storage["episode"], buf.seg
+    for e in range(buf.num_envs):
+        base, pos = e * seg, int(writer["pos"][e])
+        if gen[base : base + seg].max() < 0:
+            continue
+        for loc in range(seg):
+            s, p = base + loc, base + (loc - 1) % seg
+            if kind[s] == EMPTY or loc == pos % seg:
+                continue
+            if kind[p] == EMPTY:
+                if loc != 0 or ep_step[s] != 0:
+                    return s, "follows an empty slot"
+                continue
+            follows = episode[p] == episode[s] and ep_step[p] == ep_step[s] - 1 and kind[p] == TRANSITION
+            starts = ep_step[s] == 0 and kind[s] == TRANSITION and kind[p] == TAIL
+            if not (follows or starts) or gen[p] > gen[s]:
+                return s, f"does not continue slot {p}"
+    return None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ring_order_check_names_the_first_broken_slot(seed):
+    """Random edits of kind, episode, step and generation: the layout check refuses exactly the states the
+    slot-by-slot rule refuses, naming the same slot."""
+    rng = np.random.default_rng(seed)
+    buffers = [filled_buffer(seed), continuous_buffer(seed)]
+    compared = 0
+    for trial in range(400):
+        buf = buffers[trial % 2]
+        state = copy.deepcopy(buf.state_dict())
+        storage, writer, gen = state["storage"], state["writer"], state["sampler"]["generation"]
+        for _ in range(int(rng.integers(1, 3))):
+            slot = int(rng.integers(gen.shape[0]))
+            key = ["kind", "episode", "ep_step", "generation"][int(rng.integers(4))]
+            target = gen if key == "generation" else storage[key]
+            target[slot] = int(rng.integers(0, 3)) if key == "kind" else target[slot] + int(rng.choice([-1, 1]))
+        expected = ring_order_reference(buf, storage, writer, gen)
+        try:
+            buf._check_layout(storage, writer, gen)
+        except ValueError as err:
+            if "of environment " in str(err):
+                continue  # the edit also moved a segment's newest slot: refused before its ring is read
+            assert expected is not None, f"refused a state whose rings are in order: {err}"
+            assert f"slot {expected[0]}" in str(err) and expected[1] in str(err), (str(err), expected)
+            compared += 1
+        else:
+            assert expected is None, f"ring order broken at slot {expected[0]} was accepted"
+    assert compared > 100

@@ -626,6 +626,18 @@ class ReplayBuffer:
         write position, and every slot but the oldest follows the slot before it in its episode."""
         seg = self.seg
         kind, ep_step, episode = storage["kind"], storage["ep_step"], storage["episode"]
+        # Every slot s of a ring against the slot p before it, all rings at once: a written slot other than
+        # the write position either follows an empty slot (only as a ring's first slot, at an episode's
+        # first step) or continues p's episode, or starts an episode after p's tail; never older than p.
+        flat = (self.num_envs, seg)
+        k, st, ep, g_s = kind.reshape(flat), ep_step.reshape(flat), episode.reshape(flat), gen.reshape(flat)
+        kp, stp, epp, g_p = (self._rings(a, -1) for a in (kind, ep_step, episode, gen))
+        loc = np.arange(seg)[None, :]
+        checked = (k != EMPTY) & (loc != (writer["pos"] % seg)[:, None])
+        after_empty = checked & (kp == EMPTY) & ((loc != 0) | (st != 0))
+        follows = (epp == ep) & (stp == st - 1) & (kp == TRANSITION)
+        starts = (st == 0) & (k == TRANSITION) & (kp == TAIL)
+        broken = checked & (kp != EMPTY) & (~(follows | starts) | (g_p > g_s))
         for e in range(self.num_envs):
             base, pos = e * seg, int(writer["pos"][e])
             g = gen[base : base + seg]
@@ -654,23 +666,15 @@ class ReplayBuffer:
                     f"state['writer']['open'] or ['last'] of environment {e} disagree with the "
                     "state['storage']['kind'] of its newest slot"
                 )
-            for loc in range(seg):
-                s = base + loc
-                if kind[s] == EMPTY or loc == pos % seg:
-                    continue
-                p = base + (loc - 1) % seg
-                if kind[p] == EMPTY:
-                    if loc != 0 or ep_step[s] != 0:
-                        raise StateError(f"state['storage']['kind'] and ['ep_step'] of slot {s}: it follows an "
-                                         "empty slot")  # fmt: skip
-                    continue
-                follows = episode[p] == episode[s] and ep_step[p] == ep_step[s] - 1 and kind[p] == TRANSITION
-                starts = ep_step[s] == 0 and kind[s] == TRANSITION and kind[p] == TAIL
-                if not (follows or starts) or gen[p] > gen[s]:
-                    raise StateError(
-                        f"state['storage'] slot {s} does not continue slot {p} (by ['kind'], ['episode'] and "
-                        "['ep_step'], written after it by state['sampler']['generation'])"
-                    )
+            for loc in np.flatnonzero(after_empty[e] | broken[e])[:1]:
+                s, p = base + int(loc), base + (int(loc) - 1) % seg
+                if after_empty[e, loc]:
+                    raise StateError(f"state['storage']['kind'] and ['ep_step'] of slot {s}: it follows an "
+                                     "empty slot")  # fmt: skip
+                raise StateError(
+                    f"state['storage'] slot {s} does not continue slot {p} (by ['kind'], ['episode'] and "
+                    "['ep_step'], written after it by state['sampler']['generation'])"
+                )
 
     def __repr__(self) -> str:
         return (
