@@ -62,6 +62,18 @@ def test_ners_table3_gives_a_t_interval_across_five_or_more_seeds(tmp_path):
     assert f"| td3 | Hopper-v5 | ners | 5 | 2.500 ± {half:.3f} | 0.100 ± 0.000 | 10.00 ± 0.00 | 2.00 ± 0.00 |" in t3
 
 
+def test_table3_figure_is_drawn_where_the_runs_log_the_four_statistics(tmp_path):
+    for seed in range(3):
+        fake_run(tmp_path / "runs", "ners", seed, [1.0] * 12)
+        fake_run(tmp_path / "runs", "uniform", seed, [1.0] * 12)
+    fake_run(tmp_path / "runs", "uniform", 0, [1.0] * 12, env="Walker2d-v5", extra={"q_std": ""})
+    R.report(tmp_path / "runs", tmp_path / "out")
+    assert (tmp_path / "out" / "table3_td3_Hopper-v5.png").stat().st_size > 0
+    assert not (tmp_path / "out" / "table3_td3_Walker2d-v5.png").exists()  # a statistic is not logged
+    figures = json.loads((tmp_path / "out" / "manifest.json").read_text())["figures"]
+    assert "table3_td3_Hopper-v5.png" in figures
+
+
 def test_welch_interval_matches_scipy():
     rng = np.random.default_rng(3)
     a, b = rng.normal(1.0, 1.0, 7), rng.normal(0.0, 3.0, 10)

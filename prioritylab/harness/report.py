@@ -12,7 +12,8 @@ Reads every run folder under ``RUNS`` (a folder with ``manifest.json`` and
 * ``diagnostics_<agent>_<env>.png``: one panel per replay statistic
   (docs/diagnostics.md) over training, one line per sampler, 95 % bands;
 * ``ners_table3.md``: the drawn transitions' |TD error| and Q-value, mean and std
-  at the last evaluation, one row per sampler (the layout of NERS Table 3);
+  at the last evaluation, one row per sampler (the layout of NERS Table 3), and
+  ``table3_<agent>_<env>.png``, the same four statistics seed by seed;
 * ``gains.md`` / ``gains.csv``: mean and median % gain of each sampler's final score
   over a baseline sampler's, (x - y) / |y| per environment (LAP/PAL Table 2 format),
   against ``uniform`` and ``per`` when present;
@@ -290,10 +291,14 @@ def last_values(runs: list[dict], key: str) -> np.ndarray:
     return np.array([column(r["rows"], key)[-1] for r in runs])
 
 
+TABLE3_KEYS = ("td_mean", "td_std", "q_mean", "q_std")
+TABLE3_TITLES = ("|TD error| mean", "|TD error| std", "Q mean", "Q std")
+
+
 def ners_table3(groups: dict) -> str:
     """NERS Table 3's statistics of the drawn transitions at the last evaluation, mean over seeds; with at least
     :data:`MIN_CI_RUNS` seeds each cell also gives the 95 % t-interval half-width across seeds."""
-    keys = ("td_mean", "td_std", "q_mean", "q_std")
+    keys = TABLE3_KEYS
     lines = ["| agent | env | sampler | seeds | |TD error| mean | |TD error| std | Q mean | Q std |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for (agent, env, sampler), runs in sorted(groups.items()):
@@ -306,6 +311,45 @@ def ners_table3(groups: dict) -> str:
         lines += ["", "± : 95 % t-interval half-width across seeds."]
     lines += table3_differences(groups, keys)
     return "\n".join(lines) + "\n"
+
+
+def plot_table3(groups: dict, out: Path) -> list[Path]:
+    """``table3_<agent>_<env>.png``: NERS Table 3's four statistics at the last evaluation, one panel each;
+    every seed as a dot and, with at least two seeds, the mean with its 95 % t-interval, per sampler (the
+    samplers whose runs all logged the four)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_task = defaultdict(dict)
+    for (agent, env, sampler), runs in groups.items():
+        if all(np.isfinite(last_values(runs, k)).all() for k in TABLE3_KEYS):
+            by_task[(agent, env)][sampler] = runs
+    written = []
+    for (agent, env), samplers in sorted(by_task.items()):
+        names = sorted(samplers)
+        fig, axes = plt.subplots(1, 4, figsize=(12.5, 3.2))
+        for ax, key, title in zip(axes, TABLE3_KEYS, TABLE3_TITLES, strict=True):
+            for x, sampler in enumerate(names):
+                values = last_values(samplers[sampler], key)
+                offsets = np.linspace(-0.15, 0.15, values.size) if values.size > 1 else np.zeros(1)
+                ax.plot(x + offsets, values, "o", color=f"C{x}", ms=3.5, alpha=0.5)
+                if values.size > 1:
+                    mean, half = mean_ci(values)
+                    ax.errorbar(x + 0.3, mean, yerr=half, fmt="s", color=f"C{x}", ms=5, capsize=3)
+            ax.set_xticks(range(len(names)), names, fontsize=8)
+            ax.set_title(title, fontsize=9)
+            ax.tick_params(axis="y", labelsize=7)
+        fig.suptitle(f"Drawn transitions at the last evaluation, {agent.upper()} on {env} (NERS Table 3's "
+                     "statistics)", fontsize=10)  # fmt: skip
+        fig.text(0.01, -0.02, "Dots: each seed; square and bar: mean over seeds with its 95 % t-interval.",
+                 fontsize=7, ha="left", va="top")  # fmt: skip
+        path = out / f"table3_{agent}_{env.replace('/', '-')}.png"
+        save_figure(fig, path)
+        plt.close(fig)
+        written.append(path)
+    return written
 
 
 def welch_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
@@ -739,7 +783,7 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
     (out / "improvement.md").write_text("\n".join(lines) + "\n")
     over = overhead(comparable)
     (out / "overhead.md").write_text(overhead_markdown(over))
-    figures = plot_curves(groups, out)
+    figures = plot_curves(groups, out) + plot_table3(groups, out)
     write_manifest(out, {"runs": str(root), "include_partial": include_partial, "n_runs": len(runs)},
                    {"figures": sorted(p.name for p in out.glob("*.png")),
                     "run_folders": [str(r["folder"]) for r in runs],
