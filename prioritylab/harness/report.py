@@ -298,18 +298,17 @@ TABLE3_TITLES = ("|TD error| mean", "|TD error| std", "Q mean", "Q std")
 def ners_table3(groups: dict) -> str:
     """NERS Table 3's statistics of the drawn transitions at the last evaluation, mean over seeds; with at least
     :data:`MIN_CI_RUNS` seeds each cell also gives the 95 % t-interval half-width across seeds."""
-    keys = TABLE3_KEYS
     lines = ["| agent | env | sampler | seeds | |TD error| mean | |TD error| std | Q mean | Q std |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for (agent, env, sampler), runs in sorted(groups.items()):
         cells = []
-        for k, digits in zip(keys, (3, 3, 2, 2), strict=True):
+        for k, digits in zip(TABLE3_KEYS, (3, 3, 2, 2), strict=True):
             mean, half = mean_ci(last_values(runs, k))
             cells.append(f"{mean:.{digits}f} ± {half:.{digits}f}" if len(runs) >= MIN_CI_RUNS else f"{mean:.{digits}f}")
         lines.append(f"| {agent} | {env} | {sampler} | {len(runs)} | " + " | ".join(cells) + " |")
     if any(len(runs) >= MIN_CI_RUNS for runs in groups.values()):
         lines += ["", "± : 95 % t-interval half-width across seeds."]
-    lines += table3_differences(groups, keys)
+    lines += table3_differences(groups, TABLE3_KEYS)
     return "\n".join(lines) + "\n"
 
 

@@ -666,8 +666,10 @@ class ReplayBuffer:
                     f"state['writer']['open'] or ['last'] of environment {e} disagree with the "
                     "state['storage']['kind'] of its newest slot"
                 )
-            for loc in np.flatnonzero(after_empty[e] | broken[e])[:1]:
-                s, p = base + int(loc), base + (int(loc) - 1) % seg
+            bad = np.flatnonzero(after_empty[e] | broken[e])
+            if bad.size:
+                loc = int(bad[0])
+                s, p = base + loc, base + (loc - 1) % seg
                 if after_empty[e, loc]:
                     raise StateError(f"state['storage']['kind'] and ['ep_step'] of slot {s}: it follows an "
                                      "empty slot")  # fmt: skip
