@@ -375,3 +375,19 @@ def test_sweep_dry_run_prints_commands_one_can_paste(tmp_path):
                             env=env(), cwd=ROOT, timeout=120)  # fmt: skip
     assert pasted.returncode == 0, pasted.stderr
     assert (tmp_path / "runs" / FOLDER / "finished.json").exists()
+
+
+def test_a_setting_only_another_sampler_reads_does_not_split_a_group(tmp_path):
+    """Runs written before NERS's schedule setting existed lack it: for PER it is not read, so its seeds still
+    agree; for NERS it is, so its seeds do not."""
+    runs = tmp_path / "runs"
+    for sampler in ("per", "ners"):
+        fake_run(runs, sampler, 0, [1.0] * 12, replay={"alpha": 0.5})
+        fake_run(runs, sampler, 1, [2.0] * 12, replay={"alpha": 0.5, "ners_schedule": "episode"})
+    R.report(runs, tmp_path / "out")
+    text = (tmp_path / "out" / "table.md").read_text()
+    assert "ners: seeds differ in replay.ners_schedule (None, episode)" in text
+    assert "per: seeds differ" not in text
+    fake_run(runs, "per", 2, [3.0] * 12, replay={"alpha": 0.6, "ners_schedule": "episode"})
+    R.report(runs, tmp_path / "out")
+    assert "per: seeds differ in replay.alpha (0.5, 0.6)" in (tmp_path / "out" / "table.md").read_text()

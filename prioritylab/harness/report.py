@@ -70,6 +70,9 @@ LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
 # settings that do not change what a run learns or how it is scored
 IGNORED = ("seed", "out", "resume", "overwrite", "progress", "stop_after", "threads", "device", "checkpoint_every",
            "allow_no_updates", "diagnostics")  # fmt: skip
+ONLY_FOR = {"replay.ners_": "ners"}
+"""Settings (by prefix) that only the named sampler reads: for the others they neither split a group nor
+mark it, so a run written before such a setting existed (absent from its manifest) stays comparable."""
 MIN_CI_RUNS = 5
 """Fewest runs per task for which a table shows a bootstrap interval (fewer: the point estimate alone)."""
 PANELS = ("ess_mean", "age_median", "coverage", "top1_share", "prob_n_p99", "td_mean", "q_mean", "weight_mean")
@@ -221,7 +224,8 @@ def incomparable(groups: dict) -> dict:
     by_task = defaultdict(dict)
     for key, runs in groups.items():
         by_task[key[:2]][key[2]] = runs
-        within = differing([r["config"] for r in runs])
+        unread = tuple(prefix for prefix, sampler in ONLY_FOR.items() if sampler != key[2])
+        within = differing([r["config"] for r in runs], skip=lambda k, unread=unread: k.startswith(unread))
         if within:
             notes[key] = "seeds differ in " + "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in within.items())
     for (agent, env), samplers in by_task.items():
@@ -235,6 +239,7 @@ def incomparable(groups: dict) -> dict:
                 key = (agent, env, sampler)
                 notes[key] = f"{notes[key]}; {text}" if key in notes else text
     return notes
+
 
 def column(rows: list[dict], key: str) -> np.ndarray:
     return np.array([float(r.get(key, "nan") or "nan") for r in rows])
