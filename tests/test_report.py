@@ -229,6 +229,28 @@ def test_probability_of_improvement_over_uniform(tmp_path):
     assert "| td3 | Hopper-v5 | per | uniform | 5 x 1 | 1 [1, 1] |" in (tmp_path / "out" / "improvement.md").read_text()
 
 
+def test_bootstrap_intervals_are_the_same_in_every_report_and_leave_numpy_as_found(tmp_path):
+    runs = tmp_path / "runs"
+    rng = np.random.default_rng(5)
+    for seed in range(6):
+        for sampler in ("uniform", "per", "lap"):
+            fake_run(runs, sampler, seed, rng.normal(size=10).cumsum())
+    texts = []
+    for k in range(2):
+        np.random.random(k + 1)  # noqa: NPY002 -- the caller's global state differs between the two reports
+        R.report(runs, tmp_path / f"out{k}")
+        texts.append([(tmp_path / f"out{k}" / name).read_text() for name in ("aggregates.md", "improvement.md")])
+    assert texts[0] == texts[1]
+    np.random.seed(123)  # noqa: NPY002
+    np.random.random(1)  # noqa: NPY002
+    expected = np.random.get_state()  # noqa: NPY002
+    np.random.seed(123)  # noqa: NPY002
+    np.random.random(1)  # noqa: NPY002
+    R.report(runs, tmp_path / "out2")
+    got = np.random.get_state()  # noqa: NPY002
+    assert np.array_equal(got[1], expected[1]) and got[2] == expected[2]
+
+
 def test_minatar_games_are_normalised_between_random_play_and_uniform(tmp_path):
     from prioritylab.scores import MINATAR_RANDOM
 

@@ -56,6 +56,7 @@ import json
 import math
 import warnings
 from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -535,6 +536,20 @@ def human_normalised(groups: dict) -> list[dict]:
     return out
 
 
+@contextmanager
+def rliable_seeded(seed: int = 0):
+    """rliable's bootstraps draw their indices from NumPy's global generator (its ``random_state`` reaches
+    only arch's own generator): seed that for reproducible intervals, and give the caller its state back."""
+    saved = np.random.get_state()  # noqa: NPY002
+    np.random.seed(seed)  # noqa: NPY002
+    try:
+        with warnings.catch_warnings():  # arch's notice that random_state will become a NumPy Generator
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        np.random.set_state(saved)  # noqa: NPY002
+
+
 def aggregates(groups: dict, out: Path, reps: int = 2000) -> list[dict]:
     """IQM, mean and median with 95 % stratified-bootstrap CIs (rliable), and performance profiles.
 
@@ -552,8 +567,7 @@ def aggregates(groups: dict, out: Path, reps: int = 2000) -> list[dict]:
     rows = []
     for (agent, domain), score_dict in score_matrices(groups).items():
         n, tasks = score_dict[next(iter(score_dict))].shape
-        with warnings.catch_warnings():  # arch's notice that random_state will become a NumPy Generator
-            warnings.simplefilter("ignore", FutureWarning)
+        with rliable_seeded():
             point, ci = rly.get_interval_estimates(score_dict, agg, reps=reps, random_state=np.random.RandomState(0))
         for s in sorted(score_dict):
             row = {"agent": agent, "domain": domain, "sampler": s, "runs": n, "tasks": tasks,
@@ -625,8 +639,7 @@ def improvement(groups: dict, reps: int = 2000, baseline: str = "uniform") -> li
         pairs = {s: (score_dict[s], score_dict[baseline]) for s in sorted(score_dict) if s != baseline}
         if not pairs:
             continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
+        with rliable_seeded():
             point, ci = rly.get_interval_estimates(pairs, metrics.probability_of_improvement, reps=reps,
                                                    random_state=np.random.RandomState(0))  # fmt: skip
         n, tasks = score_dict[baseline].shape
@@ -655,16 +668,8 @@ def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path, rly) -> 
 
     allv = np.concatenate([v.ravel() for v in score_dict.values()])
     taus = np.linspace(allv.min(), allv.max(), 101)
-    # rliable's profile bootstrap draws from NumPy's global generator and takes no seed: seed it for a
-    # reproducible figure and give the caller its generator back afterwards
-    saved = np.random.get_state()  # noqa: NPY002
-    np.random.seed(0)  # noqa: NPY002
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            profiles, cis = rly.create_performance_profile(score_dict, taus, reps=500)
-    finally:
-        np.random.set_state(saved)  # noqa: NPY002
+    with rliable_seeded():
+        profiles, cis = rly.create_performance_profile(score_dict, taus, reps=500)
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     for k, s in enumerate(sorted(score_dict)):
         ax.plot(taus, profiles[s], color=f"C{k}", label=s)
