@@ -250,3 +250,27 @@ def test_td3_trains_on_cuda_with_pinned_batches(tmp_path):
                                       eval_every=300, device="cuda"))  # fmt: skip
     rows = read_rows(folder / "evaluations.csv")
     assert np.isfinite(float(rows[-1]["return_mean"]))
+
+
+def test_sigterm_while_the_run_is_set_up_stops_it_with_a_checkpoint(tmp_path, monkeypatch):
+    """A sweep may stop a run as soon as its manifest exists, before the training loop starts: the signal is
+    held and the run stops at its first episode end with a checkpoint, ready to resume."""
+    import os
+    import signal
+
+    from prioritylab.deep import loop
+    from prioritylab.deep.run import Interrupted
+
+    original = loop.write_run_manifest
+
+    def manifest_then_sigterm(*args, **kwargs):
+        original(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(loop, "write_run_manifest", manifest_then_sigterm)
+    cfg = settings("td3", tmp_path, env="Pendulum-v1", steps=700, start_steps=150, eval_every=100)
+    with pytest.raises(Interrupted) as stopped:
+        train(td3.SPEC, cfg)
+    assert stopped.value.signum == signal.SIGTERM and stopped.value.step == 200  # Pendulum's first episode end
+    assert torch.load(stopped.value.folder / "checkpoint.pt", weights_only=False)["step"] == 200
+    assert not (stopped.value.folder / "finished.json").exists()

@@ -237,7 +237,10 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     existed = folder.exists()
     lock = prepare_dir(folder, cfg.resume, cfg.overwrite)
     try:
-        return _train_locked(spec, cfg, folder, env, eval_env, device, method)
+        # from here on SIGINT/SIGTERM ask for a stop at an episode end with a checkpoint, even one that arrives
+        # while the run is still being set up (after its manifest is written, a sweep may stop it at any time)
+        with StopSignal() as stop:
+            return _train_locked(spec, cfg, folder, env, eval_env, device, method, stop)
     except SettingsError:
         if not existed:
             discard_new_dir(folder)
@@ -247,7 +250,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
 
 
 def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval_env: gym.Env,
-                  device: torch.device, method: Method) -> Path:  # fmt: skip
+                  device: torch.device, method: Method, stop: StopSignal) -> Path:  # fmt: skip
     identity = {"agent": spec.name, "env": cfg.env, "sampler": cfg.sampler, "seed": cfg.seed}
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -290,44 +293,43 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
                desc=f"{spec.name} {cfg.env} {cfg.sampler} s{cfg.seed}")  # fmt: skip
     stopped = False
     bar_updates, bar_time = updates, time.perf_counter()
-    with StopSignal() as stop:
-        while step < cfg.steps:
-            obs, reward, term, trunc = collect(spec, agent, env, buffer, rng, obs, explore=step >= starts)
-            episode_return += float(reward)
-            step += 1
-            if step >= starts and step % every == 0 and len(buffer) >= 1:
-                stats = learn(agent, buffer, method, step, cfg.batch_size, device)
-                updates += 1
-            if step % cfg.eval_every == 0 or step == cfg.steps:
-                returns = evaluate(agent, eval_env, cfg.seed + 100, cfg.eval_episodes)
-                last_eval = float(returns.mean())
-                extra = spec.score_columns(cfg.env, returns) if spec.score_columns is not None else {}
-                buffer.sampler.on_evaluation({"return": last_eval, "step": step, "updates": updates})
-                row = {"step": step, "episodes": episodes, "return_mean": last_eval, "return_std": float(returns.std()),
-                       **extra, "updates": updates,
-                       **{k: float(stats.get(k, math.nan)) for k in agent.stat_keys},
-                       **buffer.diagnostics_report()}  # fmt: skip
-                ess = row.get("ess_mean", math.nan)
-                log.record(row, {"step": step, **clock.rates(step, updates)})
-            if term or trunc:
-                episodes += 1
-                buffer.sampler.on_episode_end({"return": episode_return, "step": step, "updates": updates})
-                episode_return = 0.0  # checkpoints are taken here, so a resumed run starts at 0 as well
-                halt = stop.requested or (cfg.stop_after is not None and step >= cfg.stop_after)
-                if (step >= next_ckpt or halt) and step < cfg.steps:
-                    while next_ckpt <= step:
-                        next_ckpt += cfg.checkpoint_every
-                    save("stop" if halt else "periodic")
-                    if halt:
-                        stopped = True
-                        break
-                obs, _ = env.reset()
-            if step % 1000 == 0 or step == cfg.steps:
-                now = time.perf_counter()
-                ups = (updates - bar_updates) / max(now - bar_time, 1e-9)
-                bar_updates, bar_time = updates, now
-                bar.set_postfix(upd_s=f"{ups:.0f}", last_eval=f"{last_eval:.1f}", ess=f"{ess:.2f}", refresh=False)
-                bar.update(step - bar.n)
+    while step < cfg.steps:
+        obs, reward, term, trunc = collect(spec, agent, env, buffer, rng, obs, explore=step >= starts)
+        episode_return += float(reward)
+        step += 1
+        if step >= starts and step % every == 0 and len(buffer) >= 1:
+            stats = learn(agent, buffer, method, step, cfg.batch_size, device)
+            updates += 1
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            returns = evaluate(agent, eval_env, cfg.seed + 100, cfg.eval_episodes)
+            last_eval = float(returns.mean())
+            extra = spec.score_columns(cfg.env, returns) if spec.score_columns is not None else {}
+            buffer.sampler.on_evaluation({"return": last_eval, "step": step, "updates": updates})
+            row = {"step": step, "episodes": episodes, "return_mean": last_eval, "return_std": float(returns.std()),
+                   **extra, "updates": updates,
+                   **{k: float(stats.get(k, math.nan)) for k in agent.stat_keys},
+                   **buffer.diagnostics_report()}  # fmt: skip
+            ess = row.get("ess_mean", math.nan)
+            log.record(row, {"step": step, **clock.rates(step, updates)})
+        if term or trunc:
+            episodes += 1
+            buffer.sampler.on_episode_end({"return": episode_return, "step": step, "updates": updates})
+            episode_return = 0.0  # checkpoints are taken here, so a resumed run starts at 0 as well
+            halt = stop.requested or (cfg.stop_after is not None and step >= cfg.stop_after)
+            if (step >= next_ckpt or halt) and step < cfg.steps:
+                while next_ckpt <= step:
+                    next_ckpt += cfg.checkpoint_every
+                save("stop" if halt else "periodic")
+                if halt:
+                    stopped = True
+                    break
+            obs, _ = env.reset()
+        if step % 1000 == 0 or step == cfg.steps:
+            now = time.perf_counter()
+            ups = (updates - bar_updates) / max(now - bar_time, 1e-9)
+            bar_updates, bar_time = updates, now
+            bar.set_postfix(upd_s=f"{ups:.0f}", last_eval=f"{last_eval:.1f}", ess=f"{ess:.2f}", refresh=False)
+            bar.update(step - bar.n)
     bar.close()
     log.close()
     if stopped and stop.requested:
