@@ -45,6 +45,11 @@ def atomic_write(path: Path, write, binary: bool = False) -> None:
         raise
 
 
+def as_recorded(obj):
+    """``obj`` as :func:`write_json` records it, read back (tuples become lists, NumPy scalars numbers)."""
+    return json.loads(json.dumps(obj, default=_jsonable))
+
+
 def write_json(path, obj) -> None:
     atomic_write(Path(path), lambda fh: json.dump(obj, fh, indent=2, sort_keys=True, default=_jsonable))
 

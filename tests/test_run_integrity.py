@@ -317,6 +317,50 @@ def test_thread_count_is_recorded_and_a_resume_at_another_count_is_refused(tmp_p
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"} == before
 
 
+def test_a_resume_with_settings_that_change_the_run_is_refused_naming_them(tmp_path):
+    """A resumed run must continue as the uninterrupted one: other learning settings are refused before any
+    work, files untouched; where and how the run is kept may change."""
+    common = ["--steps", "600", "--eval-every", "200"]
+    assert run(train_cmd(tmp_path, *common, "--stop-after", "250")).returncode == 0
+    folder = tmp_path / FOLDER
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"}
+    refused = run(train_cmd(tmp_path, "--steps", "800", "--eval-every", "200", "--lr", "0.001", "--resume"))
+    lines = error_lines(refused)
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    assert "lr 0.0003 -> 0.001" in lines[0] and "steps 600 -> 800" in lines[0]
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"} == before
+    resumed = run(train_cmd(tmp_path, *common, "--checkpoint-every", "100", "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert (folder / "finished.json").exists()
+
+
+def test_a_run_recorded_before_a_setting_existed_resumes_only_with_the_value_it_ran_with(tmp_path):
+    """A manifest without ``replay.normalise`` ran with global normalisation: a PER run resumes with 'global'
+    and is refused with the new default 'batch'."""
+    common = ["--steps", "600", "--eval-every", "200", "--sampler", "per"]
+    assert run(train_cmd(tmp_path, *common, "--replay.normalise", "global", "--stop-after", "250")).returncode == 0
+    manifest = tmp_path / "td3_Pendulum-v1_per_s0" / "manifest.json"
+    recorded = json.loads(manifest.read_text())
+    del recorded["config"]["replay"]["normalise"]
+    manifest.write_text(json.dumps(recorded))
+    refused = run(train_cmd(tmp_path, *common, "--resume"))
+    assert refused.returncode == 2 and "replay.normalise 'global' -> 'batch'" in refused.stderr, refused.stderr
+    resumed = run(train_cmd(tmp_path, *common, "--replay.normalise", "global", "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_which_samplers_read_the_is_normalisation_is_the_method_table():
+    from prioritylab.deep.methods import METHOD_TABLE
+    from prioritylab.provenance import WEIGHTED, changed_settings
+
+    assert set(WEIGHTED) == {name for name, entry in METHOD_TABLE.items() if entry.uses_weights}
+    old = {"agent": "dqn", "sampler": "lap", "replay": {"alpha": None}}
+    assert changed_settings(old, {**old, "replay": {"alpha": None, "normalise": "batch"}}) == {}
+    old["sampler"] = "per"
+    assert changed_settings(old, {**old, "replay": {"alpha": None, "normalise": "batch"}}) == {
+        "replay.normalise": ("global", "batch")}
+
+
 # ---- the command line: one line, exit 2, nothing written ----
 
 BAD = [
@@ -386,8 +430,22 @@ def test_a_setting_only_another_sampler_reads_does_not_split_a_group(tmp_path):
         fake_run(runs, sampler, 1, [2.0] * 12, replay={"alpha": 0.5, "ners_schedule": "episode"})
     R.report(runs, tmp_path / "out")
     text = (tmp_path / "out" / "table.md").read_text()
-    assert "ners: seeds differ in replay.ners_schedule (None, episode)" in text
+    assert "ners: seeds differ in replay.ners_schedule (evaluation, episode)" in text
     assert "per: seeds differ" not in text
     fake_run(runs, "per", 2, [3.0] * 12, replay={"alpha": 0.6, "ners_schedule": "episode"})
     R.report(runs, tmp_path / "out")
     assert "per: seeds differ in replay.alpha (0.5, 0.6)" in (tmp_path / "out" / "table.md").read_text()
+
+
+def test_a_run_recorded_before_the_is_normalisation_setting_counts_as_global(tmp_path):
+    runs = tmp_path / "runs"
+    for sampler in ("uniform", "per"):
+        fake_run(runs, sampler, 0, [1.0] * 12, replay={"alpha": 0.5})
+        fake_run(runs, sampler, 1, [2.0] * 12, replay={"alpha": 0.5, "normalise": "global"})
+    R.report(runs, tmp_path / "out")
+    assert "seeds differ" not in (tmp_path / "out" / "table.md").read_text()
+    for sampler in ("uniform", "per"):
+        fake_run(runs, sampler, 2, [3.0] * 12, replay={"alpha": 0.5, "normalise": "batch"})
+    R.report(runs, tmp_path / "out")
+    text = (tmp_path / "out" / "table.md").read_text()
+    assert "per: seeds differ in replay.normalise (global, batch)" in text and "uniform: seeds differ" not in text

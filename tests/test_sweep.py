@@ -46,6 +46,24 @@ def test_runs_skip_finished_and_record_crashes(tmp_path, capsys):
     assert f"{sys.executable} -m prioritylab train td3 --env Pendulum-v1" in capsys.readouterr().out
 
 
+def test_a_finished_run_recorded_with_other_settings_stops_the_sweep_before_any_run(tmp_path, capsys):
+    """A finished run folder is counted as the sweep's only if it ran with the specification's settings."""
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC)
+    out = tmp_path / "runs"
+    assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1"]) == 0
+    spec.write_text(SPEC.replace('"batch_size": 4', '"batch_size": 6'))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["sweep", str(spec), "--out", str(out), "--seeds", "2"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "td3_Pendulum-v1_per_s0 (batch_size 4 -> 6)" in err
+    assert not (out / "td3_Pendulum-v1_per_s1").exists()  # nothing started
+    spec.write_text(SPEC.replace('"threads": 1', '"threads": 1, "progress": False'))  # bookkeeping only
+    assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1", "--dry-run"]) == 0
+
+
 def test_a_run_killed_before_its_first_checkpoint_starts_again(tmp_path, capsys):
     spec = tmp_path / "spec.py"
     spec.write_text(SPEC.replace("common}]\n", "common}][:1]\n"))

@@ -99,17 +99,49 @@ def parse(cls, argv: list[str], prog: str):
         raise
 
 
-def main(argv: list[str]) -> int:
+def _agents() -> tuple[dict, dict]:
+    """Every agent's Spec and settings dataclass, by name."""
     import importlib
-
-    from .loop import train
-    from .minatar import is_minatar
-    from .run import Interrupted, SettingsError
 
     specs, settings = {}, {}
     for name, module in AGENTS.items():
         mod = importlib.import_module(module)
         specs[name], settings[name] = mod.SPECS[name], mod.SETTINGS[name]
+    return specs, settings
+
+
+def _for_env(agent: str, argv: list[str], specs: dict, settings: dict) -> tuple:
+    """The Spec and settings class of ``agent`` for the ``--env`` in ``argv`` (MinAtar's for a MinAtar game)."""
+    from .minatar import is_minatar
+
+    if agent in ("dqn", "ddqn") and is_minatar(env_option(argv)):
+        from . import dqn
+
+        return dqn.MINATAR_SPECS[agent], dqn.MINATAR_SETTINGS[agent]
+    return specs[agent], settings[agent]
+
+
+def settings_for(argv: list[str]):
+    """The settings ``prioritylab train`` would run with for ``argv`` (``[agent, flags...]``), nothing run; a
+    bad agent or flag is ``ValueError`` with tyro's message on one line."""
+    specs, settings = _agents()
+    if not argv or argv[0] not in AGENTS:
+        raise ValueError(f"unknown agent {argv[0] if argv else ''!r}; choose one of {', '.join(AGENTS)}")
+    _, cls = _for_env(argv[0], argv[1:], specs, settings)
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured), contextlib.redirect_stdout(io.StringIO()):
+            return parse(cls, argv[1:], f"prioritylab train {argv[0]}")
+    except SystemExit:
+        raise ValueError(captured.getvalue().strip().splitlines()[-1] if captured.getvalue().strip()
+                         else "invalid arguments") from None  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    from .loop import train
+    from .run import Interrupted, SettingsError
+
+    specs, settings = _agents()
     if not argv or argv[0] not in AGENTS:
         if argv and argv[0] in ("-h", "--help"):
             print(usage(settings))
@@ -121,14 +153,11 @@ def main(argv: list[str]) -> int:
             print(usage(settings), file=sys.stderr)
         return 2
     agent = argv[0]
-    if agent in ("dqn", "ddqn") and is_minatar(env_option(argv[1:])):
-        from . import dqn
-
-        specs[agent], settings[agent] = dqn.MINATAR_SPECS[agent], dqn.MINATAR_SETTINGS[agent]
+    spec, cls = _for_env(agent, argv[1:], specs, settings)
     prog = f"prioritylab train {agent}"
-    cfg = parse(settings[agent], argv[1:], prog)  # SystemExit after --help or a parsing error
+    cfg = parse(cls, argv[1:], prog)  # SystemExit after --help or a parsing error
     try:
-        folder = train(specs[agent], cfg)
+        folder = train(spec, cfg)
     except SettingsError as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2

@@ -39,6 +39,7 @@ from .run import (
     StopSignal,
     check_common,
     check_memory,
+    check_resumable,
     discard_new_dir,
     env_rng_state,
     load_checkpoint,
@@ -257,6 +258,7 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
     checkpoint = load_checkpoint(folder / CHECKPOINT, identity) if cfg.resume else None
     if checkpoint is not None:
         check_threads(checkpoint, folder / CHECKPOINT)
+        check_resumable(folder, cfg, spec.name)
     agent, buffer, rng, noise = make_learner(spec, cfg, env, device, method)
 
     step, updates, episodes, next_ckpt = 0, 0, 0, cfg.checkpoint_every

@@ -109,13 +109,14 @@ def _check_pal(m) -> None:
 def _pser(m, capacity, seed):
     s = m.settings
     return make_sampler("pser", capacity, alpha=m.alpha, beta=m.beta0, eps=m.eps, rho=s.rho, eta=s.eta,
-                        window=s.window, mode=s.mode, seed=seed)  # fmt: skip
+                        window=s.window, mode=s.mode, normalise=s.normalise, seed=seed)  # fmt: skip
 
 
 register(MethodEntry("uniform", build=lambda m, capacity, seed: make_sampler("uniform", capacity, seed=seed)))
 register(MethodEntry(
     "per", uses_weights=True, default_alpha=_per_alpha,
-    build=lambda m, capacity, seed: make_sampler("per", capacity, alpha=m.alpha, beta=m.beta0, eps=m.eps, seed=seed),
+    build=lambda m, capacity, seed: make_sampler("per", capacity, alpha=m.alpha, beta=m.beta0, eps=m.eps,
+                                                 normalise=m.settings.normalise, seed=seed),
 ))  # fmt: skip
 register(MethodEntry(
     "lap", loss=lap_loss,

@@ -56,12 +56,18 @@ class ReplaySettings:
     """PSER decay window; None: W = floor(ln 0.01 / ln rho), eq. 9 (5 for rho = 0.4)."""
     mode: str = "max"
     """PSER decay rule: 'max' (eq. 6) or 'add' (eq. 7)."""
+    normalise: str = "batch"
+    """How per/pser/ners divide their IS weights so the largest is 1: by the minibatch's largest weight ('batch',
+    as the code behind the papers' deep results does: Dopamine, which PSER adapted, and the LAP/PAL authors'
+    TD3 and DDQN) or by the largest over every stored item ('global', PER Algorithm 1 read over the whole
+    replay; LAP/PAL Theorem 3, eq. 20).  With a tiny eps, 'global' can shrink every weight, and so the
+    step, by orders of magnitude (docs/samplers.md)."""
     ners_baseline: str = "previous"
+    """NERS replay reward (eq. 6): return minus that of the 'previous' evaluation (the paper) or of the 'first'
+    (the authors' public code); docs/ners.md."""
     ners_schedule: str = "episode"
     """When NERS trains: at the end of every training episode from its return ('episode', NERS Algorithm 1) or
     at each evaluation from the evaluation return ('evaluation', the text of its Section 2.3); docs/ners.md."""
-    """NERS replay reward (eq. 6): return minus that of the 'previous' evaluation (the paper) or of the 'first'
-    (the authors' public code); docs/ners.md."""
     ners_sample_size: int = N.SAMPLE_SIZE
     """NERS |I_train| per training step (Table B.1: 128)."""
     ners_lr: float = N.LEARNING_RATE
@@ -117,6 +123,8 @@ class Method:
 
     def describe(self) -> dict:
         base = {"name": self.name, "alpha": self.alpha, "beta0": self.beta0, "eps": self.eps, "kappa": self.kappa}
+        if self.uses_weights:
+            base["normalise"] = self.settings.normalise
         return {**base, **self.entry.describe(self.settings)}
 
     def make_sampler(self, capacity: int, seed) -> Sampler:

@@ -526,7 +526,8 @@ def _clone(obj):
 # -- the "ners" replay method -----------------------------------------------------------------------------
 def _build(m, capacity, seed) -> NERSSampler:
     s = m.settings
-    return NERSSampler(capacity, alpha=m.alpha, beta=m.beta0, seed=seed, sample_size=s.ners_sample_size,
+    return NERSSampler(capacity, alpha=m.alpha, beta=m.beta0, normalise=s.normalise, seed=seed,
+                       sample_size=s.ners_sample_size,
                        lr=s.ners_lr, baseline=s.ners_baseline, schedule=s.ners_schedule, local_hidden=s.ners_local,
                        score_hidden=s.ners_score)  # fmt: skip
 

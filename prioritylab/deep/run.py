@@ -42,7 +42,8 @@ import numpy as np
 import torch
 
 from .._cli import check_output_dir
-from ..results import atomic_write, write_csv, write_json, write_manifest
+from ..provenance import changed_settings
+from ..results import as_recorded, atomic_write, write_csv, write_json, write_manifest
 from .methods import METHODS, ReplaySettings
 
 CHECKPOINT = "checkpoint.pt"
@@ -456,10 +457,31 @@ class Clock:
         return time.perf_counter() - self.start
 
 
+def run_config(cfg, agent: str) -> dict:
+    """The settings as ``manifest.json`` records them (``config``): JSON values, tuples as lists."""
+    config = {"agent": agent, **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}}
+    return as_recorded(config)
+
+
 def write_run_manifest(path: Path, cfg, agent: str, device: torch.device, method: dict) -> None:
-    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()}
-    write_manifest(path, {"agent": agent, **config}, {"device": str(device), "method": method,
-                                                      "torch_threads": torch.get_num_threads()})  # fmt: skip
+    write_manifest(path, run_config(cfg, agent), {"device": str(device), "method": method,
+                                                  "torch_threads": torch.get_num_threads()})  # fmt: skip
+
+
+def check_resumable(path: Path, cfg, agent: str) -> None:
+    """Refuse to resume the run in ``path`` with settings that change what it computes (a resumed run must
+    continue as the uninterrupted one would), naming each; only where and how the run is kept may change
+    (:data:`prioritylab.provenance.RESUMABLE`)."""
+    manifest = path / "manifest.json"
+    try:
+        saved = json.loads(manifest.read_text())["config"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise SettingsError(f"cannot resume: {manifest} is not a readable run manifest ({err})") from None
+    changed = changed_settings(saved, run_config(cfg, agent))
+    if changed:
+        listed = "; ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changed.items())
+        raise SettingsError(f"cannot resume {path}: it ran with other settings ({listed}); resume with the "
+                            f"run's own settings, or start a new run")  # fmt: skip
 
 
 def mark_finished(path: Path, summary: dict) -> None:

@@ -62,18 +62,13 @@ from pathlib import Path
 import numpy as np
 
 from .._cli import check_output_dir, fail
+from ..provenance import IGNORED, recorded, unread_by
 from ..results import save_figure, write_csv, write_manifest
 from ..scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
 from ..scores import human_normalised as normalise_human
 
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
 LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
-# settings that do not change what a run learns or how it is scored
-IGNORED = ("seed", "out", "resume", "overwrite", "progress", "stop_after", "threads", "device", "checkpoint_every",
-           "allow_no_updates", "diagnostics")  # fmt: skip
-ONLY_FOR = {"replay.ners_": "ners"}
-"""Settings (by prefix) that only the named sampler reads: for the others they neither split a group nor
-mark it, so a run written before such a setting existed (absent from its manifest) stays comparable."""
 MIN_CI_RUNS = 5
 """Fewest runs per task for which a table shows a bootstrap interval (fewer: the point estimate alone)."""
 PANELS = ("ess_mean", "age_median", "coverage", "top1_share", "prob_n_p99", "td_mean", "q_mean", "weight_mean")
@@ -143,19 +138,8 @@ def read_run(folder: Path) -> dict:
     return {
         "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
         "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
-        "finished": (folder / "finished.json").exists(), "config": flat(config),
+        "finished": (folder / "finished.json").exists(), "config": recorded(config),
     }  # fmt: skip
-
-
-def flat(config: dict, prefix: str = "") -> dict:
-    """A manifest's config with nested settings as ``replay.alpha``."""
-    out = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            out.update(flat(value, f"{prefix}{key}."))
-        else:
-            out[prefix + key] = value
-    return out
 
 
 def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list[dict]]:
@@ -225,7 +209,7 @@ def incomparable(groups: dict) -> dict:
     by_task = defaultdict(dict)
     for key, runs in groups.items():
         by_task[key[:2]][key[2]] = runs
-        unread = tuple(prefix for prefix, sampler in ONLY_FOR.items() if sampler != key[2])
+        unread = unread_by(key[2])
         within = differing([r["config"] for r in runs], skip=lambda k, unread=unread: k.startswith(unread))
         if within:
             notes[key] = "seeds differ in " + "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in within.items())

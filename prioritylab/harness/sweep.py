@@ -137,6 +137,33 @@ def status(job: dict) -> str:
     return "new"
 
 
+def check_recorded(jobs: list[dict]) -> None:
+    """Refuse, before any run starts, a sweep whose run folders hold runs (finished, or to resume) recorded with
+    other settings than the specification's: a finished one would be counted as this sweep's, a resumed one
+    refused half-way.  ``ValueError`` naming each folder and setting."""
+    from ..deep.cli import settings_for
+    from ..deep.run import run_config
+    from ..provenance import changed_settings
+
+    clashes = []
+    for job in jobs:
+        manifest = job["folder"] / "manifest.json"
+        if status(job) not in ("finished", "resume") or not manifest.exists():
+            continue
+        try:
+            saved = json.loads(manifest.read_text())["config"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{manifest} is not a readable run manifest ({err})") from None
+        argv = job["args"][1:]
+        changed = changed_settings(saved, run_config(settings_for(argv), argv[0]))
+        if changed:
+            clashes.append(f"{job['folder']} ({'; '.join(f'{k} {a!r} -> {b!r}' for k, (a, b) in changed.items())})")
+    if clashes:
+        more = f" and {len(clashes) - 3} more" if len(clashes) > 3 else ""
+        raise ValueError(f"{len(clashes)} run folder(s) hold runs with other settings than this specification's: "
+                         f"{', '.join(clashes[:3])}{more}; move them away or sweep into another --out")  # fmt: skip
+
+
 def command(job: dict) -> list[str]:
     args = list(job["args"])
     state = status(job)
@@ -296,6 +323,7 @@ def _main(args) -> int:
     try:
         runs = select(load_spec(args.spec, args.budget), args.only)
         jobs = expand(runs, args.seeds, args.first_seed, args.out, by_seed=seed_major(args.spec))
+        check_recorded(jobs)
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     if args.dry_run:
