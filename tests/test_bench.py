@@ -27,7 +27,7 @@ def test_run_smoke_with_available_peers():
     peers, skipped = bench.available_peers()
     results = bench.run([64], [1, 8], seconds=0.005, repeats=1, peers=peers, progress=False)
     names = {r.contender for r in results}
-    ours = {"prioritylab", "prioritylab+min", "prioritylab+minmax", "prioritylab (jitted)"}
+    ours = {"prioritylab", "prioritylab+min", "prioritylab+minmax", "prioritylab (jitted)", "prioritylab (batch IS)"}
     assert ours <= names
     assert names - ours == set(peers)
     cells = {(r.batch, r.op) for r in results}

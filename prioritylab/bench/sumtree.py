@@ -19,7 +19,10 @@ with the ``bench`` extra):
   tree the ``per`` sampler keeps (``prioritylab+min``) and with both
   (``prioritylab+minmax``, the default of :class:`SumTree`).  At batch 1 also
   ``prioritylab (jitted)``: ``tree_set`` / ``tree_sample_one`` called from a
-  jitted loop, the testbed's path, which no peer offers (no ratio given).
+  jitted loop, the testbed's path, which no peer offers (no ratio given).  For
+  ``per-step``, ``prioritylab`` is the ``per`` sampler with its default global
+  IS normalisation (it keeps the min tree) and ``prioritylab (batch IS)`` the
+  one the deep agents use, normalised by the batch's largest weight (no min tree).
 * ``tianshou``: ``tianshou.data.utils.segtree.SegmentTree`` (binary, numba):
   ``tree[idx] = values`` and ``get_prefix_sum_idx(u * tree.reduce())`` (plain,
   not stratified, as its prioritised buffer does).
@@ -180,18 +183,19 @@ def _prioritylab(capacity: int, pool: Pool, rng: np.random.Generator) -> list[Co
         Contender("prioritylab (jitted)", "update", True, jit_update, JITTED_OPS),
         Contender("prioritylab (jitted)", "sample", True, jit_sample, JITTED_OPS),
     ]
-    per = make_sampler("per", capacity, seed=0)
-    per.add(np.arange(capacity))
-    per.update(np.arange(capacity), rng.standard_normal(capacity))
+    for name, normalise in (("prioritylab", "global"), ("prioritylab (batch IS)", "batch")):
+        per = make_sampler("per", capacity, normalise=normalise, seed=0)
+        per.add(np.arange(capacity))
+        per.update(np.arange(capacity), rng.standard_normal(capacity))
 
-    def per_step(k):
-        def step():
-            batch = per.sample(k)
-            per.update(batch.indices, pool.td[pool.take(k)])
+        def per_step(k, per=per):
+            def step():
+                batch = per.sample(k)
+                per.update(batch.indices, pool.td[pool.take(k)])
 
-        return step
+            return step
 
-    out.append(Contender("prioritylab", "per-step", True, per_step))
+        out.append(Contender(name, "per-step", True, per_step))
     return out
 
 
