@@ -370,6 +370,7 @@ BAD = [
     (["--resume"], "holds no checkpoint"),
     (["--no-such-option", "3"], "--no-such-option"),
     (["--env", "ALE/Pong-v5"], "needs a continuous (Box) action space"),
+    (["--replay.normalise", "max"], "normalise must be one of ('global', 'batch'), got 'max'"),
 ]
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from ..samplers import Sampler
+from ..samplers.per import check_normalise
 from ..schedules import LinearSchedule
 from . import ners as N
 from .method_table import METHOD_TABLE, MethodEntry, register
@@ -116,6 +117,7 @@ class Method:
         beta_end = self.beta0 if defaults.per_beta_end is None else defaults.per_beta_end
         self.beta = LinearSchedule(self.beta0, beta_end, total_steps)
         self.td_kappa = defaults.td_kappa
+        check_normalise(s.normalise)  # refused even where the sampler does not read it
         # build a small sampler now: a bad setting fails before any work, with the sampler's own message
         self.make_sampler(8, seed=0)
         if entry.check is not None:
