@@ -34,6 +34,7 @@ comparable."""
 BEFORE_IT_EXISTED = {
     "replay.normalise": "global",  # IS weights were divided by the largest over the whole replay
     "replay.ners_schedule": "evaluation",  # NERS trained at each evaluation
+    "clip_reward": True,  # DQN and Double DQN clipped every reward in the TD target (Atari)
 }
 """The value a run ran with when its manifest predates the setting."""
 

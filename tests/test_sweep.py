@@ -213,3 +213,16 @@ def test_a_bad_seed_major_is_a_one_line_error(tmp_path, capsys):
         cli_main(["sweep", str(spec), "--dry-run"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert err.value.code == 2 and len(lines) == 1 and "SEED_MAJOR must be True or False" in lines[0]
+
+
+@pytest.mark.parametrize(("spec", "study", "seeds"), [("atari_100k.py", "atari_100k", 2),
+                                                     ("sac_pendulum_table3.py", "sac_pendulum_table3", 10),
+                                                     ("minatar_study.py", "minatar_study", 5)])  # fmt: skip
+def test_the_committed_runs_are_what_their_specifications_run(spec, study, seeds):
+    """docs/results' README commands re-run the committed runs: every committed run folder a specification
+    names was recorded with the settings the specification gives it (the sweep would skip it as finished)."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    jobs = sweep.expand(sweep.load_spec(root / "deep" / spec, "reduced"), seeds, 0, root / "docs/results" / study / "runs",
+                        by_seed=sweep.seed_major(root / "deep" / spec))  # fmt: skip
+    assert sum(sweep.status(j) == "finished" for j in jobs) >= 8
+    sweep.check_recorded(jobs)
