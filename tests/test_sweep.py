@@ -222,7 +222,8 @@ def test_the_committed_runs_are_what_their_specifications_run(spec, study, seeds
     """docs/results' README commands re-run the committed runs: every committed run folder a specification
     names was recorded with the settings the specification gives it (the sweep would skip it as finished)."""
     root = pathlib.Path(__file__).resolve().parents[1]
-    jobs = sweep.expand(sweep.load_spec(root / "deep" / spec, "reduced"), seeds, 0, root / "docs/results" / study / "runs",
-                        by_seed=sweep.seed_major(root / "deep" / spec))  # fmt: skip
+    spec = root / "deep" / spec
+    jobs = sweep.expand(sweep.load_spec(spec, "reduced"), seeds, 0, root / "docs/results" / study / "runs",
+                        by_seed=sweep.seed_major(spec))  # fmt: skip
     assert sum(sweep.status(j) == "finished" for j in jobs) >= 8
     sweep.check_recorded(jobs)
