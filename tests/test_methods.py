@@ -39,3 +39,15 @@ def test_a_new_entry_is_a_new_method(monkeypatch):
     assert seen == ["p"]
     with pytest.raises(ValueError, match="already registered"):
         register(MethodEntry("per", build=lambda m, capacity, seed: None))
+
+
+@pytest.mark.parametrize("name", ["per", "pser", "ners"])
+def test_the_is_weights_are_normalised_by_the_batch_unless_asked_and_the_choice_is_recorded(name):
+    """The papers' code divides by the minibatch's largest weight; 'global' on request, in the manifest."""
+    from prioritylab.deep.dqn import DQN_DEFAULTS
+
+    for settings, expected in ((ReplaySettings(), "batch"), (ReplaySettings(normalise="global"), "global")):
+        method = Method(name, settings, DQN_DEFAULTS, 1000)
+        assert method.make_sampler(64, seed=0).normalise == expected
+        assert method.describe()["normalise"] == expected
+    assert "normalise" not in Method("lap", ReplaySettings(), DQN_DEFAULTS, 1000).describe()
