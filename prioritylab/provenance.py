@@ -9,7 +9,8 @@ command that continues it) read them alike:
   is scored;
 * :data:`ONLY_FOR`: settings (by prefix) that only some samplers read; for the others a
   difference means nothing;
-* :data:`BEFORE_IT_EXISTED`: what a run whose manifest predates a setting ran with.
+* :data:`BEFORE_IT_EXISTED`: what a run whose manifest predates a setting ran with;
+* :data:`RESOLVED`: settings compared through the values the manifest's ``method`` resolved.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ IGNORED = ("seed", "out", "resume", "overwrite", "progress", "stop_after", "thre
 
 RESUMABLE = ("out", "resume", "overwrite", "progress", "stop_after", "threads", "device", "checkpoint_every",
              "allow_no_updates")  # fmt: skip
-"""Settings a resumption may change: where and how the run is kept, not what it computes (the thread count is
-checked against the checkpoint's on its own)."""
+"""Settings a resumption may change: where and how the run is kept (the thread count is checked against the
+checkpoint's on its own).  The device may change too: a run moved from the CPU to a GPU continues, but not
+bit for bit as it would have on the CPU."""
 
 WEIGHTED = ("per", "pser", "ners")
 """The deep replay methods whose loss takes PER's IS weights (``MethodEntry.uses_weights``)."""
@@ -31,12 +33,19 @@ ONLY_FOR = {"replay.ners_": ("ners",), "replay.normalise": WEIGHTED}
 stop a resumption, so a run written before such a setting existed (absent from its manifest) stays
 comparable."""
 
-BEFORE_IT_EXISTED = {
-    "replay.normalise": "global",  # IS weights were divided by the largest over the whole replay
-    "replay.ners_schedule": "evaluation",  # NERS trained at each evaluation
-    "clip_reward": True,  # DQN and Double DQN clipped every reward in the TD target (Atari)
-}
-"""The value a run ran with when its manifest predates the setting."""
+RESOLVED = ("replay.alpha", "replay.beta0", "replay.eps", "replay.kappa")
+"""Config entries that are null when they take the agent's default for the sampler: where the manifest records
+the resolved values (its ``method``), those are compared instead, so a default that changes is seen and an
+explicit value equal to the default is not a difference."""
+
+BEFORE_IT_EXISTED = (
+    ("replay.normalise", "global", None),  # IS weights were divided by the largest over the whole replay
+    ("method.normalise", "global", ("sampler", WEIGHTED)),
+    ("replay.ners_schedule", "evaluation", None),  # NERS trained at each evaluation
+    ("clip_reward", True, ("agent", ("dqn", "ddqn"))),  # DQN and Double DQN clipped every reward (Atari)
+)
+"""``(setting, value, only)``: the value a run ran with when its manifest predates the setting; ``only`` limits
+the entry to runs whose ``(key, values)`` matches."""
 
 
 def flat(config: dict, prefix: str = "") -> dict:
@@ -50,11 +59,22 @@ def flat(config: dict, prefix: str = "") -> dict:
     return out
 
 
-def recorded(config: dict) -> dict:
-    """A manifest's config, flat, with the settings it predates filled in with the values it ran with."""
+def recorded(manifest: dict) -> dict:
+    """A run's settings from its manifest, flat: its ``config`` (``replay.alpha``, ...) and the resolved
+    sampler values of its ``method`` (``method.alpha``, ...; then the null-able :data:`RESOLVED` config
+    entries are left out), with the settings it predates filled in with the values it ran with.
+    ``ValueError`` if the manifest has no config."""
+    config = manifest.get("config") if isinstance(manifest, dict) else None
+    if not isinstance(config, dict):
+        raise ValueError("its config is not a mapping of settings")
     settings = flat(config)
-    for key, value in BEFORE_IT_EXISTED.items():
-        settings.setdefault(key, value)
+    method = manifest.get("method")
+    if isinstance(method, dict):
+        settings = {k: v for k, v in settings.items() if k not in RESOLVED}
+        settings.update(flat(method, "method."))
+    for key, value, only in BEFORE_IT_EXISTED:
+        if only is None or settings.get(only[0]) in only[1]:
+            settings.setdefault(key, value)
     return settings
 
 
@@ -65,8 +85,8 @@ def unread_by(sampler: str) -> tuple[str, ...]:
 
 def changed_settings(saved: dict, now: dict) -> dict[str, tuple]:
     """The settings a resumption would change, ``{key: (saved, now)}``: every setting of the saved run's
-    manifest config against the resuming command's, both as recorded, but the :data:`RESUMABLE` ones and those
-    the sampler does not read."""
+    manifest against the resuming command's (both manifests as :func:`recorded` reads them), but the
+    :data:`RESUMABLE` ones and those the sampler does not read."""
     old, new = recorded(saved), recorded(now)
     unread = unread_by(str(new.get("sampler")))
     keys = sorted({*old, *new})

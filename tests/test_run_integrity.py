@@ -329,6 +329,11 @@ def test_a_resume_with_settings_that_change_the_run_is_refused_naming_them(tmp_p
     assert refused.returncode == 2 and len(lines) == 1, refused.stderr
     assert "lr 0.0003 -> 0.001" in lines[0] and "steps 600 -> 800" in lines[0]
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"} == before
+    manifest = (folder / "manifest.json").read_bytes()
+    (folder / "manifest.json").unlink()
+    unknown = run(train_cmd(tmp_path, *common, "--resume"))
+    assert unknown.returncode == 2 and "no manifest.json" in unknown.stderr, unknown.stderr
+    (folder / "manifest.json").write_bytes(manifest)
     resumed = run(train_cmd(tmp_path, *common, "--checkpoint-every", "100", "--resume"))
     assert resumed.returncode == 0, resumed.stderr
     assert (folder / "finished.json").exists()
@@ -355,10 +360,25 @@ def test_which_samplers_read_the_is_normalisation_is_the_method_table():
 
     assert set(WEIGHTED) == {name for name, entry in METHOD_TABLE.items() if entry.uses_weights}
     old = {"agent": "dqn", "sampler": "lap", "replay": {"alpha": None}}
-    assert changed_settings(old, {**old, "replay": {"alpha": None, "normalise": "batch"}}) == {}
-    old["sampler"] = "per"
-    assert changed_settings(old, {**old, "replay": {"alpha": None, "normalise": "batch"}}) == {
-        "replay.normalise": ("global", "batch")}
+    now = {**old, "replay": {"alpha": None, "normalise": "batch"}}
+    assert changed_settings({"config": old}, {"config": now}) == {}
+    old["sampler"] = now["sampler"] = "per"
+    assert changed_settings({"config": old}, {"config": now}) == {"replay.normalise": ("global", "batch")}
+
+
+def test_resolved_sampler_values_are_compared_not_the_null_that_asks_for_the_default():
+    """A default that changed is a difference; an explicit value equal to the recorded default is not."""
+    from prioritylab.provenance import changed_settings
+
+    def manifest(alpha_setting, alpha):
+        return {"config": {"agent": "dqn", "sampler": "per", "replay": {"alpha": alpha_setting, "normalise": "batch"}},
+                "method": {"name": "per", "alpha": alpha, "normalise": "batch"}}  # fmt: skip
+
+    assert changed_settings(manifest(None, 0.5), manifest(0.5, 0.5)) == {}
+    assert changed_settings(manifest(None, 0.5), manifest(None, 0.6)) == {"method.alpha": (0.5, 0.6)}
+    old = manifest(None, 0.5)
+    del old["method"]["normalise"]  # recorded before the setting: global
+    assert changed_settings(old, manifest(None, 0.5)) == {"method.normalise": ("global", "batch")}
 
 
 # ---- the command line: one line, exit 2, nothing written ----

@@ -60,8 +60,24 @@ def test_a_finished_run_recorded_with_other_settings_stops_the_sweep_before_any_
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "td3_Pendulum-v1_per_s0 (batch_size 4 -> 6)" in err
     assert not (out / "td3_Pendulum-v1_per_s1").exists()  # nothing started
-    spec.write_text(SPEC.replace('"threads": 1', '"threads": 1, "progress": False'))  # bookkeeping only
+    with pytest.raises(SystemExit):  # a dry run lists every run, then refuses
+        cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"])
+    captured = capsys.readouterr()
+    assert "# finished" in captured.out and "2 runs" in captured.out and "batch_size 4 -> 6" in captured.err
+    spec.write_text(SPEC.replace('"threads": 1', '"threads": 1, "checkpoint_every": 7'))  # bookkeeping only
     assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1", "--dry-run"]) == 0
+    manifest = out / "td3_Pendulum-v1_per_s0" / "manifest.json"
+    for text in ("{not json", '{"config": null}', ""):
+        manifest.write_text(text)
+        capsys.readouterr()
+        with pytest.raises(SystemExit):
+            cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1"])
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "td3_Pendulum-v1_per_s0 (no readable manifest.json" in err, err
+    manifest.unlink()
+    with pytest.raises(SystemExit):
+        cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1"])
+    assert "no readable manifest.json" in capsys.readouterr().err
 
 
 def test_a_run_killed_before_its_first_checkpoint_starts_again(tmp_path, capsys):

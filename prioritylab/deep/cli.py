@@ -121,20 +121,26 @@ def _for_env(agent: str, argv: list[str], specs: dict, settings: dict) -> tuple:
     return specs[agent], settings[agent]
 
 
-def settings_for(argv: list[str]):
-    """The settings ``prioritylab train`` would run with for ``argv`` (``[agent, flags...]``), nothing run; a
-    bad agent or flag is ``ValueError`` with tyro's message on one line."""
+def recorded_for(argv: list[str]) -> dict:
+    """What ``manifest.json`` would record (config and resolved method) of ``prioritylab train`` with ``argv``
+    (``[agent, flags...]``), nothing run; a bad agent, flag or setting is ``ValueError`` with its message on one
+    line."""
+    from .methods import Method
+    from .run import recorded_now
+
     specs, settings = _agents()
     if not argv or argv[0] not in AGENTS:
         raise ValueError(f"unknown agent {argv[0] if argv else ''!r}; choose one of {', '.join(AGENTS)}")
-    _, cls = _for_env(argv[0], argv[1:], specs, settings)
+    spec, cls = _for_env(argv[0], argv[1:], specs, settings)
+    prog = f"prioritylab train {argv[0]}"
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured), contextlib.redirect_stdout(io.StringIO()):
-            return parse(cls, argv[1:], f"prioritylab train {argv[0]}")
+            cfg = parse(cls, argv[1:], prog)
     except SystemExit:
-        raise ValueError(captured.getvalue().strip().splitlines()[-1] if captured.getvalue().strip()
-                         else "invalid arguments") from None  # fmt: skip
+        lines = captured.getvalue().strip().splitlines()
+        raise ValueError(lines[-1].removeprefix(f"{prog}: error: ") if lines else "invalid arguments") from None
+    return recorded_now(cfg, argv[0], Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps).describe())
 
 
 def main(argv: list[str]) -> int:

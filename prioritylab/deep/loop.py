@@ -46,6 +46,7 @@ from .run import (
     mark_finished,
     pick_device,
     prepare_dir,
+    recorded_now,
     run_dir,
     save_atomic,
     set_env_rng_state,
@@ -255,10 +256,15 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
     identity = {"agent": spec.name, "env": cfg.env, "sampler": cfg.sampler, "seed": cfg.seed}
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    manifest = folder / "manifest.json"
+    if cfg.resume and manifest.exists():  # before the checkpoint, which may take minutes to read
+        check_resumable(folder, recorded_now(cfg, spec.name, method.describe()))
     checkpoint = load_checkpoint(folder / CHECKPOINT, identity) if cfg.resume else None
     if checkpoint is not None:
         check_threads(checkpoint, folder / CHECKPOINT)
-        check_resumable(folder, cfg, spec.name)
+        if not manifest.exists():
+            raise SettingsError(f"cannot resume {folder}: it holds a checkpoint but no manifest.json, so the "
+                                f"settings it ran with are unknown")  # fmt: skip
     agent, buffer, rng, noise = make_learner(spec, cfg, env, device, method)
 
     step, updates, episodes, next_ckpt = 0, 0, 0, cfg.checkpoint_every

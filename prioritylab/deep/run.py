@@ -468,16 +468,20 @@ def write_run_manifest(path: Path, cfg, agent: str, device: torch.device, method
                                                   "torch_threads": torch.get_num_threads()})  # fmt: skip
 
 
-def check_resumable(path: Path, cfg, agent: str) -> None:
+def recorded_now(cfg, agent: str, method: dict) -> dict:
+    """What ``manifest.json`` would record of a run with these settings: its config and resolved method."""
+    return {"config": run_config(cfg, agent), "method": as_recorded(method)}
+
+
+def check_resumable(path: Path, now: dict) -> None:
     """Refuse to resume the run in ``path`` with settings that change what it computes (a resumed run must
-    continue as the uninterrupted one would), naming each; only where and how the run is kept may change
-    (:data:`prioritylab.provenance.RESUMABLE`)."""
+    continue as the uninterrupted one would), naming each; ``now`` is :func:`recorded_now` of the resuming
+    command.  Only where and how the run is kept may change (:data:`prioritylab.provenance.RESUMABLE`)."""
     manifest = path / "manifest.json"
     try:
-        saved = json.loads(manifest.read_text())["config"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
+        changed = changed_settings(json.loads(manifest.read_text()), now)
+    except (OSError, ValueError, AttributeError) as err:
         raise SettingsError(f"cannot resume: {manifest} is not a readable run manifest ({err})") from None
-    changed = changed_settings(saved, run_config(cfg, agent))
     if changed:
         listed = "; ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changed.items())
         raise SettingsError(f"cannot resume {path}: it ran with other settings ({listed}); resume with the "

@@ -106,9 +106,12 @@ def read_run(folder: Path) -> dict:
     """One run folder's config and evaluation rows; ``ValueError`` naming the file if it is corrupt."""
     manifest = folder / "manifest.json"
     try:
-        config = json.loads(manifest.read_text()).get("config", {})
+        recorded_manifest = json.loads(manifest.read_text())
+        config = recorded_manifest.get("config", {})
     except (OSError, ValueError, AttributeError) as err:
         raise ValueError(f"{manifest}: not readable JSON ({err})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{manifest}: its config is not a mapping of settings")
     for key in ("agent", "env", "sampler"):
         if not isinstance(config.get(key), str):
             raise ValueError(f"{manifest}: config has no {key}")
@@ -138,7 +141,7 @@ def read_run(folder: Path) -> dict:
     return {
         "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
         "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
-        "finished": (folder / "finished.json").exists(), "config": recorded(config),
+        "finished": (folder / "finished.json").exists(), "config": recorded(recorded_manifest),
     }  # fmt: skip
 
 
@@ -217,7 +220,7 @@ def incomparable(groups: dict) -> dict:
         if len(samplers) < 2:
             continue
         across = differing([runs[0]["config"] for runs in samplers.values()],
-                           skip=lambda k: k == "sampler" or k.startswith("replay."))  # fmt: skip
+                           skip=lambda k: k == "sampler" or k.startswith(("replay.", "method.")))  # fmt: skip
         if across:
             text = "samplers differ in " + "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in across.items())
             for sampler in samplers:

@@ -139,23 +139,25 @@ def status(job: dict) -> str:
 
 def check_recorded(jobs: list[dict]) -> None:
     """Refuse, before any run starts, a sweep whose run folders hold runs (finished, or to resume) recorded with
-    other settings than the specification's: a finished one would be counted as this sweep's, a resumed one
-    refused half-way.  ``ValueError`` naming each folder and setting."""
-    from ..deep.cli import settings_for
-    from ..deep.run import run_config
+    other settings than the specification's, or without a readable manifest: a finished one would be counted
+    as this sweep's, a resumed one refused half-way.  ``ValueError`` naming each folder and setting."""
+    from ..deep.cli import recorded_for
     from ..provenance import changed_settings
 
     clashes = []
     for job in jobs:
+        if status(job) not in ("finished", "resume"):
+            continue  # new, or started again from scratch with --overwrite
         manifest = job["folder"] / "manifest.json"
-        if status(job) not in ("finished", "resume") or not manifest.exists():
-            continue
         try:
-            saved = json.loads(manifest.read_text())["config"]
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise ValueError(f"{manifest} is not a readable run manifest ({err})") from None
-        argv = job["args"][1:]
-        changed = changed_settings(saved, run_config(settings_for(argv), argv[0]))
+            now = recorded_for(job["args"][1:])
+        except ValueError as err:
+            raise ValueError(f"run {job['name']}: {err}") from None
+        try:
+            changed = changed_settings(json.loads(manifest.read_text()), now)
+        except (OSError, ValueError, AttributeError) as err:
+            clashes.append(f"{job['folder']} (no readable manifest.json: {err})")
+            continue
         if changed:
             clashes.append(f"{job['folder']} ({'; '.join(f'{k} {a!r} -> {b!r}' for k, (a, b) in changed.items())})")
     if clashes:
@@ -323,9 +325,13 @@ def _main(args) -> int:
     try:
         runs = select(load_spec(args.spec, args.budget), args.only)
         jobs = expand(runs, args.seeds, args.first_seed, args.out, by_seed=seed_major(args.spec))
-        check_recorded(jobs)
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
+    try:
+        check_recorded(jobs)
+        clash = None
+    except ValueError as err:
+        clash = str(err)
     if args.dry_run:
         try:
             for j in jobs:
@@ -333,6 +339,9 @@ def _main(args) -> int:
             print(f"{len(jobs)} runs", flush=True)
         except BrokenPipeError:  # the reader went away (``| head``): stop quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if clash is not None:
+        fail("prioritylab sweep", clash)
+    if args.dry_run:
         return 0
     try:
         check_output_dir(args.out)
