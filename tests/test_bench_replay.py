@@ -35,11 +35,11 @@ def test_quick_run_without_peers(untimed, tmp_path, capsys):
     assert "prioritylab per" in out and "prioritylab uniform" in out and "memory per 100,000" in out
     doc = json.loads(path.read_text())
     cells = {(r["layout"], r["num_envs"], r["contender"]) for r in doc["results"]}
-    kinds = ("per", "uniform", "per +diagnostics")
+    kinds = ("per", "uniform", "per +diagnostics", "per (batch IS)")
     assert cells == {(layout, n, f"prioritylab {k}") for layout in ("mujoco", "atari") for n in (1, 8) for k in kinds}
     assert all(r["ratio"] is None for r in doc["results"])  # no peer, no ratio
     assert doc["config"]["peers"] == []
-    assert len(untimed) == 12  # every cell's steps ran
+    assert len(untimed) == 16  # every cell's steps ran
 
 
 def test_step_returns_torch_batches_and_memory_matches_formula(untimed):

@@ -21,7 +21,10 @@ with the ``bench`` extra):
   ``sample(256, beta=0.4, device="cpu")`` and ``update(batch, td)``.  It stores
   each observation (its newest frame) once.  Built with ``diagnostics=False``, as the
   peers compute no replay diagnostics; ``prioritylab per +diagnostics`` is the same
-  ``per`` buffer with them on (what a training run of the agents pays).
+  ``per`` buffer with them on (what a training run of the agents pays).  ``prioritylab
+  per`` normalises its IS weights by the largest over the whole buffer, as cpprb and
+  tianshou do; ``prioritylab per (batch IS)`` by the minibatch's largest, as the deep
+  agents do by default (it keeps no min tree).
 * ``cpprb``: ``cpprb.PrioritizedReplayBuffer``, all ``N`` rows in one ``add``
   call; ``sample(256, beta=0.4)``, ``torch.from_numpy`` of each field,
   ``update_priorities``.  With one environment and Atari frames it stores
@@ -191,12 +194,13 @@ def _fill_steps(capacity: int, n: int) -> int:
 # ------------------------------------------------------------------------------------- contenders
 
 
-def _prioritylab(kind: str, layout: Layout, n: int, capacity: int, steps: Steps, diagnostics: bool = False
-                 ) -> Contender:  # fmt: skip
+def _prioritylab(kind: str, layout: Layout, n: int, capacity: int, steps: Steps, diagnostics: bool = False,
+                 normalise: str | None = None) -> Contender:  # fmt: skip
     import torch  # noqa: F401  (imported before timing, as by every contender)
 
+    options = {} if normalise is None else {"normalise": normalise}
     buf = ReplayBuffer(
-        capacity, layout.obs_shape, layout.action_shape, sampler=make_sampler(kind, capacity, seed=0),
+        capacity, layout.obs_shape, layout.action_shape, sampler=make_sampler(kind, capacity, seed=0, **options),
         num_envs=n, obs_dtype=layout.obs_dtype, action_dtype=layout.action_dtype, frame_stack=layout.frame_stack,
         diagnostics=diagnostics,
     )  # fmt: skip
@@ -213,7 +217,8 @@ def _prioritylab(kind: str, layout: Layout, n: int, capacity: int, steps: Steps,
         return batch
 
     stores = "newest frame of each observation once per slot" if layout.frame_stack > 1 else "obs once per slot"
-    name = f"prioritylab {kind}" + (" +diagnostics" if diagnostics else "")
+    name = f"prioritylab {kind}" + (" (batch IS)" if normalise == "batch" else "")
+    name += " +diagnostics" if diagnostics else ""
     return Contender(name, True, kind, step, stores, memory_bytes=buf.memory_bytes())
 
 
@@ -364,6 +369,8 @@ def build(layout: Layout, n: int, capacity: int, peers: Iterable[str], seed: int
         ("prioritylab uniform", lambda cap, s: _prioritylab("uniform", layout, n, cap, s)),
         # what a training run pays: the replay diagnostics the agents report (the peers compute none)
         ("prioritylab per +diagnostics", lambda cap, s: _prioritylab("per", layout, n, cap, s, diagnostics=True)),
+        # the IS normaliser of the deep agents (the papers' code): the minibatch's largest weight, no min tree
+        ("prioritylab per (batch IS)", lambda cap, s: _prioritylab("per", layout, n, cap, s, normalise="batch")),
     ] + [(p, lambda cap, s, p=p: PEER_BUILDERS[p](layout, n, cap, s)) for p in peers]
     for k, (name, make) in enumerate(makers):
         if bar is not None:
