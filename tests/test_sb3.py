@@ -219,6 +219,20 @@ def test_save_and_load_keep_the_sampler_and_continue_sampling(tmp_path):
     np.testing.assert_array_equal(drawn["original"][2], drawn["loaded"][2])
 
 
+def test_the_is_normaliser_is_the_minibatchs_and_a_buffer_pickled_before_the_option_loads_as_global():
+    model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(sampler="per"), **_dqn_kwargs())
+    model.learn(300)
+    buffer = model.replay_buffer
+    assert buffer.replay.sampler.normalise == "batch"
+    old = PrioritizedReplayBuffer(buffer.buffer_size, buffer.observation_space, buffer.action_space,
+                                  sampler="per", normalise="global")  # fmt: skip
+    state = old.__getstate__()
+    del state["init"]["normalise"]
+    restored = PrioritizedReplayBuffer.__new__(PrioritizedReplayBuffer)
+    restored.__setstate__(state)
+    assert restored.replay.sampler.normalise == "global"
+
+
 def test_learning_twice_resets_cleanly():
     """learn() called again (SB3 resets the environment) ends the open episode; the buffer stays valid."""
     model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(sampler="pser"), **_dqn_kwargs())
@@ -245,6 +259,7 @@ def test_methods_train_sac(sampler):
         (dict(sampler="pser", rho=2.0), "rho"),
         (dict(sampler="lap", kappa=0.0), "kappa"),
         (dict(gamma=0.0, n_steps=3), "gamma=0.0"),
+        (dict(sampler="per", normalise="max"), "normalise must be one of"),
     ],
 )
 def test_bad_buffer_settings_are_one_line_errors(kwargs, match):

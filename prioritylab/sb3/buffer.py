@@ -58,7 +58,7 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
     * ``sampler``: ``uniform``, ``per``, ``lap``, ``pal`` or ``pser``
       (:mod:`prioritylab.deep.methods`; PAL samples uniformly and changes the loss);
     * ``alpha``, ``beta0``, ``eps``, ``kappa``, ``rho``, ``eta``, ``window``,
-      ``mode``: the method's settings (:class:`~prioritylab.deep.methods.ReplaySettings`);
+      ``mode``, ``normalise``: the method's settings (:class:`~prioritylab.deep.methods.ReplaySettings`);
       unset ones take prioritylab's DQN table for discrete actions, its TD3/SAC
       table otherwise;
     * ``n_steps``, ``gamma``: n-step returns, as SB3's ``NStepReplayBuffer``;
@@ -91,6 +91,7 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         eta: float = 0.7,
         window: int | None = None,
         mode: str = "max",
+        normalise: str = "batch",
         n_steps: int = 1,
         gamma: float = 0.99,
         frame_stack: int = 1,
@@ -112,7 +113,7 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         BaseBuffer.__init__(self, buffer_size, observation_space, action_space, device, n_envs=n_envs)
         discrete = isinstance(action_space, spaces.Discrete)
         settings = ReplaySettings(alpha=alpha, beta0=beta0, eps=eps, kappa=kappa, rho=rho, eta=eta, window=window,
-                                  mode=mode)  # fmt: skip
+                                  mode=mode, normalise=normalise)  # fmt: skip
         self.method = Method(sampler, settings, DQN_DEFAULTS if discrete else CONTINUOUS_DEFAULTS, total_steps=1)
         self.handle_timeout_termination = bool(handle_timeout_termination)
         self.optimize_memory_usage = False
@@ -202,7 +203,8 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
                 "last_next": self._last_next}  # fmt: skip
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(**state["init"])
+        # a buffer pickled before the normalise option existed normalised its IS weights globally
+        self.__init__(**{"normalise": "global", **state["init"]})
         self.replay.load_state_dict(state["replay"])
         self._last_next[...] = state["last_next"]
         self.device = state["device"]
