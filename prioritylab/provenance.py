@@ -1,7 +1,8 @@
 """What a run's recorded settings mean when two runs, or a run and its resumption, are compared.
 
-A run's ``manifest.json`` holds its settings (``config``).  Three facts decide whether two
-sets of settings describe the same experiment, and they live here so that the report
+A run's ``manifest.json`` holds its settings (``config``, and the sampler values they resolved
+to, ``method``).  The facts below decide whether two sets of settings describe the same
+experiment, and they live here so that the report
 (which compares seeds and samplers) and ``train --resume`` (which compares a run with the
 command that continues it) read them alike:
 
@@ -15,15 +16,15 @@ command that continues it) read them alike:
 
 from __future__ import annotations
 
-IGNORED = ("seed", "out", "resume", "overwrite", "progress", "stop_after", "threads", "device", "checkpoint_every",
-           "allow_no_updates", "diagnostics")  # fmt: skip
-"""Settings that do not change what a run learns or how it is scored."""
-
 RESUMABLE = ("out", "resume", "overwrite", "progress", "stop_after", "threads", "device", "checkpoint_every",
              "allow_no_updates")  # fmt: skip
 """Settings a resumption may change: where and how the run is kept (the thread count is checked against the
 checkpoint's on its own).  The device may change too: a run moved from the CPU to a GPU continues, but not
 bit for bit as it would have on the CPU."""
+
+IGNORED = (*RESUMABLE, "seed", "diagnostics")
+"""Settings that do not change what a run learns or how it is scored (when runs are compared with each other,
+the seed is what varies, and the diagnostics only log)."""
 
 WEIGHTED = ("per", "pser", "ners")
 """The deep replay methods whose loss takes PER's IS weights (``MethodEntry.uses_weights``)."""
