@@ -45,6 +45,11 @@ def run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout, cwd=ROOT)
 
 
+def run_files(folder: Path) -> dict[str, bytes]:
+    """The bytes of every file of a run folder but its lock."""
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"}
+
+
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
     return [line for line in proc.stderr.strip().splitlines() if line.strip()]
 
@@ -309,12 +314,12 @@ def test_thread_count_is_recorded_and_a_resume_at_another_count_is_refused(tmp_p
     folder = tmp_path / FOLDER
     assert json.loads((folder / "manifest.json").read_text())["torch_threads"] == 1
     assert torch.load(folder / "checkpoint.pt", weights_only=False)["threads"] == 1
-    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"}
+    before = run_files(folder)
     refused = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--resume", "--threads", "2"))
     lines = error_lines(refused)
     assert refused.returncode == 2 and len(lines) == 1, refused.stderr
     assert "1 torch thread" in lines[0] and "--threads 1" in lines[0]
-    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"} == before
+    assert run_files(folder) == before
 
 
 def test_a_resume_with_settings_that_change_the_run_is_refused_naming_them(tmp_path):
@@ -323,12 +328,12 @@ def test_a_resume_with_settings_that_change_the_run_is_refused_naming_them(tmp_p
     common = ["--steps", "600", "--eval-every", "200"]
     assert run(train_cmd(tmp_path, *common, "--stop-after", "250")).returncode == 0
     folder = tmp_path / FOLDER
-    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"}
+    before = run_files(folder)
     refused = run(train_cmd(tmp_path, "--steps", "800", "--eval-every", "200", "--lr", "0.001", "--resume"))
     lines = error_lines(refused)
     assert refused.returncode == 2 and len(lines) == 1, refused.stderr
     assert "lr 0.0003 -> 0.001" in lines[0] and "steps 600 -> 800" in lines[0]
-    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"} == before
+    assert run_files(folder) == before
     manifest = (folder / "manifest.json").read_bytes()
     (folder / "manifest.json").unlink()
     unknown = run(train_cmd(tmp_path, *common, "--resume"))
