@@ -111,10 +111,37 @@ def test_a_run_another_sweep_finished_meanwhile_is_skipped(tmp_path, monkeypatch
         (tmp_path / "b" / "finished.json").write_text("{}")  # as if a second sweep finished "b" meanwhile
         return 0, ""
 
+    checked = []
     monkeypatch.setattr(sweep, "run_local", fake_run)
+    monkeypatch.setattr(sweep, "check_recorded", checked.append)  # "b" ran with this sweep's settings
     results = sweep.run_sweep(jobs, 1, "local", None, tmp_path / "sweep.json")
-    assert len(started) == 1
+    assert len(started) == 1 and checked == [[jobs[1]]]
     assert results == {"a": {"status": "finished", "exit_code": 0}, "b": {"status": "finished (skipped)"}}
+
+
+def test_a_run_another_sweep_finished_meanwhile_with_other_settings_is_not_counted(tmp_path, monkeypatch, capsys):
+    """The settings of a run found finished when its turn comes are checked again, as at the sweep's start."""
+    one = SPEC.replace("common}]\n", "common}][:1]\n")
+    spec, other_spec = tmp_path / "spec.py", tmp_path / "other.py"
+    spec.write_text(one)
+    other_spec.write_text(one.replace('"batch_size": 4', '"batch_size": 6'))
+    out = tmp_path / "runs"
+    jobs = sweep.expand(sweep.load_spec(spec, "reduced"), 2, 0, out)
+    other = sweep.expand(sweep.load_spec(other_spec, "reduced"), 2, 0, out)
+    real_run = sweep.run_local
+
+    def run_then_other_sweep_finishes_seed_1(cmd, cwd=None):
+        rc = real_run(cmd, cwd)
+        assert real_run(sweep.command(other[1]))[0] == 0  # another sweep, batch 6, finishes seed 1 meanwhile
+        return rc
+
+    monkeypatch.setattr(sweep, "run_local", run_then_other_sweep_finishes_seed_1)
+    results = sweep.run_sweep(jobs, 1, "local", None, out / "sweep.json")
+    assert results["td3_Pendulum-v1_per_s0"] == {"status": "finished", "exit_code": 0}
+    late = results["td3_Pendulum-v1_per_s1"]
+    assert late["status"] == "finished elsewhere with other settings" and late["exit_code"] == sweep.OTHER_SETTINGS
+    assert "td3_Pendulum-v1_per_s1 (batch_size 6 -> 4)" in late["error"]
+    assert json.loads((out / "sweep.json").read_text())["runs"] == results
 
 
 def test_only_selects_runs_by_their_settings(tmp_path, capsys):

@@ -11,7 +11,10 @@ seed, then every run with the next), so that a sweep stopped part-way has the
 same seeds for every run.
 
 Each (run, seed) is one ``prioritylab train`` process writing its own run
-folder under ``--out``.  A finished run (``finished.json``) is skipped; an
+folder under ``--out``.  A finished run (``finished.json``) recorded with the
+specification's settings is skipped (one with other settings stops the sweep
+before any run, or, if another sweep finishes it meanwhile, is recorded as such
+in ``sweep.json`` and fails the sweep); an
 interrupted one (a checkpoint, no ``finished.json``) resumes from its
 checkpoint; one interrupted before its first checkpoint has nothing to resume
 and starts again from scratch (``--overwrite``).  A run that crashes is recorded with its exit code and the end of
@@ -50,6 +53,7 @@ from ..results import write_json
 
 BUDGETS = ("reduced", "paper")
 NOT_STARTED = -1  # exit code recorded for a run the sweep did not start because it was stopped
+OTHER_SETTINGS = -2  # exit code recorded for a run another sweep finished, meanwhile, with other settings
 _children: dict[int, subprocess.Popen] = {}  # the running ``prioritylab train`` processes, by pid
 _children_lock = threading.Lock()
 _stopping = threading.Event()
@@ -235,10 +239,15 @@ class _StopOnSignal:
 
 def _run_job(job: dict) -> tuple[int | None, str]:
     """Run a job of the local pool; its status and command are taken when it starts, not when the sweep
-    started, so a run another sweep finished meanwhile is skipped (exit code None)."""
+    started, so a run another sweep finished meanwhile is skipped (exit code None), or, if that sweep ran it
+    with other settings, recorded as such (``OTHER_SETTINGS``) rather than counted as this sweep's."""
     if _stopping.is_set():
         return NOT_STARTED, ""
     if status(job) == "finished":
+        try:
+            check_recorded([job])
+        except ValueError as err:
+            return OTHER_SETTINGS, str(err)
         return None, ""
     return run_local(command(job))
 
@@ -253,6 +262,8 @@ def outcome(rc: int) -> str:
         return "finished"
     if rc == NOT_STARTED:
         return "not started (sweep stopped)"
+    if rc == OTHER_SETTINGS:
+        return "finished elsewhere with other settings"
     if rc in (128 + signal.SIGINT, 128 + signal.SIGTERM):
         return "interrupted (checkpoint written)"
     return "crashed"
@@ -272,7 +283,10 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, 
             write_json(record, {"started": started, "runs": results})
             return
         results[job["name"]] = {"status": outcome(rc), "exit_code": rc}
-        if results[job["name"]]["status"] == "crashed":
+        if rc == OTHER_SETTINGS:
+            results[job["name"]]["error"] = err
+            tqdm.write(f"run {job['name']} was finished meanwhile by another sweep: {err}")
+        elif results[job["name"]]["status"] == "crashed":
             results[job["name"]]["error"] = err
             tqdm.write(f"run {job['name']} crashed (exit {rc}): {err.strip().splitlines()[-1] if err.strip() else ''}")
         bar.update(1)
@@ -354,6 +368,8 @@ def _main(args) -> int:
               f"resume them (see {args.out}/sweep.json)", file=sys.stderr)  # fmt: skip
         return 128 + signum
     crashed = [k for k, v in results.items() if v["status"] == "crashed"]
-    print(f"{len(jobs) - len(crashed)} of {len(jobs)} runs finished; {len(crashed)} crashed "
+    elsewhere = [k for k, v in results.items() if v["status"] == outcome(OTHER_SETTINGS)]
+    also = f"; {len(elsewhere)} finished meanwhile by another sweep with other settings" if elsewhere else ""
+    print(f"{len(jobs) - len(crashed) - len(elsewhere)} of {len(jobs)} runs finished; {len(crashed)} crashed{also} "
           f"(see {args.out}/sweep.json)")  # fmt: skip
-    return 1 if crashed else 0
+    return 1 if crashed or elsewhere else 0
