@@ -28,7 +28,7 @@ def fake_run(root, sampler, seed, returns, finished=True, extra=None, env="Hoppe
             w.writerow({"step": 100 * (i + 1), "return_mean": r, "ess_mean": 1.0, "td_mean": 0.5 + seed,
                         "td_std": 0.1, "q_mean": 10.0, "q_std": 2.0, **(extra or {})})
     if finished:
-        (folder / "finished.json").write_text("{}")
+        (folder / "finished.json").write_text(json.dumps({"step": 100 * len(returns)}))
 
 
 def test_table_is_the_mean_and_t_interval_of_the_last_ten_evaluations(tmp_path):

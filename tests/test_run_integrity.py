@@ -97,7 +97,7 @@ def fake_run(root: Path, sampler: str, seed: int, returns, steps=1000, updates=1
     lines = ["step,episodes,return_mean,return_std,updates"]
     lines += [f"{100 * (i + 1)},{i},{r},1.0,{updates}" for i, r in enumerate(returns)]
     (folder / "evaluations.csv").write_text("\n".join(lines) + "\n")
-    (folder / "finished.json").write_text("{}")
+    (folder / "finished.json").write_text(json.dumps({"step": 100 * len(returns)}))
     return folder
 
 
@@ -113,6 +113,57 @@ def test_report_skips_an_evaluations_file_cut_mid_row(tmp_path, cut):
     status = {Path(x["folder"]).name: x for x in result["status"]}
     assert status[cut_run.name]["status"] == "corrupt"
     assert "evaluations.csv" in status[cut_run.name]["detail"] and "row 13" in status[cut_run.name]["detail"]
+
+
+def test_report_skips_a_finished_run_whose_evaluations_were_cut_at_a_line_end(tmp_path):
+    """A cut that leaves whole rows is caught by finished.json, which records the run's last step."""
+    runs = tmp_path / "runs"
+    fake_run(runs, "per", 0, [-1500.0] * 12)
+    cut_run = fake_run(runs, "per", 1, [-1600.0] * 3 + [-100.0] * 9)
+    lines = (cut_run / "evaluations.csv").read_text().splitlines(keepends=True)
+    (cut_run / "evaluations.csv").write_text("".join(lines[:4]))  # the header and 3 whole rows
+    result = R.report(runs, tmp_path / "out")
+    assert result["table"][0]["seeds"] == 1 and result["table"][0]["return_last10_mean"] == -1500.0
+    status = {Path(x["folder"]).name: x for x in result["status"]}
+    assert status[cut_run.name]["status"] == "corrupt"
+    assert "ends at step 300, but finished.json says the run ended at step 1200" in status[cut_run.name]["detail"]
+    for text in ("{}", "{not json", '{"step": "1200"}'):
+        (cut_run / "finished.json").write_text(text)
+        result = R.report(runs, tmp_path / "out")
+        status = {Path(x["folder"]).name: x for x in result["status"]}
+        assert status[cut_run.name]["status"] == "corrupt" and "finished.json" in status[cut_run.name]["detail"]
+
+
+def test_report_does_not_count_a_copied_run_folder_as_more_seeds(tmp_path):
+    runs = tmp_path / "runs"
+    for seed in range(5):
+        fake_run(runs, "uniform", seed, [1.0 + seed] * 12)
+        fake_run(runs, "per", seed, [2.0 + seed] * 12)
+    clean = R.report(runs, tmp_path / "clean")
+    shutil.copytree(runs / "td3_Hopper-v5_per_s0", runs / "old" / "td3_Hopper-v5_per_s0")
+    result = R.report(runs, tmp_path / "out")
+    text = (tmp_path / "out" / "table.md").read_text()
+    assert "the same seed in several run folders" in text and "seed 0 in " in text
+    assert [r["sampler"] for r in result["aggregates"]] == ["uniform"] and result["gains"] == []
+    assert [r["sampler"] for r in clean["aggregates"]] == ["per", "uniform"]
+
+
+def test_rliable_tables_compare_the_seeds_every_sampler_ran(tmp_path):
+    runs = tmp_path / "runs"
+    for seed in range(4):
+        fake_run(runs, "uniform", seed, [10.0 * seed] * 12)
+    for seed in (2, 3, 4):
+        fake_run(runs, "per", seed, [10.0 * seed + 1] * 12)
+    result = R.report(runs, tmp_path / "out")
+    means = {r["sampler"]: r["mean"] for r in result["aggregates"]}
+    assert means == {"uniform": pytest.approx(25.0), "per": pytest.approx(26.0)}  # seeds 2 and 3 of each
+
+
+def test_curves_align_the_seeds_on_the_steps_they_all_logged():
+    rows = [{"step": str(s), "return_mean": str(s / 100)} for s in (100, 200, 300, 400)]
+    other = [{"step": str(s), "return_mean": str(-s)} for s in (200, 400, 600)]
+    steps, values = R.aligned([{"rows": rows}, {"rows": other}], "return_mean")
+    assert steps.tolist() == [200.0, 400.0] and values.tolist() == [[2.0, 4.0], [-200.0, -400.0]]
 
 
 def test_report_lists_an_empty_run_folder(tmp_path):

@@ -45,8 +45,11 @@ and skipped.
 Only like is compared with like: the seeds of a group must agree on every setting
 but the seed and the bookkeeping ones (``IGNORED``), and the samplers of one agent
 and environment on every setting but the sampler and its ``replay.*`` settings.  A
-group that differs is marked in ``table.md`` with the settings that differ, and left
-out of the gains, aggregates and overhead tables.
+group that differs, or that holds one seed in two run folders (a copy), is marked in
+``table.md`` with what differs, and left out of every other table and figure.  A run
+whose ``finished.json`` names another last step than its ``evaluations.csv`` ends at
+(a cut or replaced file) is corrupt.  The rliable tables compare, per task, the seeds
+every sampler ran; the curves, the evaluation steps every seed logged.
 """
 
 from __future__ import annotations
@@ -138,10 +141,19 @@ def read_run(folder: Path) -> dict:
         if not (math.isfinite(step) and math.isfinite(ret)) or step <= last:
             raise ValueError(f"{evals}: row {i + 1} has step {row['step']} / return {row['return_mean']}")
         last = step
+    finished = folder / "finished.json"
+    if finished.exists():
+        try:
+            ended = json.loads(finished.read_text())["step"]
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            raise ValueError(f"{finished}: not readable JSON with the run's last step ({err!r})") from None
+        if not isinstance(ended, (int, float)) or ended != last:
+            raise ValueError(f"{evals}: ends at step {rows[-1]['step']}, but {finished.name} says the run ended at "
+                             f"step {ended!r} (a cut or replaced evaluations.csv?)")  # fmt: skip
     return {
         "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
         "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
-        "finished": (folder / "finished.json").exists(), "config": recorded(recorded_manifest),
+        "finished": finished.exists(), "config": recorded(recorded_manifest),
     }  # fmt: skip
 
 
@@ -216,6 +228,14 @@ def incomparable(groups: dict) -> dict:
         within = differing([r["config"] for r in runs], skip=lambda k, unread=unread: k.startswith(unread))
         if within:
             notes[key] = "seeds differ in " + "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in within.items())
+        folders = defaultdict(list)
+        for r in runs:
+            folders[r["seed"]].append(str(r["folder"]))
+        twice = {seed: f for seed, f in folders.items() if len(f) > 1}
+        if twice:
+            text = "the same seed in several run folders (a copy counted twice?): " + "; ".join(
+                f"seed {seed} in {', '.join(f)}" for seed, f in sorted(twice.items(), key=lambda x: seed_order(x[0])))
+            notes[key] = f"{notes[key]}; {text}" if key in notes else text
     for (agent, env), samplers in by_task.items():
         if len(samplers) < 2:
             continue
@@ -233,18 +253,27 @@ def column(rows: list[dict], key: str) -> np.ndarray:
     return np.array([float(r.get(key, "nan") or "nan") for r in rows])
 
 
+def seed_order(seed) -> tuple:
+    """Sort key of a recorded seed: integers in order, anything else after them."""
+    return (0, seed, "") if isinstance(seed, int) and not isinstance(seed, bool) else (1, 0, str(seed))
+
+
 def grouped(runs: list[dict]) -> dict:
+    """``(agent, env, sampler) -> runs``, each group's runs in the order of their seeds."""
     groups = defaultdict(list)
-    for r in runs:
+    for r in sorted(runs, key=lambda r: (seed_order(r["seed"]), str(r["folder"]))):
         groups[(r["agent"], r["env"], r["sampler"])].append(r)
     return groups
 
 
 def aligned(runs: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
-    """Steps common to all runs of a group and the (runs x steps) values of ``key``."""
-    n = min(len(r["rows"]) for r in runs)
-    steps = column(runs[0]["rows"][:n], "step")
-    return steps, np.stack([column(r["rows"][:n], key) for r in runs])
+    """The evaluation steps every run of a group logged and the (runs x steps) values of ``key`` at them."""
+    common = sorted(set.intersection(*(set(column(r["rows"], "step")) for r in runs)))
+    values = []
+    for r in runs:
+        at = dict(zip(column(r["rows"], "step"), column(r["rows"], key), strict=True))
+        values.append([at[step] for step in common])
+    return np.array(common), np.array(values, dtype=float).reshape(len(runs), len(common))
 
 
 def build_table(groups: dict, notes: dict | None = None) -> list[dict]:
@@ -588,28 +617,33 @@ def minatar_normalised(groups: dict) -> dict:
 def score_matrices(groups: dict) -> dict:
     """``(agent, domain) -> sampler -> runs x tasks`` score matrices for rliable: Atari games human-normalised,
     MinAtar games by :func:`minatar_normalised`, any other environment a domain of its own (raw returns).
-    Only tasks every sampler ran, with as many runs per task as the task with the fewest; at least 2 runs."""
+    Only tasks every sampler ran, and on each the seeds every sampler ran (the lowest, as many per task as the task
+    with the fewest); at least 2 runs."""
     minatar = minatar_normalised(groups)
-    domains = defaultdict(lambda: defaultdict(dict))  # (agent, domain) -> sampler -> task -> scores
+    domains = defaultdict(lambda: defaultdict(dict))  # (agent, domain) -> sampler -> task -> {seed: score}
     for (agent, env, sampler), runs in groups.items():
         game = atari_game(env)
         scores = np.array([final_score(r) for r in runs])
         if game is not None and game in SCORES:
-            domains[(agent, "Atari (human-normalised)")][sampler][game] = normalise_human(game, scores)
+            domain, task, scores = "Atari (human-normalised)", game, normalise_human(game, scores)
         elif minatar_game(env) is not None:
-            if (agent, env, sampler) in minatar:
-                domains[(agent, "MinAtar (0 = random, 1 = uniform)")][sampler][env] = minatar[(agent, env, sampler)]
+            if (agent, env, sampler) not in minatar:
+                continue
+            domain, task, scores = "MinAtar (0 = random, 1 = uniform)", env, minatar[(agent, env, sampler)]
         else:
-            domains[(agent, env)][sampler][env] = scores
+            domain, task = env, env
+        domains[(agent, domain)][sampler][task] = dict(zip((r["seed"] for r in runs), scores, strict=True))
     out = {}
     for key, samplers in sorted(domains.items()):
         tasks = sorted(set.intersection(*(set(t) for t in samplers.values())))
         if not tasks:
             continue
-        n = min(len(samplers[s][t]) for s in samplers for t in tasks)
+        seeds = {t: sorted(set.intersection(*(set(samplers[s][t]) for s in samplers)), key=seed_order) for t in tasks}
+        n = min(len(seeds[t]) for t in tasks)  # the seeds every sampler ran, as many on each task
         if n < 2:
             continue
-        out[key] = {s: np.stack([samplers[s][t][:n] for t in tasks], 1) for s in sorted(samplers)}
+        out[key] = {s: np.stack([np.array([samplers[s][t][seed] for seed in seeds[t][:n]]) for t in tasks], 1)
+                    for s in sorted(samplers)}  # fmt: skip
     return out
 
 
@@ -747,7 +781,7 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
     comparable = {k: v for k, v in groups.items() if k not in notes}
     write_csv(out / "table.csv", table)
     (out / "table.md").write_text(table_markdown(table))
-    (out / "ners_table3.md").write_text(ners_table3(groups))
+    (out / "ners_table3.md").write_text(ners_table3(comparable))
     gain_rows = gains(comparable)
     write_csv(out / "gains.csv", gain_rows)
     (out / "gains.md").write_text(gains_markdown(gain_rows))
@@ -779,7 +813,7 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
     (out / "improvement.md").write_text("\n".join(lines) + "\n")
     over = overhead(comparable)
     (out / "overhead.md").write_text(overhead_markdown(over))
-    figures = plot_curves(groups, out) + plot_table3(groups, out)
+    figures = plot_curves(comparable, out) + plot_table3(comparable, out)
     write_manifest(out, {"runs": str(root), "include_partial": include_partial, "n_runs": len(runs)},
                    {"figures": sorted(p.name for p in out.glob("*.png")),
                     "run_folders": [str(r["folder"]) for r in runs],
