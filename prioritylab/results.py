@@ -150,6 +150,13 @@ def machine_info() -> dict:
 
 def write_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> dict:
     """Write ``manifest.json``: config, git commit, package versions, machine, time."""
+    manifest = new_manifest(out_dir, config, extra)
+    write_json(Path(out_dir) / "manifest.json", manifest)
+    return manifest
+
+
+def new_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> dict:
+    """What :func:`write_manifest` writes, without writing it."""
     manifest = {
         "config": dict(config),
         "git_commit": git_commit(),
@@ -161,5 +168,4 @@ def write_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> di
     }
     if extra:
         manifest.update(extra)
-    write_json(Path(out_dir) / "manifest.json", manifest)
     return manifest

@@ -118,6 +118,25 @@ def test_stopped_and_resumed_run_equals_the_uninterrupted_one(agent, sampler, ga
         assert np.array_equal(value, b["buffer"]["storage"][key]), key
 
 
+def test_a_resumed_run_that_updates_every_4_frames_logs_the_last_updates_statistics(tmp_path):
+    """An evaluation that comes after the resume but before its first update logs the statistics of the update
+    before the checkpoint, as the uninterrupted run does."""
+    spec = AGENTS["dqn"]
+    common = {"env": "MinAtar/Breakout-v1", "sampler": "uniform", "steps": 400, "start_steps": 50,
+              "update_every": 4, "diagnostics": False}  # fmt: skip
+    probe = train(spec, settings("dqn", tmp_path / "probe", stop_after=150, eval_every=400, **common))
+    stop_step = torch.load(probe / "checkpoint.pt", weights_only=False)["step"]
+    first_after = stop_step + 1
+    assert 150 <= stop_step < 399 and first_after % 4 != 0  # no update at that frame (this seed's episode end)
+    common["eval_every"] = first_after
+    full = train(spec, settings("dqn", tmp_path / "full", **common))
+    train(spec, settings("dqn", tmp_path / "split", stop_after=150, **common))
+    resumed = train(spec, settings("dqn", tmp_path / "split", resume=True, **common))
+    rows = read_rows(full / "evaluations.csv")
+    assert rows[0]["step"] == str(first_after) and float(rows[0]["loss"]) > 0
+    assert (full / "evaluations.csv").read_bytes() == (resumed / "evaluations.csv").read_bytes()
+
+
 def test_minatar_network_is_the_papers_and_evaluation_repeats_itself():
     cfg = dqn.MinAtarDQNSettings(eval_eps=0.5)
     env = dqn.make_minatar(cfg.env, cfg)

@@ -241,6 +241,45 @@ def test_the_digest_names_the_checkpoint_on_disk_at_every_point_of_a_save(tmp_pa
     assert torch.equal(torch.load(path)["x"], torch.arange(5))
 
 
+def test_a_checkpoint_copied_in_from_another_run_is_refused_before_anything_changes(tmp_path):
+    """The checkpoint records the settings it was written with and how many evaluations the run had logged."""
+    steps = ["--steps", "800", "--eval-every", "100"]
+    donor = run(train_cmd(tmp_path / "donor", *steps, "--stop-after", "450"))
+    assert donor.returncode == 0, donor.stderr
+    written = tmp_path / "donor" / FOLDER
+    assert torch.load(written / "checkpoint.pt", weights_only=False)["evals"] == 6  # steps 100..600
+    for name, extra, message in [
+        ("other", ["--lr", "0.001"], "its checkpoint was written by a run with other settings (lr 0.0003 -> 0.001)"),
+        ("earlier", [], "was written after 6 evaluations, but evaluations.csv holds 2 up to that step"),
+    ]:
+        stopped = run(train_cmd(tmp_path / name, *steps, *extra, "--stop-after", "150"))
+        assert stopped.returncode == 0, stopped.stderr
+        folder = tmp_path / name / FOLDER
+        for f in ("checkpoint.pt", "checkpoint.pt.sha256"):
+            shutil.copy(written / f, folder / f)  # same agent, env, sampler and seed: the identity matches
+        before = run_files(folder)
+        refused = run(train_cmd(tmp_path / name, *steps, *extra, "--resume"))
+        assert refused.returncode == 2 and len(error_lines(refused)) == 1, refused.stderr
+        assert message in refused.stderr, refused.stderr
+        assert run_files(folder) == before
+
+
+def test_a_resume_keeps_the_runs_first_record_and_adds_its_own(tmp_path):
+    steps = ["--steps", "600", "--eval-every", "200"]
+    assert run(train_cmd(tmp_path, *steps, "--stop-after", "250")).returncode == 0
+    manifest = tmp_path / FOLDER / "manifest.json"
+    first = json.loads(manifest.read_text())
+    first |= {"git_commit": "0" * 40, "git_dirty": True, "created": "2000-01-01T00:00:00+00:00"}
+    manifest.write_text(json.dumps(first))  # as if the first stretch had run on other code
+    resumed = run(train_cmd(tmp_path, *steps, "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+    after = json.loads(manifest.read_text())
+    assert (after["git_commit"], after["git_dirty"], after["created"]) == ("0" * 40, True, first["created"])
+    [stretch] = after["resumed"]
+    assert stretch["at_step"] == 400 and stretch["git_commit"] != "0" * 40 and "--resume" in stretch["command"]
+    assert (tmp_path / FOLDER / "finished.json").exists()
+
+
 # ---- 3. the run folder lock ----
 
 
@@ -526,3 +565,13 @@ def test_a_run_recorded_before_the_is_normalisation_setting_counts_as_global(tmp
     R.report(runs, tmp_path / "out")
     text = (tmp_path / "out" / "table.md").read_text()
     assert "per: seeds differ in replay.normalise (global, batch)" in text and "uniform: seeds differ" not in text
+
+
+def test_a_resumed_runs_first_speeds_count_the_steps_since_the_resume_only():
+    from prioritylab.deep.run import Clock
+
+    clock = Clock(wall_before=3600.0, steps=50_000, updates=49_000)
+    time.sleep(0.2)
+    rates = clock.rates(50_500, 49_500)
+    assert rates["wall_time"] >= 3600.2 and 500 / 0.4 < rates["steps_per_s"] <= 500 / 0.2
+    assert rates["updates_per_s"] == pytest.approx(rates["steps_per_s"])

@@ -37,6 +37,7 @@ from .run import (
     RunSettings,
     SettingsError,
     StopSignal,
+    check_checkpoint_is_this_runs,
     check_common,
     check_memory,
     check_resumable,
@@ -257,14 +258,16 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     manifest = folder / "manifest.json"
+    now = recorded_now(cfg, spec.name, method.describe())
     if cfg.resume and manifest.exists():  # before the checkpoint, which may take minutes to read
-        check_resumable(folder, recorded_now(cfg, spec.name, method.describe()))
+        check_resumable(folder, now)
     checkpoint = load_checkpoint(folder / CHECKPOINT, identity) if cfg.resume else None
     if checkpoint is not None:
         check_threads(checkpoint, folder / CHECKPOINT)
         if not manifest.exists():
             raise SettingsError(f"cannot resume {folder}: it holds a checkpoint but no manifest.json, so the "
                                 f"settings it ran with are unknown")  # fmt: skip
+        check_checkpoint_is_this_runs(folder, checkpoint, now)
     agent, buffer, rng, noise = make_learner(spec, cfg, env, device, method)
 
     step, updates, episodes, next_ckpt = 0, 0, 0, cfg.checkpoint_every
@@ -276,8 +279,9 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
         torch.set_rng_state(checkpoint["torch_rng"])
         step, updates, episodes, next_ckpt = (checkpoint[k] for k in ("step", "updates", "episodes", "next_ckpt"))
     log = RunLog(folder, step if checkpoint is not None else None)
-    clock = Clock(checkpoint["wall_time"] if checkpoint is not None else 0.0)
-    write_run_manifest(folder, cfg, spec.name, device, method.describe())
+    clock = Clock(checkpoint["wall_time"], step, updates) if checkpoint is not None else Clock()
+    write_run_manifest(folder, cfg, spec.name, device, method.describe(),
+                       resumed_at=step if checkpoint is not None else None)  # fmt: skip
 
     env.reset(seed=cfg.seed)
     if checkpoint is not None:
@@ -286,12 +290,16 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
     starts, every = spec.learning_starts(cfg), spec.update_every(cfg)
     last_eval = float(log.evals[-1]["return_mean"]) if log.evals else math.nan
     ess = float(log.evals[-1].get("ess_mean", math.nan)) if log.evals else math.nan
-    stats: dict = {}
+    # the last update's statistics, logged at each evaluation: kept across a resume, as an evaluation may come
+    # before the resumed run's first update (updates every k > 1 steps)
+    stats: dict = dict(checkpoint.get("stats", {})) if checkpoint is not None else {}
     episode_return = 0.0
 
     def save(reason: str) -> None:
         save_atomic({
-            "identity": identity, "step": step, "updates": updates, "episodes": episodes, "next_ckpt": next_ckpt,
+            "identity": identity, "recorded": now, "evals": len(log.evals),
+            "stats": {k: float(v) for k, v in stats.items()},
+            "step": step, "updates": updates, "episodes": episodes, "next_ckpt": next_ckpt,
             "agent": agent.state_dict(), "buffer": buffer.state_dict(copy=False), "rng": rng.bit_generator.state,
             "noise": noise.get_state(), "torch_rng": torch.get_rng_state(), "env_state": spec.env_state(env),
             "wall_time": clock.elapsed, "reason": reason, "threads": torch.get_num_threads(),

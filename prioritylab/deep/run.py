@@ -43,7 +43,7 @@ import torch
 
 from .._cli import check_output_dir
 from ..provenance import changed_settings
-from ..results import as_recorded, atomic_write, write_csv, write_json, write_manifest
+from ..results import as_recorded, atomic_write, new_manifest, write_csv, write_json
 from .methods import METHODS, ReplaySettings
 
 CHECKPOINT = "checkpoint.pt"
@@ -437,9 +437,10 @@ def _read_csv(path: Path) -> list[dict]:
 class Clock:
     """Wall time and rates since the last evaluation (kept out of the deterministic results)."""
 
-    def __init__(self, wall_before: float = 0.0):
+    def __init__(self, wall_before: float = 0.0, steps: int = 0, updates: int = 0):
+        """``wall_before``, ``steps`` and ``updates``: where a resumed run's checkpoint left them."""
         self.start = time.perf_counter() - wall_before
-        self.t_last, self.steps_last, self.updates_last = time.perf_counter(), 0, 0
+        self.t_last, self.steps_last, self.updates_last = time.perf_counter(), steps, updates
 
     def rates(self, steps: int, updates: int) -> dict:
         now = time.perf_counter()
@@ -463,9 +464,22 @@ def run_config(cfg, agent: str) -> dict:
     return as_recorded(config)
 
 
-def write_run_manifest(path: Path, cfg, agent: str, device: torch.device, method: dict) -> None:
-    write_manifest(path, run_config(cfg, agent), {"device": str(device), "method": method,
-                                                  "torch_threads": torch.get_num_threads()})  # fmt: skip
+ORIGIN = ("created", "command", "git_commit", "git_dirty", "packages", "machine", "device", "torch_threads")
+"""The manifest entries that say where and with what code a run (or a resumed stretch of it) ran."""
+
+
+def write_run_manifest(path: Path, cfg, agent: str, device: torch.device, method: dict,
+                       resumed_at: int | None = None) -> None:  # fmt: skip
+    """Write the run's ``manifest.json``; a resumed run (``resumed_at``, the checkpoint's step) keeps its
+    first record of where and with what code it ran and appends this stretch's to ``resumed``."""
+    manifest = new_manifest(path, run_config(cfg, agent), {"device": str(device), "method": method,
+                                                           "torch_threads": torch.get_num_threads()})  # fmt: skip
+    if resumed_at is not None:
+        first = json.loads((path / "manifest.json").read_text())
+        stretch = {"at_step": resumed_at, **{k: manifest[k] for k in ORIGIN}}
+        manifest = {**manifest, **{k: first[k] for k in ORIGIN if k in first},
+                    "resumed": [*first.get("resumed", []), stretch]}  # fmt: skip
+    write_json(path / "manifest.json", manifest)
 
 
 def recorded_now(cfg, agent: str, method: dict) -> dict:
@@ -486,6 +500,25 @@ def check_resumable(path: Path, now: dict) -> None:
         listed = "; ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changed.items())
         raise SettingsError(f"cannot resume {path}: it ran with other settings ({listed}); resume with the "
                             f"run's own settings, or start a new run")  # fmt: skip
+
+
+def check_checkpoint_is_this_runs(path: Path, checkpoint: dict, now: dict) -> None:
+    """Refuse a checkpoint that another run wrote (one copied in from another folder): it must have been
+    written with the resuming settings (``now``, :func:`recorded_now`) and after as many evaluations as
+    ``evaluations.csv`` holds up to its step.  Checkpoints older than these records are checked by identity
+    only (:func:`load_checkpoint`)."""
+    if "recorded" in checkpoint:
+        changed = changed_settings(checkpoint["recorded"], now)
+        if changed:
+            listed = "; ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changed.items())
+            raise SettingsError(f"cannot resume {path}: its checkpoint was written by a run with other settings "
+                                f"({listed}); it is not this run's")  # fmt: skip
+    if "evals" in checkpoint:
+        rows = [r for r in _read_csv(path / EVALS) if int(r["step"]) <= checkpoint["step"]]
+        if len(rows) != checkpoint["evals"]:
+            raise SettingsError(f"cannot resume {path}: its checkpoint (step {checkpoint['step']}) was written "
+                                f"after {checkpoint['evals']} evaluations, but {EVALS} holds {len(rows)} up to "
+                                f"that step; the checkpoint is not this run's")  # fmt: skip
 
 
 def mark_finished(path: Path, summary: dict) -> None:
