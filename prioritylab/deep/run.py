@@ -7,11 +7,15 @@ A run folder holds:
   and resumed run writes the same bytes as an uninterrupted one;
 * ``timing.csv``: wall time, env steps/s and updates/s at each evaluation (the
   machine's speed, kept apart from the deterministic results);
-* ``manifest.json`` (config, commit, package versions, device, torch threads),
-  TensorBoard events in ``tb/``, and ``checkpoint.pt`` (networks, optimisers,
-  the whole replay, every RNG, counters, the torch thread count), written
-  atomically, with its SHA-256 in ``checkpoint.pt.sha256``; ``--resume``
-  verifies the digest before it reads the checkpoint;
+* ``manifest.json`` (config, commit, package versions, device, torch threads;
+  a resumed run keeps its first record and lists each resumed stretch's in
+  ``resumed``), TensorBoard events in ``tb/``, and ``checkpoint.pt`` (networks,
+  optimisers, the whole replay, every RNG, counters, the last update's
+  statistics, the torch thread count, the settings it was written with and the
+  number of evaluations logged by then), written atomically, with its SHA-256
+  in ``checkpoint.pt.sha256``; ``--resume`` verifies the digest before it reads
+  the checkpoint, and refuses one written with other settings or after another
+  number of evaluations than ``evaluations.csv`` holds (another run's);
 * ``.lock``: the run's lock (``fcntl.flock``, held for the run's life, the
   holder's pid inside), so a second process never writes into a live run.
 
