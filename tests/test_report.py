@@ -286,3 +286,19 @@ def test_atari_curves_mark_the_random_and_nearby_human_scores():
     assert R._reference_scores(ax3, "Hopper-v5", 1.0, 2.0) == (1.0, 2.0) and not ax3.get_lines()
     for f in (fig, fig2, fig3):
         plt.close(f)
+
+
+def test_a_run_without_replay_diagnostics_gives_no_table3_statistics(tmp_path):
+    """With diagnostics off, a DQN run's ``q_mean`` column holds its last batch's mean Q, not NERS Table 3's
+    statistic of the replayed transitions: the report reads it as missing."""
+    for seed in range(2):
+        fake_run(tmp_path / "runs", "per", seed, [1.0] * 12)
+    fake_run(tmp_path / "runs", "uniform", 0, [1.0] * 12)
+    manifest = tmp_path / "runs" / "td3_Hopper-v5_uniform_s0" / "manifest.json"
+    recorded = json.loads(manifest.read_text())
+    recorded["config"]["diagnostics"] = False
+    manifest.write_text(json.dumps(recorded))
+    R.report(tmp_path / "runs", tmp_path / "out")
+    t3 = (tmp_path / "out" / "ners_table3.md").read_text()
+    assert "| td3 | Hopper-v5 | uniform | 1 | nan | nan | nan | nan |" in t3
+    assert "| td3 | Hopper-v5 | per | 2 | 1.000 | 0.100 | 10.00 | 2.00 |" in t3

@@ -275,6 +275,8 @@ def minatar_network(actions: int, obs_shape: tuple, cfg: MinAtarSettings) -> Min
 class DQN:
     """DQN's network, epsilon-greedy policy and update; :class:`DoubleDQN` changes only the target."""
 
+    # q_mean is the last batch's mean Q(s, a); with replay diagnostics on (the default), the evaluation row's
+    # q_mean column holds the replay's statistic instead (NERS Table 3's, over the draws since the last row)
     stat_keys = ("loss", "q_mean", "epsilon")
     double = False
 

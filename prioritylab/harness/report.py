@@ -66,6 +66,7 @@ import numpy as np
 
 from .._cli import check_output_dir, fail
 from ..provenance import IGNORED, recorded, unread_by
+from ..replay.diagnostics import COLUMNS as DIAGNOSTICS
 from ..results import save_figure, write_csv, write_manifest
 from ..scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
 from ..scores import human_normalised as normalise_human
@@ -141,6 +142,8 @@ def read_run(folder: Path) -> dict:
         if not (math.isfinite(step) and math.isfinite(ret)) or step <= last:
             raise ValueError(f"{evals}: row {i + 1} has step {row['step']} / return {row['return_mean']}")
         last = step
+    if config.get("diagnostics") is False:  # its columns then hold no replay statistics (DQN's q_mean is its
+        rows = [{**row, **{k: "nan" for k in DIAGNOSTICS if k in row}} for row in rows]  # batch's, not Table 3's)
     finished = folder / "finished.json"
     if finished.exists():
         try:
