@@ -220,8 +220,10 @@ def test_probability_of_improvement_over_uniform(tmp_path):
         fake_run(runs, "uniform", seed, [float(seed)] * 10)
         fake_run(runs, "per", seed, [10.0 + seed] * 10)
         fake_run(runs, "lap", seed, [float(seed)] * 10)
-    rows = {r["sampler"]: r for r in R.report(runs, tmp_path / "out")["improvement"]}
-    assert set(rows) == {"per", "lap"}
+    result = R.report(runs, tmp_path / "out")["improvement"]
+    assert [(r["sampler"], r["baseline"]) for r in result] == [("lap", "uniform"), ("per", "uniform"), ("lap", "per")]
+    assert result[-1]["p_improvement"] == pytest.approx(0.0, abs=1e-12)  # lap is below per in every pair
+    rows = {r["sampler"]: r for r in result if r["baseline"] == "uniform"}
     assert rows["per"]["p_improvement"] == pytest.approx(1.0, abs=1e-12)
     # P(X > Y) + 0.5 P(X = Y) over the 25 pairs of runs: 10 favour lap, 10 uniform, 5 tie: (10 + 2.5) / 25
     assert rows["lap"]["p_improvement"] == pytest.approx(0.5, abs=1e-12)

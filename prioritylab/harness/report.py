@@ -26,7 +26,9 @@ Reads every run folder under ``RUNS`` (a folder with ``manifest.json`` and
   With fewer than ``MIN_CI_RUNS`` runs per task the intervals are not shown: they are
   not meaningful;
 * ``improvement.md`` / ``.csv``: rliable's probability of improvement of each sampler
-  over ``uniform`` (P(X > Y) over runs, averaged over tasks) with its bootstrap interval;
+  over ``uniform``, and of the comparisons the papers make (LAP, PAL, PSER and NERS
+  over ``per``; PAL over ``lap``, where 0.5 is the claim: :data:`CLAIMS`), P(X > Y)
+  over runs, averaged over tasks, with its bootstrap interval;
 * ``overhead.md``: wall time per run and its increase over uniform (LAP/PAL App. B,
   Table 3), from the runs' ``timing.csv``, under a caveat: sweep runs share a machine,
   so these are no measure of a sampler's cost (``prioritylab bench agent`` is);
@@ -650,9 +652,23 @@ def score_matrices(groups: dict) -> dict:
     return out
 
 
-def improvement(groups: dict, reps: int = 2000, baseline: str = "uniform") -> list[dict]:
-    """rliable's probability of improvement P(X > Y) of each sampler X over ``baseline`` Y, per (agent, domain),
-    with its 95 % stratified-bootstrap interval (seeded)."""
+CLAIMS = {"uniform": None, "per": ("lap", "pal", "pser", "ners"), "lap": ("pal",)}
+"""The comparisons the papers make, baseline -> samplers (None: every other): each sampler over uniform replay;
+LAP and PAL (LAP/PAL Tables 1-2), PSER (its Atari table) and NERS against PER; PAL against LAP, its uniform
+twin with the same expected gradient (LAP/PAL Theorem 3), where a P near 0.5 is the claim."""
+
+
+def improvement(groups: dict, reps: int = 2000, claims: dict | None = None) -> list[dict]:
+    """rliable's probability of improvement P(X > Y) of sampler X over baseline Y for each comparison of
+    ``claims`` (default :data:`CLAIMS`), per (agent, domain), with its 95 % stratified-bootstrap interval
+    (seeded)."""
+    rows = []
+    for baseline, samplers in (CLAIMS if claims is None else claims).items():
+        rows += _improvement(groups, reps, baseline, samplers)
+    return rows
+
+
+def _improvement(groups: dict, reps: int, baseline: str, samplers: tuple[str, ...] | None) -> list[dict]:
     from rliable import library as rly
     from rliable import metrics
 
@@ -660,7 +676,8 @@ def improvement(groups: dict, reps: int = 2000, baseline: str = "uniform") -> li
     for (agent, domain), score_dict in score_matrices(groups).items():
         if baseline not in score_dict:
             continue
-        pairs = {s: (score_dict[s], score_dict[baseline]) for s in sorted(score_dict) if s != baseline}
+        pairs = {s: (score_dict[s], score_dict[baseline]) for s in sorted(score_dict)
+                 if s != baseline and (samplers is None or s in samplers)}  # fmt: skip
         if not pairs:
             continue
         with rliable_seeded():
