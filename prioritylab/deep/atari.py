@@ -10,9 +10,9 @@ The environment (LAP/PAL App. D.2, Machado et al. 2018):
 * ``FrameStackObservation(4)``, padding with the episode's first frame: observations are
   ``(4, 84, 84)`` uint8 (the replay stores only the newest frame of each).
 
-Frame skipping is done by the wrapper, not by ALE: NOTES-deep measured that ALE's own
-``frameskip=4`` does not continue bit-identically after a restore with sticky actions, while
-this combination does.  Rewards are the game's own (unclipped); the agents clip them to
+Frame skipping is done by the wrapper, not by ALE: ALE's own
+``frameskip=4`` did not continue bit-identically after a restore with sticky actions when
+measured here, while this combination does.  Rewards are the game's own (unclipped); the agents clip them to
 [-1, 1] in their TD target only.
 
 Resume: at an episode end the loop saves :func:`atari_state` (ALE's ``cloneState(include_rng=True)``,

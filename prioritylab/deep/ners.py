@@ -8,9 +8,10 @@ concatenated and fed to the score network f_s (eq. 3-4).  The scores are the
 raw priorities of the sampled items, drawn from the core sum tree with
 probability ``score ** alpha / sum`` (eq. 1) and PER's IS weights (eq. 5, beta
 annealed to 1 by the caller); new items enter with priority 1.0, the largest
-score (Algorithm 1).  At each evaluation the network is trained by REINFORCE
-(eq. 7) on a uniform subset of the slots drawn since the previous evaluation,
-with the replay reward r^re of eq. 6.  docs/ners.md has the settings and their
+score (Algorithm 1).  At the end of each training episode (Algorithm 1; with
+``schedule="evaluation"``, at each evaluation instead) the network is trained by
+REINFORCE (eq. 7) on a uniform subset of the slots drawn since the previous
+step, with the replay reward r^re of eq. 6.  docs/ners.md has the settings and their
 sources, and the two readings of the "previous policy" in eq. 6.
 
 The sampler knows slots only; the transition fields come from a *feature
