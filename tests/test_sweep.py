@@ -270,3 +270,17 @@ def test_the_committed_runs_are_what_their_specifications_run(spec, study, seeds
                         by_seed=sweep.seed_major(spec))  # fmt: skip
     assert sum(sweep.status(j) == "finished" for j in jobs) >= 8
     sweep.check_recorded(jobs)
+
+
+@pytest.mark.parametrize("spec", sorted(p.name for p in (pathlib.Path(__file__).resolve().parents[1] / "deep").glob("*.py")
+                                        if "def runs(" in p.read_text()))  # fmt: skip
+def test_every_specification_expands_into_commands_train_accepts(spec, tmp_path):
+    """Both budgets of every specification in deep/ expand, and each run's settings are ones train accepts."""
+    from prioritylab.deep.cli import recorded_for
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "deep" / spec
+    for budget in sweep.BUDGETS:
+        jobs = sweep.expand(sweep.load_spec(path, budget), 1, 0, tmp_path)
+        assert jobs
+        for job in jobs:
+            recorded_for(job["args"][1:])  # raises ValueError on a setting train would refuse

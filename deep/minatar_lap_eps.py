@@ -1,0 +1,36 @@
+"""Why LAP and PAL trail on MinAtar Breakout: the same DQN runs with RMSProp's eps at LAP's Atari value.
+
+In ``deep/minatar_study.py`` LAP and PAL end far below uniform replay on Breakout.  They take LAP Table 7's
+kappa = 0.01, so their Huber(kappa) loss has gradients of at most 0.01; MinAtar's DQN trains with centered
+RMSProp and eps 0.01 (the MinAtar reference DQN), which divides each step by the running gradient scale
+plus 0.01.  Read from the study's checkpoints (``scripts/optimizer_scale.py``), LAP's and PAL's gradient
+scales end about 100 times below uniform's and far below that eps, so their steps shrink with their
+gradients.  The LAP/PAL authors' own Double DQN (LAP/PAL App. D.2) trained with centered RMSProp at
+eps 1e-5, a thousand times smaller, where such gradients are still normalised.
+
+This specification changes that one setting: uniform, LAP and PAL on Breakout with ``rms_eps`` 1e-5 (LAP/PAL
+App. D.2), everything else as the study's reduced budget (250k frames, evaluated every 12.5k, 5 seeds).
+Uniform replay runs again as the control, since eps changes its steps too.  If the optimiser's eps
+explains the gap, LAP and PAL come level with (or above) uniform here.
+
+    prioritylab sweep deep/minatar_lap_eps.py --budget reduced --seeds 5 --out runs/minatar_lap_eps
+    prioritylab report runs/minatar_lap_eps --out docs/results/minatar_lap_eps
+
+15 runs of 12-15 minutes each on one core.  ``paper`` is the same grid at the MinAtar paper's 5M frames.
+"""
+
+from pathlib import Path
+
+from prioritylab.harness.sweep import load_module
+
+STUDY = load_module(Path(__file__).resolve().parent / "minatar_study.py")
+SAMPLERS = ("uniform", "lap", "pal")
+SEED_MAJOR = True
+RMS_EPS = 1e-5
+"""LAP/PAL App. D.2: the Atari Double DQN's centered RMSProp, eps 1e-5."""
+
+
+def runs(budget: str) -> list[dict]:
+    budget_settings = STUDY.PAPER if budget == "paper" else STUDY.REDUCED
+    return [{"agent": "dqn", "env": "MinAtar/Breakout-v1", "sampler": s, "rms_eps": RMS_EPS, **budget_settings}
+            for s in SAMPLERS]  # fmt: skip
