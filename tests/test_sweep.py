@@ -272,13 +272,15 @@ def test_the_committed_runs_are_what_their_specifications_run(spec, study, seeds
     sweep.check_recorded(jobs)
 
 
-@pytest.mark.parametrize("spec", sorted(p.name for p in (pathlib.Path(__file__).resolve().parents[1] / "deep").glob("*.py")
-                                        if "def runs(" in p.read_text()))  # fmt: skip
+DEEP = pathlib.Path(__file__).resolve().parents[1] / "deep"
+
+
+@pytest.mark.parametrize("spec", sorted(p.name for p in DEEP.glob("*.py") if "def runs(" in p.read_text()))
 def test_every_specification_expands_into_commands_train_accepts(spec, tmp_path):
     """Both budgets of every specification in deep/ expand, and each run's settings are ones train accepts."""
     from prioritylab.deep.cli import recorded_for
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "deep" / spec
+    path = DEEP / spec
     for budget in sweep.BUDGETS:
         jobs = sweep.expand(sweep.load_spec(path, budget), 1, 0, tmp_path)
         assert jobs

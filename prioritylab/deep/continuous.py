@@ -82,7 +82,7 @@ def random_box_action(env, rng: np.random.Generator) -> np.ndarray:
 
 
 def adam(params, lr: float) -> torch.optim.Adam:
-    """Adam with the fused kernel where the device supports it (1.07-1.11x over the plain kernel, measured on this project's 2-core machines)."""
+    """Adam with the fused kernel where the device supports it (1.07-1.11x over the plain kernel, measured here)."""
     params = list(params)
     try:
         return torch.optim.Adam(params, lr=lr, fused=True)
