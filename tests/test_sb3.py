@@ -395,3 +395,55 @@ def test_critic_loss_weights_items_and_reports_priorities():
     got = sampler.priorities(batch.indices)
     last = {int(i): k for k, i in enumerate(batch.indices)}  # a slot drawn twice keeps its last update
     np.testing.assert_allclose(got, expected[[last[int(i)] for i in batch.indices]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("algo", [TD3, SAC])
+def test_beta_stays_within_one_when_the_last_rollout_overshoots_the_total(algo):
+    """Two environments step two at a time, so learn(101) ends at 102 steps: the progress passes 1."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    env = make_vec_env("Pendulum-v1", n_envs=2, seed=0)
+    model = algo("MlpPolicy", env, replay_buffer_kwargs=dict(sampler="per"), **_continuous_kwargs())
+    model.learn(101)
+    assert model.num_timesteps == 102 and model._current_progress_remaining < 0
+    assert model._beta() == pytest.approx(1.0)
+
+
+def test_n_step_returns_follow_the_models_n_steps_and_gamma():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # SB3's "n_steps is ignored" warning would be raised
+        model = DQN("MlpPolicy", "CartPole-v1", gamma=0.5, n_steps=3, replay_buffer_kwargs=dict(sampler="per"),
+                    **_dqn_kwargs())  # fmt: skip
+    replay = model.replay_buffer.replay
+    assert (replay.n_step, replay.gamma) == (3, 0.5) and model.n_steps == 3
+    model.learn(100)
+    discounts = model.replay_buffer.sample(64).discounts.numpy()
+    assert set(np.round(np.unique(discounts), 6)) <= {0.0, 0.125, 0.25, 0.5}
+    assert model.replay_buffer_kwargs == dict(sampler="per")  # the model's own kwargs are left as given
+    given = DQN("MlpPolicy", "CartPole-v1", gamma=0.5, replay_buffer_kwargs=dict(n_steps=3), **_dqn_kwargs())
+    assert (given.replay_buffer.replay.n_step, given.replay_buffer.replay.gamma) == (3, 0.5)
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(n_steps=3, replay_buffer_kwargs=dict(n_steps=2)), "n_steps=3 and replay_buffer_kwargs n_steps=2"),
+        (dict(gamma=0.5, replay_buffer_kwargs=dict(n_steps=3, gamma=0.9)), "gamma=0.9 differs from the model's"),
+    ],
+)
+def test_n_step_settings_that_disagree_with_the_model_are_refused(kw, match):
+    with pytest.raises(ValueError, match=match) as err:
+        DQN("MlpPolicy", "CartPole-v1", **kw, **_dqn_kwargs())
+    assert "\n" not in str(err.value)
+
+
+def test_n_step_returns_with_reward_normalisation_are_refused_before_learning():
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    env = VecNormalize(make_vec_env("CartPole-v1", n_envs=1, seed=0), norm_reward=True)
+    with pytest.raises(ValueError, match="reward-normalising VecNormalize") as err:
+        DQN("MlpPolicy", env, n_steps=3, **_dqn_kwargs())
+    assert "\n" not in str(err.value)

@@ -35,14 +35,26 @@ class _Prioritized:
         super().__init__(*args, replay_buffer_class=replay_buffer_class, **kwargs)
 
     def _setup_model(self) -> None:
-        # the sampler's generator follows the model's seed unless the buffer kwargs give one
+        # the sampler's generator follows the model's seed, and the n-step returns the model's n_steps and gamma,
+        # unless the buffer kwargs give them; SB3 itself sets up n-step returns only for its own buffers
         given = self.replay_buffer_kwargs
-        if "seed" not in given:
-            self.replay_buffer_kwargs = {**given, "seed": self.seed}
+        if self.n_steps > 1 and given.get("n_steps", self.n_steps) != self.n_steps:
+            raise ValueError(f"n_steps={self.n_steps} and replay_buffer_kwargs n_steps={given['n_steps']} differ; "
+                             "give one of them")  # fmt: skip
+        kwargs = {"seed": self.seed, "n_steps": self.n_steps, "gamma": self.gamma, **given}
+        if kwargs["n_steps"] > 1 and kwargs["gamma"] != self.gamma:
+            raise ValueError(f"replay_buffer_kwargs gamma={kwargs['gamma']!r} differs from the model's "
+                             f"gamma={self.gamma!r}: the n-step returns would be discounted with another gamma "
+                             "than the target; leave it out")  # fmt: skip
+        if kwargs["n_steps"] > 1 and getattr(self._vec_normalize_env, "norm_reward", False):
+            raise ValueError("n_steps > 1 with a reward-normalising VecNormalize is not supported (the n-step "
+                             "return is formed from raw rewards); use norm_reward=False or n_steps=1")  # fmt: skip
+        n_steps, self.n_steps = self.n_steps, 1  # passed to the buffer above: no SB3 warning that it is ignored
+        self.replay_buffer_kwargs = kwargs
         try:
             super()._setup_model()
         finally:
-            self.replay_buffer_kwargs = given
+            self.replay_buffer_kwargs, self.n_steps = given, n_steps
 
     def _beta(self) -> float | None:
         """The IS exponent now: annealed linearly with the run's progress, as SB3's schedules are."""
@@ -50,7 +62,8 @@ class _Prioritized:
         if not method.uses_weights:
             return None
         start, end = method.beta.start, method.beta.end
-        return start + (end - start) * (1.0 - self._current_progress_remaining)
+        # the last rollout may overshoot learn()'s total_timesteps, so the progress can pass 1
+        return start + (end - start) * min(1.0, max(0.0, 1.0 - self._current_progress_remaining))
 
     def _sample(self, batch_size: int) -> PrioritizedSamples:
         return self.replay_buffer.sample(batch_size, env=self._vec_normalize_env, beta=self._beta())
