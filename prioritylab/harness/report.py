@@ -655,7 +655,7 @@ def score_matrices(groups: dict) -> dict:
 CLAIMS = {"uniform": None, "per": ("lap", "pal", "pser", "ners"), "lap": ("pal",)}
 """The comparisons the papers make, baseline -> samplers (None: every other): each sampler over uniform replay;
 LAP and PAL (LAP/PAL Tables 1-2), PSER (its Atari table) and NERS against PER; PAL against LAP, its uniform
-twin with the same expected gradient (LAP/PAL Theorem 3), where a P near 0.5 is the claim."""
+twin with the same expected gradient (LAP/PAL Theorem 1, eq. 12), where a P near 0.5 is the claim."""
 
 
 def improvement(groups: dict, reps: int = 2000, claims: dict | None = None) -> list[dict]:
