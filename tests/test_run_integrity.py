@@ -243,14 +243,16 @@ def test_the_digest_names_the_checkpoint_on_disk_at_every_point_of_a_save(tmp_pa
 
 def test_a_checkpoint_copied_in_from_another_run_is_refused_before_anything_changes(tmp_path):
     """The checkpoint records the settings it was written with and how many evaluations the run had logged."""
-    steps = ["--steps", "800", "--eval-every", "100"]
-    donor = run(train_cmd(tmp_path / "donor", *steps, "--stop-after", "450"))
+    steps = ["--steps", "1400", "--eval-every", "100"]
+    donor = run(train_cmd(tmp_path / "donor", *steps, "--stop-after", "1050"))
     assert donor.returncode == 0, donor.stderr
     written = tmp_path / "donor" / FOLDER
-    assert torch.load(written / "checkpoint.pt", weights_only=False)["evals"] == 6  # steps 100..600
+    saved = torch.load(written / "checkpoint.pt", weights_only=False)
+    assert saved["step"] == 1200 and saved["evals"] == 12  # steps 100..1200, past the loop's 1000-step mark
+    assert saved["recorded"]["config"]["lr"] == 0.0003
     for name, extra, message in [
         ("other", ["--lr", "0.001"], "its checkpoint was written by a run with other settings (lr 0.0003 -> 0.001)"),
-        ("earlier", [], "was written after 6 evaluations, but evaluations.csv holds 2 up to that step"),
+        ("earlier", [], "was written after 12 evaluations, but evaluations.csv holds 2 up to that step"),
     ]:
         stopped = run(train_cmd(tmp_path / name, *steps, *extra, "--stop-after", "150"))
         assert stopped.returncode == 0, stopped.stderr
@@ -262,6 +264,16 @@ def test_a_checkpoint_copied_in_from_another_run_is_refused_before_anything_chan
         assert refused.returncode == 2 and len(error_lines(refused)) == 1, refused.stderr
         assert message in refused.stderr, refused.stderr
         assert run_files(folder) == before
+
+
+def test_a_run_resumed_after_its_1000th_step_finishes_as_the_uninterrupted_one(tmp_path):
+    steps = ["--steps", "1400", "--eval-every", "200"]
+    assert run(train_cmd(tmp_path / "full", *steps)).returncode == 0
+    assert run(train_cmd(tmp_path / "split", *steps, "--stop-after", "1050")).returncode == 0
+    resumed = run(train_cmd(tmp_path / "split", *steps, "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+    full, split = tmp_path / "full" / FOLDER, tmp_path / "split" / FOLDER
+    assert (full / "evaluations.csv").read_bytes() == (split / "evaluations.csv").read_bytes()
 
 
 def test_a_resume_keeps_the_runs_first_record_and_adds_its_own(tmp_path):

@@ -258,16 +258,16 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     manifest = folder / "manifest.json"
-    now = recorded_now(cfg, spec.name, method.describe())
+    settings = recorded_now(cfg, spec.name, method.describe())  # what the manifest records of this run
     if cfg.resume and manifest.exists():  # before the checkpoint, which may take minutes to read
-        check_resumable(folder, now)
+        check_resumable(folder, settings)
     checkpoint = load_checkpoint(folder / CHECKPOINT, identity) if cfg.resume else None
     if checkpoint is not None:
         check_threads(checkpoint, folder / CHECKPOINT)
         if not manifest.exists():
             raise SettingsError(f"cannot resume {folder}: it holds a checkpoint but no manifest.json, so the "
                                 f"settings it ran with are unknown")  # fmt: skip
-        check_checkpoint_is_this_runs(folder, checkpoint, now)
+        check_checkpoint_is_this_runs(folder, checkpoint, settings)
     agent, buffer, rng, noise = make_learner(spec, cfg, env, device, method)
 
     step, updates, episodes, next_ckpt = 0, 0, 0, cfg.checkpoint_every
@@ -297,7 +297,7 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
 
     def save(reason: str) -> None:
         save_atomic({
-            "identity": identity, "recorded": now, "evals": len(log.evals),
+            "identity": identity, "recorded": settings, "evals": len(log.evals),
             "stats": {k: float(v) for k, v in stats.items()},
             "step": step, "updates": updates, "episodes": episodes, "next_ckpt": next_ckpt,
             "agent": agent.state_dict(), "buffer": buffer.state_dict(copy=False), "rng": rng.bit_generator.state,

@@ -512,7 +512,11 @@ def check_checkpoint_is_this_runs(path: Path, checkpoint: dict, now: dict) -> No
     ``evaluations.csv`` holds up to its step.  Checkpoints older than these records are checked by identity
     only (:func:`load_checkpoint`)."""
     if "recorded" in checkpoint:
-        changed = changed_settings(checkpoint["recorded"], now)
+        try:
+            changed = changed_settings(checkpoint["recorded"], now)
+        except (ValueError, AttributeError, TypeError) as err:
+            raise SettingsError(f"cannot resume {path}: its checkpoint's record of its settings is unreadable "
+                                f"({err})") from None  # fmt: skip
         if changed:
             listed = "; ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changed.items())
             raise SettingsError(f"cannot resume {path}: its checkpoint was written by a run with other settings "
