@@ -148,15 +148,20 @@ def test_report_does_not_count_a_copied_run_folder_as_more_seeds(tmp_path):
     assert [r["sampler"] for r in clean["aggregates"]] == ["per", "uniform"]
 
 
-def test_rliable_tables_compare_the_seeds_every_sampler_ran(tmp_path):
+def test_rliable_tables_take_each_samplers_own_seeds(tmp_path):
+    """A sampler with few or other seeds never cuts another's: uniform and per keep their 5 seeds beside ners."""
     runs = tmp_path / "runs"
-    for seed in range(4):
+    for seed in range(5):
         fake_run(runs, "uniform", seed, [10.0 * seed] * 12)
-    for seed in (2, 3, 4):
         fake_run(runs, "per", seed, [10.0 * seed + 1] * 12)
+    for seed in (5, 6):
+        fake_run(runs, "ners", seed, [10.0 * seed] * 12)
     result = R.report(runs, tmp_path / "out")
-    means = {r["sampler"]: r["mean"] for r in result["aggregates"]}
-    assert means == {"uniform": pytest.approx(25.0), "per": pytest.approx(26.0)}  # seeds 2 and 3 of each
+    rows = {r["sampler"]: r for r in result["aggregates"]}
+    assert {s: (r["runs"], r["mean"]) for s, r in rows.items()} == {
+        "uniform": (5, pytest.approx(20.0)), "per": (5, pytest.approx(21.0)), "ners": (2, pytest.approx(55.0))}
+    pairs = {(r["sampler"], r["baseline"]): (r["runs"], r["ci_meaningful"]) for r in result["improvement"]}
+    assert pairs[("per", "uniform")] == (5, True) and pairs[("ners", "uniform")] == (2, False)
 
 
 def test_curves_align_the_seeds_on_the_steps_they_all_logged():
@@ -579,11 +584,13 @@ def test_a_run_recorded_before_the_is_normalisation_setting_counts_as_global(tmp
     assert "per: seeds differ in replay.normalise (global, batch)" in text and "uniform: seeds differ" not in text
 
 
-def test_a_resumed_runs_first_speeds_count_the_steps_since_the_resume_only():
-    from prioritylab.deep.run import Clock
+def test_a_resumed_runs_first_speeds_count_the_steps_since_the_resume_only(monkeypatch):
+    from prioritylab.deep import run as run_module
 
-    clock = Clock(wall_before=3600.0, steps=50_000, updates=49_000)
-    time.sleep(0.2)
-    rates = clock.rates(50_500, 49_500)
-    assert rates["wall_time"] >= 3600.2 and 500 / 0.4 < rates["steps_per_s"] <= 500 / 0.2
-    assert rates["updates_per_s"] == pytest.approx(rates["steps_per_s"])
+    clock_now = [100.0]
+    monkeypatch.setattr(run_module.time, "perf_counter", lambda: clock_now[0])
+    clock = run_module.Clock(wall_before=3600.0, steps=50_000, updates=49_000)
+    clock_now[0] += 2.0
+    rates = clock.rates(50_500, 49_000 + 400)
+    assert rates == {"wall_time": pytest.approx(3602.0), "steps_per_s": pytest.approx(250.0),
+                     "updates_per_s": pytest.approx(200.0)}  # fmt: skip

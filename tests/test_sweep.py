@@ -286,3 +286,15 @@ def test_every_specification_expands_into_commands_train_accepts(spec, tmp_path)
         assert jobs
         for job in jobs:
             recorded_for(job["args"][1:])  # raises ValueError on a setting train would refuse
+
+
+def test_a_run_with_a_setting_train_refuses_stops_the_sweep_before_any_run(tmp_path, capsys):
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC.replace('"sampler": "uniform", **common}', '"sampler": "uniform", **common, "steps": 10}'))
+    out = tmp_path / "runs"
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["sweep", str(spec), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1
+    assert "run td3_NoSuchEnv-v0_uniform_s0: steps 10 <= start_steps 20" in err
+    assert not out.exists() or not any(out.iterdir())  # nothing started, the valid run neither

@@ -123,10 +123,11 @@ def _for_env(agent: str, argv: list[str], specs: dict, settings: dict) -> tuple:
 
 def recorded_for(argv: list[str]) -> dict:
     """What ``manifest.json`` would record (config and resolved method) of ``prioritylab train`` with ``argv``
-    (``[agent, flags...]``), nothing run; a bad agent, flag or setting is ``ValueError`` with its message on one
-    line."""
+    (``[agent, flags...]``), nothing run; a bad agent, flag or setting (every check ``train`` makes of the settings
+    alone, :func:`~prioritylab.deep.loop.check_settings`) is ``ValueError`` with its message on one line."""
+    from .loop import check_settings
     from .methods import Method
-    from .run import recorded_now
+    from .run import SettingsError, recorded_now
 
     specs, settings = _agents()
     if not argv or argv[0] not in AGENTS:
@@ -140,6 +141,10 @@ def recorded_for(argv: list[str]) -> dict:
     except SystemExit:
         lines = captured.getvalue().strip().splitlines()
         raise ValueError(lines[-1].removeprefix(f"{prog}: error: ") if lines else "invalid arguments") from None
+    try:
+        check_settings(spec, cfg)
+    except SettingsError as err:
+        raise ValueError(str(err)) from None
     return recorded_now(cfg, argv[0], Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps).describe())
 
 

@@ -193,6 +193,13 @@ def learn(agent: Agent, buffer: ReplayBuffer, method: Method, step: int, batch_s
     return stats
 
 
+def check_settings(spec: Spec, cfg: RunSettings) -> None:
+    """Every check of a run's settings alone (no environment, folder or file): ``SettingsError`` naming the value."""
+    check_common(cfg)
+    spec.check(cfg)
+    check_updates(spec, cfg)
+
+
 def check_updates(spec: Spec, cfg: RunSettings) -> None:
     """Refuse a run that would end before its first update, unless ``allow_no_updates``."""
     starts = spec.learning_starts(cfg)
@@ -224,9 +231,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     The run folder is locked for the run's life (:class:`~prioritylab.deep.run.RunLock`).  A run stopped by
     SIGINT/SIGTERM writes its checkpoint and raises :class:`~prioritylab.deep.run.Interrupted`.
     """
-    check_common(cfg)
-    spec.check(cfg)
-    check_updates(spec, cfg)
+    check_settings(spec, cfg)
     device = pick_device(cfg.device)
     env = spec.make_env(cfg.env, cfg)
     eval_env = spec.make_env(cfg.env, cfg)

@@ -50,8 +50,8 @@ and environment on every setting but the sampler and its ``replay.*`` settings. 
 group that differs, or that holds one seed in two run folders (a copy), is marked in
 ``table.md`` with what differs, and left out of every other table and figure.  A run
 whose ``finished.json`` names another last step than its ``evaluations.csv`` ends at
-(a cut or replaced file) is corrupt.  The rliable tables compare, per task, the seeds
-every sampler ran; the curves, the evaluation steps every seed logged.
+(a cut or replaced file) is corrupt.  The rliable tables take each sampler's own seeds
+(its lowest, as many on each task); the curves, the evaluation steps every seed logged.
 """
 
 from __future__ import annotations
@@ -575,8 +575,8 @@ def aggregates(groups: dict, out: Path, reps: int = 2000) -> list[dict]:
     """IQM, mean and median with 95 % stratified-bootstrap CIs (rliable), and performance profiles.
 
     Tasks are the Atari games of an agent (human-normalised scores), its MinAtar games (normalised by
-    :func:`minatar_normalised`) or one other environment; the score matrix of a sampler is runs x tasks,
-    with as many runs per task as the task with the fewest.  The bootstrap is seeded, so a report is
+    :func:`minatar_normalised`) or one other environment; the score matrix of a sampler is runs x tasks
+    (:func:`score_matrices`).  The bootstrap is seeded, so a report is
     reproducible.  Rows with fewer than :data:`MIN_CI_RUNS` runs carry ``ci_meaningful = False``.
     """
     from rliable import library as rly
@@ -587,10 +587,10 @@ def aggregates(groups: dict, out: Path, reps: int = 2000) -> list[dict]:
 
     rows = []
     for (agent, domain), score_dict in score_matrices(groups).items():
-        n, tasks = score_dict[next(iter(score_dict))].shape
         with rliable_seeded():
             point, ci = rly.get_interval_estimates(score_dict, agg, reps=reps, random_state=np.random.RandomState(0))
         for s in sorted(score_dict):
+            n, tasks = score_dict[s].shape
             row = {"agent": agent, "domain": domain, "sampler": s, "runs": n, "tasks": tasks,
                    "ci_meaningful": n >= MIN_CI_RUNS}  # fmt: skip
             for i, m in enumerate(("iqm", "mean", "median")):
@@ -622,8 +622,8 @@ def minatar_normalised(groups: dict) -> dict:
 def score_matrices(groups: dict) -> dict:
     """``(agent, domain) -> sampler -> runs x tasks`` score matrices for rliable: Atari games human-normalised,
     MinAtar games by :func:`minatar_normalised`, any other environment a domain of its own (raw returns).
-    Only tasks every sampler ran, and on each the seeds every sampler ran (the lowest, as many per task as the task
-    with the fewest); at least 2 runs."""
+    Only tasks every sampler ran; each sampler's own seeds, its lowest, as many on each task as on its task with
+    the fewest (so one sampler's seeds never cut another's); samplers with fewer than 2 runs are left out."""
     minatar = minatar_normalised(groups)
     domains = defaultdict(lambda: defaultdict(dict))  # (agent, domain) -> sampler -> task -> {seed: score}
     for (agent, env, sampler), runs in groups.items():
@@ -643,12 +643,15 @@ def score_matrices(groups: dict) -> dict:
         tasks = sorted(set.intersection(*(set(t) for t in samplers.values())))
         if not tasks:
             continue
-        seeds = {t: sorted(set.intersection(*(set(samplers[s][t]) for s in samplers)), key=seed_order) for t in tasks}
-        n = min(len(seeds[t]) for t in tasks)  # the seeds every sampler ran, as many on each task
-        if n < 2:
-            continue
-        out[key] = {s: np.stack([np.array([samplers[s][t][seed] for seed in seeds[t][:n]]) for t in tasks], 1)
-                    for s in sorted(samplers)}  # fmt: skip
+        matrices = {}
+        for s in sorted(samplers):
+            n = min(len(samplers[s][t]) for t in tasks)  # as many runs on each task: its lowest seeds
+            if n >= 2:
+                matrices[s] = np.stack([np.array([samplers[s][t][seed] for seed in sorted(samplers[s][t],
+                                                                                          key=seed_order)[:n]])
+                                        for t in tasks], 1)  # fmt: skip
+        if matrices:
+            out[key] = matrices
     return out
 
 
@@ -662,18 +665,19 @@ def improvement(groups: dict, reps: int = 2000, claims: dict | None = None) -> l
     """rliable's probability of improvement P(X > Y) of sampler X over baseline Y for each comparison of
     ``claims`` (default :data:`CLAIMS`), per (agent, domain), with its 95 % stratified-bootstrap interval
     (seeded)."""
+    matrices = score_matrices(groups)
     rows = []
     for baseline, samplers in (CLAIMS if claims is None else claims).items():
-        rows += _improvement(groups, reps, baseline, samplers)
+        rows += _improvement(matrices, reps, baseline, samplers)
     return rows
 
 
-def _improvement(groups: dict, reps: int, baseline: str, samplers: tuple[str, ...] | None) -> list[dict]:
+def _improvement(matrices: dict, reps: int, baseline: str, samplers: tuple[str, ...] | None) -> list[dict]:
     from rliable import library as rly
     from rliable import metrics
 
     rows = []
-    for (agent, domain), score_dict in score_matrices(groups).items():
+    for (agent, domain), score_dict in matrices.items():
         if baseline not in score_dict:
             continue
         pairs = {s: (score_dict[s], score_dict[baseline]) for s in sorted(score_dict)
@@ -683,8 +687,8 @@ def _improvement(groups: dict, reps: int, baseline: str, samplers: tuple[str, ..
         with rliable_seeded():
             point, ci = rly.get_interval_estimates(pairs, metrics.probability_of_improvement, reps=reps,
                                                    random_state=np.random.RandomState(0))  # fmt: skip
-        n, tasks = score_dict[baseline].shape
         for s in pairs:
+            n, tasks = min(score_dict[s].shape[0], score_dict[baseline].shape[0]), score_dict[baseline].shape[1]
             rows.append({"agent": agent, "domain": domain, "sampler": s, "baseline": baseline, "runs": n,
                          "tasks": tasks, "p_improvement": float(np.squeeze(point[s])),
                          "lo": float(np.squeeze(ci[s])[0]), "hi": float(np.squeeze(ci[s])[1]),

@@ -142,21 +142,22 @@ def status(job: dict) -> str:
 
 
 def check_recorded(jobs: list[dict]) -> None:
-    """Refuse, before any run starts, a sweep whose run folders hold runs (finished, or to resume) recorded with
-    other settings than the specification's, or without a readable manifest: a finished one would be counted
-    as this sweep's, a resumed one refused half-way.  ``ValueError`` naming each folder and setting."""
+    """Refuse, before any run starts, a sweep with a run whose settings train would refuse, or whose run folders
+    hold runs (finished, or to resume) recorded with other settings than the specification's, or without a
+    readable manifest: a finished one would be counted as this sweep's, a resumed one refused half-way.
+    ``ValueError`` naming the run, or each folder and setting."""
     from ..deep.cli import recorded_for
     from ..provenance import changed_settings
 
     clashes = []
     for job in jobs:
+        try:
+            now = recorded_for(job["args"][1:])  # every run's settings, as train would check them
+        except ValueError as err:
+            raise ValueError(f"run {job['name']}: {err}") from None
         if status(job) not in ("finished", "resume"):
             continue  # new, or started again from scratch with --overwrite
         manifest = job["folder"] / "manifest.json"
-        try:
-            now = recorded_for(job["args"][1:])
-        except ValueError as err:
-            raise ValueError(f"run {job['name']}: {err}") from None
         try:
             changed = changed_settings(json.loads(manifest.read_text()), now)
         except (OSError, ValueError, AttributeError) as err:
