@@ -238,7 +238,7 @@ class _StopOnSignal:
         return False
 
 
-def _run_job(job: dict) -> tuple[int | None, str]:
+def _run_job(job: dict, cwd: str | None = None) -> tuple[int | None, str]:
     """Run a job of the local pool; its status and command are taken when it starts, not when the sweep
     started, so a run another sweep finished meanwhile is skipped (exit code None), or, if that sweep ran it
     with other settings, recorded as such (``OTHER_SETTINGS``) rather than counted as this sweep's."""
@@ -250,7 +250,7 @@ def _run_job(job: dict) -> tuple[int | None, str]:
         except ValueError as err:
             return OTHER_SETTINGS, str(err)
         return None, ""
-    return run_local(command(job))
+    return run_local(command(job), cwd)
 
 
 def stopped_by_signal(record: Path) -> int | None:
@@ -297,9 +297,9 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, 
         import ray
 
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
-        remote = ray.remote(num_cpus=1)(run_local)  # one CPU per run, as the local pool's one process per job
+        remote = ray.remote(num_cpus=1)(_run_job)  # one CPU per run, as the local pool's one process per job
         here = os.getcwd()  # the run folders are relative to where the sweep was started
-        pending = {remote.remote(command(j), here): j for j in todo}
+        pending = {remote.remote({**j, "folder": Path(here) / j["folder"]}, here): j for j in todo}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             job = pending.pop(ready[0])
