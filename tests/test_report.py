@@ -304,3 +304,21 @@ def test_a_run_without_replay_diagnostics_gives_no_table3_statistics(tmp_path):
     t3 = (tmp_path / "out" / "ners_table3.md").read_text()
     assert "| td3 | Hopper-v5 | uniform | 1 | nan | nan | nan | nan |" in t3
     assert "| td3 | Hopper-v5 | per | 2 | 1.000 | 0.100 | 10.00 | 2.00 |" in t3
+
+
+def test_differences_are_welch_intervals_of_the_papers_comparisons(tmp_path):
+    runs = tmp_path / "runs"
+    finals = {"uniform": [10.0, 12.0, 11.0, 13.0, 9.0], "per": [14.0, 13.0, 16.0, 12.0, 15.0], "lap": [5.0, 6.0]}
+    for sampler, values in finals.items():
+        for seed, v in enumerate(values):
+            fake_run(runs, sampler, seed, [v] * 12)
+    rows = {(r["sampler"], r["baseline"]): r for r in R.report(runs, tmp_path / "out")["differences"]}
+    assert set(rows) == {("per", "uniform"), ("lap", "uniform"), ("lap", "per")}
+    x, y = np.array(finals["per"]), np.array(finals["uniform"])
+    welch = stats.ttest_ind(x, y, equal_var=False)
+    lo, hi = welch.confidence_interval(0.95)
+    r = rows[("per", "uniform")]
+    assert r["difference"] == pytest.approx(3.0) and (r["lo"], r["hi"]) == (pytest.approx(lo), pytest.approx(hi))
+    assert r["pct"] == pytest.approx(100 * 3.0 / 11.0) and r["pct_lo"] == pytest.approx(100 * lo / 11.0)
+    text = (tmp_path / "out" / "differences.md").read_text()
+    assert "| td3 | Hopper-v5 | lap | per | 2 / 5 (few seeds) |" in text and "(few seeds): fewer than 5" in text

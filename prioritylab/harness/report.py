@@ -29,6 +29,9 @@ Reads every run folder under ``RUNS`` (a folder with ``manifest.json`` and
   over ``uniform``, and of the comparisons the papers make (LAP, PAL, PSER and NERS
   over ``per``; PAL over ``lap``, where 0.5 is the claim: :data:`CLAIMS`), P(X > Y)
   over runs, averaged over tasks, with its bootstrap interval;
+* ``differences.md`` / ``.csv``: per environment, for the same comparisons, the difference
+  of the mean final scores with its 95 % Welch interval, absolute and as a share of the
+  baseline's mean;
 * ``overhead.md``: wall time per run and its increase over uniform (LAP/PAL App. B,
   Table 3), from the runs' ``timing.csv``, under a caveat: sweep runs share a machine,
   so these are no measure of a sampler's cost (``prioritylab bench agent`` is);
@@ -527,6 +530,44 @@ def gains(groups: dict, baselines=("uniform", "per")) -> list[dict]:
     return out
 
 
+def differences(groups: dict, claims: dict | None = None) -> list[dict]:
+    """Per agent and environment, for each comparison of ``claims`` (default :data:`CLAIMS`): the difference of
+    the mean final scores (:func:`final_score`) X - Y with its 95 % Welch interval over the seeds, absolute and
+    as a share of |Y's mean|; groups with at least 2 seeds each."""
+    rows = []
+    for baseline, samplers in (CLAIMS if claims is None else claims).items():
+        for (agent, env, sampler), runs in sorted(groups.items()):
+            base = groups.get((agent, env, baseline))
+            if sampler == baseline or base is None or (samplers is not None and sampler not in samplers):
+                continue
+            if len(runs) < 2 or len(base) < 2:
+                continue
+            x, y = np.array([final_score(r) for r in runs]), np.array([final_score(r) for r in base])
+            diff, lo, hi = welch_ci(x, y)
+            scale = abs(float(y.mean()))
+            rel = [100 * v / scale if scale > 0 else math.nan for v in (diff, lo, hi)]
+            rows.append({"agent": agent, "env": env, "sampler": sampler, "baseline": baseline,
+                         "seeds": len(runs), "baseline_seeds": len(base), "difference": diff, "lo": lo, "hi": hi,
+                         "pct": rel[0], "pct_lo": rel[1], "pct_hi": rel[2]})  # fmt: skip
+    return rows
+
+
+def differences_markdown(rows: list[dict]) -> str:
+    lines = ["| agent | env | sampler | vs | seeds | X - Y [95 % CI] | % of Y [95 % CI] |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        few = r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS
+        seeds = f"{r['seeds']} / {r['baseline_seeds']}" + (" (few seeds)" if few else "")
+        lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['baseline']} | {seeds} | "
+                     f"{r['difference']:+.3g} [{r['lo']:+.3g}, {r['hi']:+.3g}] | "
+                     f"{r['pct']:+.0f} % [{r['pct_lo']:+.0f}, {r['pct_hi']:+.0f}] |")  # fmt: skip
+    lines += ["", "Mean final score (last 10 evaluations) of X minus Y's, with the 95 % Welch t-interval over the "
+              "seeds (independent runs, unequal variances); the comparisons the papers make (CLAIMS)."]
+    if any(r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS for r in rows):
+        lines.append(f"(few seeds): fewer than {MIN_CI_RUNS} seeds on a side; the interval is not meaningful.")
+    return "\n".join(lines) + "\n"
+
+
 def gains_markdown(rows: list[dict]) -> str:
     lines = ["| agent | sampler | vs | envs | seeds | mean % gain | median % gain |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -826,6 +867,9 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
     if any(not r["ci_meaningful"] for r in agg):
         lines += ["", FEW_RUNS_NOTE]
     (out / "aggregates.md").write_text("\n".join(lines) + "\n")
+    diffs = differences(comparable)
+    write_csv(out / "differences.csv", diffs)
+    (out / "differences.md").write_text(differences_markdown(diffs))
     imp = improvement(comparable)
     write_csv(out / "improvement.csv", imp)
     lines = ["| agent | domain | sampler | vs | runs x tasks | P(sampler > baseline) [95 % CI] |",
@@ -843,7 +887,8 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
                     "run_folders": [str(r["folder"]) for r in runs],
                     "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
     return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
-            "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over}
+            "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
+            "differences": diffs}
 
 
 def register(subparsers) -> None:
