@@ -31,6 +31,6 @@ RMS_EPS = 1e-5
 
 
 def runs(budget: str) -> list[dict]:
-    budget_settings = STUDY.PAPER if budget == "paper" else STUDY.REDUCED
-    return [{"agent": "dqn", "env": "MinAtar/Breakout-v1", "sampler": s, "rms_eps": RMS_EPS, **budget_settings}
-            for s in SAMPLERS]  # fmt: skip
+    """The study's Breakout runs of these samplers, with RMSProp's eps at LAP's value."""
+    return [{**run, "rms_eps": RMS_EPS} for run in STUDY.runs(budget)
+            if run["env"] == "MinAtar/Breakout-v1" and run["sampler"] in SAMPLERS]  # fmt: skip
