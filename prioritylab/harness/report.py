@@ -530,6 +530,12 @@ def gains(groups: dict, baselines=("uniform", "per")) -> list[dict]:
     return out
 
 
+CLAIMS = {"uniform": None, "per": ("lap", "pal", "pser", "ners"), "lap": ("pal",)}
+"""The comparisons the papers make, baseline -> samplers (None: every other): each sampler over uniform replay;
+LAP and PAL (LAP/PAL Tables 1-2), PSER (its Atari table) and NERS against PER; PAL against LAP, its uniform
+twin with the same expected gradient (LAP/PAL Theorem 1, eq. 12), where a P near 0.5 is the claim."""
+
+
 def differences(groups: dict, claims: dict | None = None) -> list[dict]:
     """Per agent and environment, for each comparison of ``claims`` (default :data:`CLAIMS`): the difference of
     the mean final scores (:func:`final_score`) X - Y with its 95 % Welch interval over the seeds, absolute and
@@ -694,12 +700,6 @@ def score_matrices(groups: dict) -> dict:
         if matrices:
             out[key] = matrices
     return out
-
-
-CLAIMS = {"uniform": None, "per": ("lap", "pal", "pser", "ners"), "lap": ("pal",)}
-"""The comparisons the papers make, baseline -> samplers (None: every other): each sampler over uniform replay;
-LAP and PAL (LAP/PAL Tables 1-2), PSER (its Atari table) and NERS against PER; PAL against LAP, its uniform
-twin with the same expected gradient (LAP/PAL Theorem 1, eq. 12), where a P near 0.5 is the claim."""
 
 
 def improvement(groups: dict, reps: int = 2000, claims: dict | None = None) -> list[dict]:
