@@ -83,6 +83,18 @@ def test_welch_interval_matches_scipy():
     assert (lo, hi) == pytest.approx((res.low, res.high), rel=1e-9)
 
 
+def test_welch_interval_is_undefined_when_no_seed_differs(tmp_path):
+    diff, lo, hi = R.welch_ci(np.array([3.0, 3.0]), np.array([1.0, 1.0, 1.0]))
+    assert diff == 2.0 and math.isnan(lo) and math.isnan(hi)
+    runs = tmp_path / "runs"
+    for seed in range(2):
+        fake_run(runs, "uniform", seed, [1.0] * 10)
+        fake_run(runs, "per", seed, [3.0] * 10)
+    R.report(runs, tmp_path / "out")
+    line = next(x for x in (tmp_path / "out" / "differences.md").read_text().splitlines() if "| per | uniform |" in x)
+    assert "+2 (no interval: every seed alike on both sides)" in line and "nan" not in line, line
+
+
 def test_ners_table3_lists_each_pair_of_samplers_with_five_or_more_seeds(tmp_path):
     for seed in range(5):
         fake_run(tmp_path / "runs", "ners", seed, [1.0] * 12)
@@ -91,7 +103,7 @@ def test_ners_table3_lists_each_pair_of_samplers_with_five_or_more_seeds(tmp_pat
     R.report(tmp_path / "runs", tmp_path / "out")
     t3 = (tmp_path / "out" / "ners_table3.md").read_text()
     half = stats.t.ppf(0.975, 8) * math.sqrt(2 * np.arange(5.0).var(ddof=1) / 5)  # td_mean = 0.5 + seed in both
-    assert f"| ners − uniform | 0 [{-half:.3g}, {half:.3g}] | 0 [0, 0] | 0 [0, 0] | 0 [0, 0] |" in t3
+    assert f"| ners − uniform | 0 [{-half:.3g}, {half:.3g}] | 0 (no spread) | 0 (no spread) | 0 (no spread) |" in t3
     assert "per −" not in t3 and "− per" not in t3
 
 
@@ -229,6 +241,48 @@ def test_probability_of_improvement_over_uniform(tmp_path):
     assert rows["lap"]["p_improvement"] == pytest.approx(0.5, abs=1e-12)
     assert rows["per"]["ci_meaningful"] and rows["per"]["lo"] <= 1.0 <= rows["per"]["hi"] + 1e-12
     assert "| td3 | Hopper-v5 | per | uniform | 5 x 1 | 1 [1, 1] |" in (tmp_path / "out" / "improvement.md").read_text()
+
+
+def test_a_pilot_on_few_games_never_cuts_the_other_samplers_games(tmp_path):
+    """Three Atari games of uniform and per with 5 seeds; ners with 1, then 2, seeds on Pong alone: uniform's and
+    per's tables keep all three games, ners is left out (and said so), and ners against uniform uses Pong."""
+    from prioritylab.scores import SCORES
+
+    runs = tmp_path / "runs"
+    games = ("Pong", "Breakout", "Seaquest")
+    for game in games:
+        lo, hi = SCORES[game]
+        for seed in range(5):
+            for sampler, k in (("uniform", 1), ("per", 2)):
+                fake_run(runs, sampler, seed, [lo + 0.1 * (seed + k) * (hi - lo)] * 10, env=f"ALE/{game}-v5",
+                         agent="ddqn")  # fmt: skip
+    lo, hi = SCORES["Pong"]
+    for n_pilot in (1, 2):
+        fake_run(runs, "ners", n_pilot - 1, [lo + 0.9 * (hi - lo)] * 10, env="ALE/Pong-v5", agent="ddqn")
+        result = R.report(runs, tmp_path / f"out{n_pilot}")
+        shapes = {r["sampler"]: (r["runs"], r["tasks"]) for r in result["aggregates"]}
+        assert shapes == {"per": (5, 3), "uniform": (5, 3)}, shapes
+        assert {r["sampler"]: r["mean"] for r in result["aggregates"]} == {
+            "per": pytest.approx(0.4), "uniform": pytest.approx(0.3)}
+        text = (tmp_path / f"out{n_pilot}" / "aggregates.md").read_text()
+        assert "ddqn, Atari (human-normalised): ners left out" in text
+        imp = {(r["sampler"], r["baseline"]): (r["runs"], r["tasks"]) for r in result["improvement"]}
+        assert imp[("per", "uniform")] == (5, 3)
+        assert imp.get(("ners", "uniform")) == ((2, 1) if n_pilot == 2 else None)
+
+
+def test_a_game_only_some_samplers_reached_is_left_out_not_the_samplers(tmp_path):
+    """Seed-major sweeps: the second game has two uniform runs and one of per. Both samplers keep the first game."""
+    runs = tmp_path / "runs"
+    for seed in range(3):
+        for sampler, score in (("uniform", 5.0 + seed), ("per", 6.0 + seed)):
+            fake_run(runs, sampler, seed, [score] * 10, env="MinAtar/Breakout-v1", agent="dqn")
+    fake_run(runs, "uniform", 0, [20.0] * 10, env="MinAtar/SpaceInvaders-v1", agent="dqn")
+    fake_run(runs, "uniform", 1, [22.0] * 10, env="MinAtar/SpaceInvaders-v1", agent="dqn")
+    fake_run(runs, "per", 0, [21.0] * 10, env="MinAtar/SpaceInvaders-v1", agent="dqn")
+    result = R.report(runs, tmp_path / "out")
+    assert {r["sampler"]: (r["runs"], r["tasks"]) for r in result["aggregates"]} == {"per": (3, 1), "uniform": (3, 1)}
+    assert "task MinAtar/SpaceInvaders-v1 left out" in (tmp_path / "out" / "aggregates.md").read_text()
 
 
 def test_bootstrap_intervals_are_the_same_in_every_report_and_leave_numpy_as_found(tmp_path):

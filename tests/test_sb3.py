@@ -426,6 +426,13 @@ def test_n_step_returns_follow_the_models_n_steps_and_gamma():
     assert (given.replay_buffer.replay.n_step, given.replay_buffer.replay.gamma) == (3, 0.5)
 
 
+def test_one_step_models_take_any_gamma_sb3_takes():
+    """gamma = 0 (a bandit's target) is valid in SB3; one-step returns never discount, so the buffer never sees it."""
+    model = DQN("MlpPolicy", "CartPole-v1", gamma=0.0, replay_buffer_kwargs=dict(sampler="per"), **_dqn_kwargs())
+    model.learn(80)
+    assert model.replay_buffer.replay.n_step == 1
+
+
 @pytest.mark.parametrize(
     "kw, match",
     [

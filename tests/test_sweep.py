@@ -304,3 +304,31 @@ def test_a_run_with_a_setting_train_refuses_stops_the_sweep_before_any_run(tmp_p
     assert exit_.value.code == 2 and len(err.splitlines()) == 1
     assert "run td3_NoSuchEnv-v0_uniform_s0: steps 10 <= start_steps 20" in err
     assert not out.exists() or not any(out.iterdir())  # nothing started, the valid run neither
+
+
+def test_a_run_stopped_on_its_own_is_not_counted_as_finished(tmp_path, monkeypatch, capsys):
+    """A run whose own process is stopped (its scheduler, a kill of that pid) writes its checkpoint and exits 143;
+    the sweep was not signalled, so it ends, but reports the run as stopped and exits non-zero."""
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC.replace("common}]\n", "common}][:1]\n"))
+    out = tmp_path / "runs"
+    monkeypatch.setattr(sweep, "run_local", lambda cmd, cwd=None: (143, ""))
+    assert cli_main(["sweep", str(spec), "--out", str(out), "--seeds", "2"]) == 1
+    text = capsys.readouterr().out
+    assert "0 of 2 runs finished; 0 crashed; 2 stopped before their end (re-run the same command to resume" in text
+    record = json.loads((out / "sweep.json").read_text())["runs"]
+    assert {v["status"] for v in record.values()} == {"interrupted (checkpoint written)"}
+
+
+def test_the_settings_check_of_finished_runs_does_not_depend_on_free_memory(tmp_path, monkeypatch):
+    """Memory is train's check when a run starts; a sweep's check of its runs' settings reads the settings alone."""
+    from prioritylab.deep import run
+    from prioritylab.deep.cli import recorded_for
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemAvailable:       1000 kB\n")
+    monkeypatch.setattr(run, "MEMINFO", str(meminfo))
+    with pytest.raises(run.SettingsError, match="lower --buffer-size"):
+        run.check_memory(1000, 10**7)  # the check itself still refuses
+    for env in ("MinAtar/Breakout-v1", "ALE/Pong-v5"):
+        recorded_for(["dqn", "--env", env, "--buffer-size", "100000"])  # no error

@@ -40,7 +40,7 @@ from .atari import FRAME_STACK, SCREEN, atari_state, make_atari_env, score_colum
 from .loop import Spec, replay_capacity
 from .methods import Defaults, Method
 from .minatar import make_minatar_env, minatar_state, set_minatar_state
-from .run import RunSettings, SettingsError, check_memory
+from .run import RunSettings, SettingsError
 
 # LAP/PAL Table 7 (Double DQN): PER alpha 0.6, beta 0.4 (annealed to 1, PER Section 3.4), eps 1e-10;
 # LAP & PAL alpha 0.6; kappa 0.01 (App. D.2, eq. 29-31); uniform/PER/PSER keep DQN's Huber loss (kappa 1).
@@ -381,13 +381,10 @@ def check_atari(cfg: AtariSettings) -> None:
     check_dqn(cfg, ("max_episode_frames",))
     if len(cfg.channels) != 3 or min(cfg.channels) <= 0:
         raise SettingsError(f"channels must be three positive filter counts, got {cfg.channels!r}")
-    check_memory(replay_capacity(cfg), replay_bytes(cfg))
 
 
 def check_minatar(cfg: MinAtarSettings) -> None:
     check_dqn(cfg, ("conv_channels", "max_episode_steps"))
-    # the largest MinAtar state (Seaquest, 10 channels): 1,000 bytes per slot
-    check_memory(replay_capacity(cfg), estimate_bytes(replay_capacity(cfg), (10, 10, 10), bool, (), np.int64))
 
 
 def make_env(env_id: str, cfg: AtariSettings) -> gym.Env:

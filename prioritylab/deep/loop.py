@@ -283,15 +283,15 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
         noise.set_state(checkpoint["noise"])
         torch.set_rng_state(checkpoint["torch_rng"])
         step, updates, episodes, next_ckpt = (checkpoint[k] for k in ("step", "updates", "episodes", "next_ckpt"))
-    log = RunLog(folder, step if checkpoint is not None else None)
-    clock = Clock(checkpoint["wall_time"], step, updates) if checkpoint is not None else Clock()
-    write_run_manifest(folder, cfg, spec.name, device, method.describe(),
-                       resumed_at=step if checkpoint is not None else None)  # fmt: skip
-
     env.reset(seed=cfg.seed)
     if checkpoint is not None:
         spec.set_env_state(env, checkpoint["env_state"])
     obs, _ = env.reset() if checkpoint is not None else env.reset(seed=cfg.seed)
+    # the run's files change only now, once every part of the checkpoint has been restored
+    log = RunLog(folder, step if checkpoint is not None else None)
+    clock = Clock(checkpoint["wall_time"], step, updates) if checkpoint is not None else Clock()
+    write_run_manifest(folder, cfg, spec.name, device, method.describe(),
+                       resumed_at=step if checkpoint is not None else None)  # fmt: skip
     starts, every = spec.learning_starts(cfg), spec.update_every(cfg)
     last_eval = float(log.evals[-1]["return_mean"]) if log.evals else math.nan
     ess = float(log.evals[-1].get("ess_mean", math.nan)) if log.evals else math.nan

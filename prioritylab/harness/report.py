@@ -54,7 +54,12 @@ group that differs, or that holds one seed in two run folders (a copy), is marke
 ``table.md`` with what differs, and left out of every other table and figure.  A run
 whose ``finished.json`` names another last step than its ``evaluations.csv`` ends at
 (a cut or replaced file) is corrupt.  The rliable tables take each sampler's own seeds
-(its lowest, as many on each task); the curves, the evaluation steps every seed logged.
+(its lowest, as many on each task) on the samplers and tasks that give the most
+sampler-task cells with at least 2 runs each, and list in ``aggregates.md`` what they
+leave out (a sampler run on few tasks, a task only some samplers have reached); the
+probability of improvement compares each pair on the tasks both ran.  The curves align
+the seeds on the evaluation steps every seed logged.  A Welch interval is undefined
+(shown as such) when no seed differs on either side.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ import math
 import warnings
 from collections import defaultdict
 from contextlib import contextmanager
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -311,7 +317,7 @@ def table_markdown(table: list[dict]) -> str:
     flagged = [t for t in table if t.get("not_comparable")]
     if flagged:
         lines.append("")
-        lines.append("**Not comparable** (left out of the gains, aggregates and overhead tables):")
+        lines.append("**Not comparable** (left out of every other table and of the figures):")
         lines += [f"- {t['agent']} {t['env']} {t['sampler']}: {t['not_comparable']}" for t in flagged]
     return "\n".join(lines) + "\n"
 
@@ -381,14 +387,18 @@ def plot_table3(groups: dict, out: Path) -> list[Path]:
     return written
 
 
+NO_SPREAD = "(no interval: every seed alike on both sides)"
+
+
 def welch_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
-    """``mean(a) - mean(b)`` and its 95 % Welch interval (independent samples, unequal variances)."""
+    """``mean(a) - mean(b)`` and its 95 % Welch interval (independent samples, unequal variances); NaN bounds
+    when neither sample varies (every seed alike on both sides: the t-interval is undefined)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     diff = float(a.mean() - b.mean())
     se = math.sqrt(va + vb)
     if se == 0.0:
-        return diff, diff, diff
+        return diff, math.nan, math.nan
     df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
     half = t_quantile(df) * se
     return diff, diff - half, diff + half
@@ -408,7 +418,8 @@ def table3_differences(groups: dict, keys: tuple[str, ...]) -> list[str]:
         if len(names) < 2:
             continue
         lines += ["", f"Differences between samplers, {agent} on {env} (row sampler minus column sampler; "
-                  "Welch 95 % interval; * : the interval excludes 0):", "",
+                  "Welch 95 % interval; * : the interval excludes 0; no spread: every seed alike on both sides, no "
+                  "interval):", "",
                   "| pair | |TD error| mean | |TD error| std | Q mean | Q std |", "|---|---|---|---|---|"]  # fmt: skip
         for i, a in enumerate(names):
             for b in names[i + 1:]:
@@ -416,7 +427,7 @@ def table3_differences(groups: dict, keys: tuple[str, ...]) -> list[str]:
                 for k in keys:
                     d, lo, hi = welch_ci(samplers[a][k], samplers[b][k])
                     star = "*" if lo > 0 or hi < 0 else ""
-                    cells.append(f"{d:.3g} [{lo:.3g}, {hi:.3g}]{star}")
+                    cells.append(f"{d:.3g} [{lo:.3g}, {hi:.3g}]{star}" if math.isfinite(lo) else f"{d:.3g} (no spread)")
                 lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
     return lines
 
@@ -564,9 +575,12 @@ def differences_markdown(rows: list[dict]) -> str:
     for r in rows:
         few = r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS
         seeds = f"{r['seeds']} / {r['baseline_seeds']}" + (" (few seeds)" if few else "")
+        if math.isfinite(r["lo"]):
+            cis = f"[{r['lo']:+.3g}, {r['hi']:+.3g}]", f"[{r['pct_lo']:+.0f}, {r['pct_hi']:+.0f}]"
+        else:
+            cis = NO_SPREAD, NO_SPREAD
         lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['baseline']} | {seeds} | "
-                     f"{r['difference']:+.3g} [{r['lo']:+.3g}, {r['hi']:+.3g}] | "
-                     f"{r['pct']:+.0f} % [{r['pct_lo']:+.0f}, {r['pct_hi']:+.0f}] |")  # fmt: skip
+                     f"{r['difference']:+.3g} {cis[0]} | {r['pct']:+.0f} % {cis[1]} |")  # fmt: skip
     lines += ["", "Mean final score (last 10 evaluations) of X minus Y's, with the 95 % Welch t-interval over the "
               "seeds (independent runs, unequal variances); the comparisons the papers make (CLAIMS)."]
     if any(r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS for r in rows):
@@ -618,13 +632,13 @@ def rliable_seeded(seed: int = 0):
         np.random.set_state(saved)  # noqa: NPY002
 
 
-def aggregates(groups: dict, out: Path, reps: int = 2000) -> list[dict]:
+def aggregates(groups: dict, out: Path, reps: int = 2000, left_out: list[str] | None = None) -> list[dict]:
     """IQM, mean and median with 95 % stratified-bootstrap CIs (rliable), and performance profiles.
 
     Tasks are the Atari games of an agent (human-normalised scores), its MinAtar games (normalised by
     :func:`minatar_normalised`) or one other environment; the score matrix of a sampler is runs x tasks
-    (:func:`score_matrices`).  The bootstrap is seeded, so a report is
-    reproducible.  Rows with fewer than :data:`MIN_CI_RUNS` runs carry ``ci_meaningful = False``.
+    (:func:`score_matrices`, which appends what it leaves out to ``left_out``).  The bootstrap is seeded, so a
+    report is reproducible.  Rows with fewer than :data:`MIN_CI_RUNS` runs carry ``ci_meaningful = False``.
     """
     from rliable import library as rly
     from rliable import metrics
@@ -633,7 +647,7 @@ def aggregates(groups: dict, out: Path, reps: int = 2000) -> list[dict]:
         return np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x), metrics.aggregate_median(x)])
 
     rows = []
-    for (agent, domain), score_dict in score_matrices(groups).items():
+    for (agent, domain), score_dict in score_matrices(groups, left_out).items():
         with rliable_seeded():
             point, ci = rly.get_interval_estimates(score_dict, agg, reps=reps, random_state=np.random.RandomState(0))
         for s in sorted(score_dict):
@@ -666,13 +680,11 @@ def minatar_normalised(groups: dict) -> dict:
     return out
 
 
-def score_matrices(groups: dict) -> dict:
-    """``(agent, domain) -> sampler -> runs x tasks`` score matrices for rliable: Atari games human-normalised,
-    MinAtar games by :func:`minatar_normalised`, any other environment a domain of its own (raw returns).
-    Only tasks every sampler ran; each sampler's own seeds, its lowest, as many on each task as on its task with
-    the fewest (so one sampler's seeds never cut another's); samplers with fewer than 2 runs are left out."""
+def score_cells(groups: dict) -> dict:
+    """``(agent, domain) -> sampler -> task -> {seed: score}``: Atari games human-normalised, MinAtar games by
+    :func:`minatar_normalised`, any other environment a domain of its own (raw returns)."""
     minatar = minatar_normalised(groups)
-    domains = defaultdict(lambda: defaultdict(dict))  # (agent, domain) -> sampler -> task -> {seed: score}
+    domains = defaultdict(lambda: defaultdict(dict))
     for (agent, env, sampler), runs in groups.items():
         game = atari_game(env)
         scores = np.array([final_score(r) for r in runs])
@@ -685,51 +697,91 @@ def score_matrices(groups: dict) -> dict:
         else:
             domain, task = env, env
         domains[(agent, domain)][sampler][task] = dict(zip((r["seed"] for r in runs), scores, strict=True))
+    return domains
+
+
+def _tasks(cells: dict) -> set:
+    """The tasks on which a sampler has at least 2 runs."""
+    return {t for t, seeds in cells.items() if len(seeds) >= 2}
+
+
+def _matrix(cells: dict, tasks: list) -> np.ndarray:
+    """runs x tasks: the sampler's lowest seeds, as many on each task as on its task with the fewest."""
+    n = min(len(cells[t]) for t in tasks)
+    return np.stack([np.array([cells[t][seed] for seed in sorted(cells[t], key=seed_order)[:n]]) for t in tasks], 1)
+
+
+def _most_cells(samplers: dict) -> tuple[list[str], list]:
+    """The samplers and tasks of a domain's tables: of every set of samplers, the one whose common tasks (each
+    sampler with at least 2 runs on each) give the most sampler-task cells, then the most samplers, then the most
+    tasks: a sampler run on few tasks (a pilot) is left out rather than cutting every other sampler's tasks, and a
+    task that only some samplers have reached is left out rather than every other sampler."""
+    names = sorted(s for s in samplers if _tasks(samplers[s]))
+    best, best_key = ([], []), (0, 0, 0)
+    for k in range(len(names), 0, -1):
+        for subset in combinations(names, k):
+            tasks = sorted(set.intersection(*(_tasks(samplers[s]) for s in subset)))
+            key = (len(subset) * len(tasks), len(subset), len(tasks))
+            if key > best_key:
+                best, best_key = (list(subset), tasks), key
+    return best
+
+
+def score_matrices(groups: dict, left_out: list[str] | None = None) -> dict:
+    """``(agent, domain) -> sampler -> runs x tasks`` score matrices for rliable (:func:`score_cells`).  The samplers
+    and tasks are chosen by :func:`_most_cells`; each sampler has its own seeds, its lowest, as many on each task as on
+    its task with the fewest (so one sampler's seeds never cut another's).  What is left out is appended to
+    ``left_out``, one line each."""
     out = {}
-    for key, samplers in sorted(domains.items()):
-        tasks = sorted(set.intersection(*(set(t) for t in samplers.values())))
-        if not tasks:
-            continue
-        matrices = {}
-        for s in sorted(samplers):
-            n = min(len(samplers[s][t]) for t in tasks)  # as many runs on each task: its lowest seeds
-            if n >= 2:
-                matrices[s] = np.stack([np.array([samplers[s][t][seed] for seed in sorted(samplers[s][t],
-                                                                                          key=seed_order)[:n]])
-                                        for t in tasks], 1)  # fmt: skip
-        if matrices:
-            out[key] = matrices
+    for key, samplers in sorted(score_cells(groups).items()):
+        names, tasks = _most_cells(samplers)
+        if left_out is not None:
+            for s in sorted(set(samplers) - set(names)):
+                have = sorted(_tasks(samplers[s]))
+                left_out.append(f"{key[0]}, {key[1]}: {s} left out (at least 2 runs on {len(have)} task(s): "
+                                f"{', '.join(map(str, have)) or 'none'}; the others share {len(tasks)})")  # fmt: skip
+            every = sorted(set().union(*(samplers[s] for s in samplers)) - set(tasks))
+            for t in every:
+                left_out.append(f"{key[0]}, {key[1]}: task {t} left out (not every sampler has 2 runs on it)")
+        if names:
+            out[key] = {s: _matrix(samplers[s], tasks) for s in names}
     return out
 
 
 def improvement(groups: dict, reps: int = 2000, claims: dict | None = None) -> list[dict]:
     """rliable's probability of improvement P(X > Y) of sampler X over baseline Y for each comparison of
     ``claims`` (default :data:`CLAIMS`), per (agent, domain), with its 95 % stratified-bootstrap interval
-    (seeded)."""
-    matrices = score_matrices(groups)
+    (seeded).  Each comparison uses the tasks on which both samplers have at least 2 runs, and each sampler's
+    own lowest seeds (as :func:`score_matrices`), whatever other samplers ran."""
+    cells = score_cells(groups)
     rows = []
     for baseline, samplers in (CLAIMS if claims is None else claims).items():
-        rows += _improvement(matrices, reps, baseline, samplers)
+        rows += _improvement(cells, reps, baseline, samplers)
     return rows
 
 
-def _improvement(matrices: dict, reps: int, baseline: str, samplers: tuple[str, ...] | None) -> list[dict]:
+def _improvement(cells: dict, reps: int, baseline: str, samplers: tuple[str, ...] | None) -> list[dict]:
     from rliable import library as rly
     from rliable import metrics
 
     rows = []
-    for (agent, domain), score_dict in matrices.items():
-        if baseline not in score_dict:
+    for (agent, domain), by_sampler in sorted(cells.items()):
+        if baseline not in by_sampler:
             continue
-        pairs = {s: (score_dict[s], score_dict[baseline]) for s in sorted(score_dict)
-                 if s != baseline and (samplers is None or s in samplers)}  # fmt: skip
+        pairs = {}
+        for s in sorted(by_sampler):
+            if s == baseline or (samplers is not None and s not in samplers):
+                continue
+            tasks = sorted(_tasks(by_sampler[s]) & _tasks(by_sampler[baseline]))
+            if tasks:
+                pairs[s] = (_matrix(by_sampler[s], tasks), _matrix(by_sampler[baseline], tasks))
         if not pairs:
             continue
         with rliable_seeded():
             point, ci = rly.get_interval_estimates(pairs, metrics.probability_of_improvement, reps=reps,
                                                    random_state=np.random.RandomState(0))  # fmt: skip
-        for s in pairs:
-            n, tasks = min(score_dict[s].shape[0], score_dict[baseline].shape[0]), score_dict[baseline].shape[1]
+        for s, (x, y) in pairs.items():
+            n, tasks = min(x.shape[0], y.shape[0]), y.shape[1]
             rows.append({"agent": agent, "domain": domain, "sampler": s, "baseline": baseline, "runs": n,
                          "tasks": tasks, "p_improvement": float(np.squeeze(point[s])),
                          "lo": float(np.squeeze(ci[s])[0]), "hi": float(np.squeeze(ci[s])[1]),
@@ -856,7 +908,8 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
         lines = ["| agent | sampler | games | mean | median |", "|---|---|---|---|---|"]
         lines += [f"| {r['agent']} | {r['sampler']} | {r['games']} | {r['mean']:.3f} | {r['median']:.3f} |" for r in hn]
         (out / "human_normalised.md").write_text("\n".join(lines) + "\n")
-    agg = aggregates(comparable, out)
+    left = []
+    agg = aggregates(comparable, out, left_out=left)
     write_csv(out / "aggregates.csv", agg)
     lines = ["| agent | domain | sampler | runs x tasks | IQM [95 % CI] | mean [95 % CI] | median [95 % CI] |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -866,6 +919,10 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
               + " |" for r in agg]  # fmt: skip
     if any(not r["ci_meaningful"] for r in agg):
         lines += ["", FEW_RUNS_NOTE]
+    if left:
+        lines += ["", "Left out of these tables and the performance profiles (the samplers and tasks kept give the "
+                  "most sampler-task cells with at least 2 runs each; improvement.md compares each pair on the tasks "
+                  "both have):", ""] + [f"- {x}" for x in left]  # fmt: skip
     (out / "aggregates.md").write_text("\n".join(lines) + "\n")
     diffs = differences(comparable)
     write_csv(out / "differences.csv", diffs)

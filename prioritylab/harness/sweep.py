@@ -368,9 +368,12 @@ def _main(args) -> int:
         print(f"sweep stopped by signal {signum}; the runs wrote their checkpoints: re-run the same command to "
               f"resume them (see {args.out}/sweep.json)", file=sys.stderr)  # fmt: skip
         return 128 + signum
+    finished = sum(v["status"] in ("finished", "finished (skipped)") for v in results.values())
     crashed = [k for k, v in results.items() if v["status"] == "crashed"]
     elsewhere = [k for k, v in results.items() if v["status"] == outcome(OTHER_SETTINGS)]
+    stopped = [k for k, v in results.items() if v["status"] in (outcome(128 + signal.SIGTERM), outcome(NOT_STARTED))]
     also = f"; {len(elsewhere)} finished meanwhile by another sweep with other settings" if elsewhere else ""
-    print(f"{len(jobs) - len(crashed) - len(elsewhere)} of {len(jobs)} runs finished; {len(crashed)} crashed{also} "
-          f"(see {args.out}/sweep.json)")  # fmt: skip
-    return 1 if crashed or elsewhere else 0
+    if stopped:  # a run's own process was stopped (its scheduler, a kill): not finished, though the sweep was not
+        also += f"; {len(stopped)} stopped before their end (re-run the same command to resume them)"
+    print(f"{finished} of {len(jobs)} runs finished; {len(crashed)} crashed{also} (see {args.out}/sweep.json)")
+    return 0 if finished == len(jobs) else 1

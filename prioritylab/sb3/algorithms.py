@@ -41,7 +41,9 @@ class _Prioritized:
         if self.n_steps > 1 and given.get("n_steps", self.n_steps) != self.n_steps:
             raise ValueError(f"n_steps={self.n_steps} and replay_buffer_kwargs n_steps={given['n_steps']} differ; "
                              "give one of them")  # fmt: skip
-        kwargs = {"seed": self.seed, "n_steps": self.n_steps, "gamma": self.gamma, **given}
+        kwargs = {"seed": self.seed, **given}
+        if kwargs.setdefault("n_steps", self.n_steps) > 1:  # gamma only where it discounts (SB3 allows gamma = 0)
+            kwargs.setdefault("gamma", self.gamma)
         if kwargs["n_steps"] > 1 and kwargs["gamma"] != self.gamma:
             raise ValueError(f"replay_buffer_kwargs gamma={kwargs['gamma']!r} differs from the model's "
                              f"gamma={self.gamma!r}: the n-step returns would be discounted with another gamma "
