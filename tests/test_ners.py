@@ -198,6 +198,21 @@ def test_algorithm_1_trains_at_episode_ends_from_the_episode_return():
         toy_sampler(16, schedule="step")
 
 
+def test_the_training_subset_is_drawn_from_the_set_of_drawn_slots_each_once():
+    """Algorithm 1 keeps a set (I <- I u I_batch): a slot drawn many times is no likelier to be trained on."""
+    s, _ = toy_sampler(6, sample_size=32)
+    s.on_episode_end({"return": 0.0})
+    for _ in range(5):
+        draw_and_update(s, 6)  # 30 draws, with replacement, of at most 6 slots
+    drawn = s.history()
+    assert drawn.shape[0] == 30 and np.unique(drawn).shape[0] < 30
+    picked = []
+    features = s.features
+    s.features = lambda slots, *a: picked.append(np.array(slots)) or features(slots, *a)
+    s.on_episode_end({"return": 1.0})
+    assert s.train_steps == 1 and sorted(picked[0].tolist()) == np.unique(drawn).tolist()
+
+
 def test_memory_bytes_counts_the_q_values_the_network_and_adam():
     def tensor_bytes(tensors):
         return sum(t.nelement() * t.element_size() for t in tensors if torch.is_tensor(t))

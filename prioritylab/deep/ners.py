@@ -36,12 +36,12 @@ from ..samplers.state import StateError, check_keys, state_int, state_value
 from .method_table import MethodEntry, register
 
 BASELINES = ("previous", "first")
+"""``previous``: r^re = return now - return at the previous evaluation (eq. 6, the paper's reading, default);
+``first``: return now - return at the first evaluation (the authors' public code)."""
 SCHEDULES = ("episode", "evaluation")
 """When NERS takes its REINFORCE step: at the end of every training episode, with r^re from that episode's
 return against the previous episode's (Algorithm 1, lines 82-87: the default), or at each evaluation, with
-r^re from the evaluation returns (the text of Section 2.3, "We update NERS at each evaluation step")."""
-"""``previous``: r^re = return now - return at the previous evaluation (eq. 6, the paper's reading, default);
-``first``: return now - return at the first evaluation (the authors' public code)."""
+r^re from the evaluation returns (the text of Section 2.2, "We update NERS at each evaluation step")."""
 
 # NERS App. B, Table B.1
 LOCAL_HIDDEN = (256, 512, 256, 128)
@@ -402,7 +402,7 @@ class NERSSampler(PERSampler):
             self.start_history()
             return
         reward = ret - self._reference
-        drawn = self.history()
+        drawn = np.unique(self.history())  # Algorithm 1's set I (I <- I u I_batch): each slot once, however often drawn
         drawn = drawn[self._sampleable[drawn]]
         step = None
         if drawn.shape[0] and self.net is not None and reward != 0.0:
