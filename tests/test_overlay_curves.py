@@ -1,0 +1,55 @@
+"""``scripts/overlay_curves.py``: labelled sets of run folders in one figure, and its one-line errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("overlay_curves", ROOT / "scripts" / "overlay_curves.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_folder(root: Path, name: str, returns, finished=True) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    config = {"agent": "dqn", "env": "MinAtar/Breakout-v1", "sampler": "lap", "seed": 0, "steps": 100 * len(returns)}
+    (folder / "manifest.json").write_text(json.dumps({"config": config}))
+    lines = ["step,return_mean"] + [f"{100 * (i + 1)},{r}" for i, r in enumerate(returns)]
+    (folder / "evaluations.csv").write_text("\n".join(lines) + "\n")
+    if finished:
+        (folder / "finished.json").write_text(json.dumps({"step": 100 * len(returns)}))
+    return folder
+
+
+def test_sets_are_drawn_and_partial_runs_named(tmp_path, capsys):
+    script = load_script()
+    for s in range(2):
+        run_folder(tmp_path / "a", f"lap_s{s}", [1.0 + s] * 6)
+        run_folder(tmp_path / "b", f"lap_s{s}", [5.0 + s] * 6)
+    run_folder(tmp_path / "b", "lap_s2", [9.0] * 3, finished=False)
+    out = tmp_path / "fig.png"
+    assert script.main([f"eps 0.01={tmp_path}/a/lap_s*", f"eps 1e-5={tmp_path}/b/lap_s*", "--out", str(out)]) == 0
+    assert out.stat().st_size > 0
+    assert f"left out (no finished.json): {tmp_path}/b/lap_s2" in capsys.readouterr().err
+
+
+def test_bad_sets_are_one_line_errors_and_write_nothing(tmp_path, capsys):
+    script = load_script()
+    run_folder(tmp_path, "partial", [1.0] * 3, finished=False)
+    out = tmp_path / "fig.png"
+    for args, message in (
+        (["no-label"], "'no-label' is not LABEL=RUN_FOLDER_GLOB"),
+        ([f"x={tmp_path}/nothing*"], "matches no folder"),
+        ([f"x={tmp_path}/partial"], "x: no finished run"),
+    ):
+        assert script.main([*args, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert message in err[-1] and err[-1].startswith("overlay_curves: error:"), err
+        assert not out.exists()
