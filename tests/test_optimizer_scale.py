@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
+from theory_scripts import load_script
 
 from prioritylab.cli import main as cli_main
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("optimizer_scale", ROOT / "scripts" / "optimizer_scale.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_the_scale_is_the_optimisers_own_denominator():
-    script = load_script()
+    script = load_script("optimizer_scale")
     p = torch.nn.Parameter(torch.zeros(3))
     grads = [torch.tensor([1.0, -2.0, 4.0]), torch.tensor([3.0, 2.0, 0.0])]
     for centered in (True, False):
@@ -43,7 +32,7 @@ def test_it_reads_a_dqn_run_on_minatar(tmp_path, capsys):
     assert cli_main(["train", "dqn", "--env", "MinAtar/Breakout-v1", "--steps", "400", "--start-steps", "100",
                      "--eval-every", "400", "--eval-episodes", "1", "--out", str(tmp_path), "--no-progress"]) == 0
     capsys.readouterr()
-    assert load_script().main([str(tmp_path / "dqn_MinAtar-Breakout-v1_uniform_s0")]) == 0
+    assert load_script("optimizer_scale").main([str(tmp_path / "dqn_MinAtar-Breakout-v1_uniform_s0")]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("dqn_MinAtar-Breakout-v1_uniform_s0 step 400 opt (eps 0.01): ")
     assert len(line.split(": ")[1].split()) == 6  # conv weight and bias, hidden, output

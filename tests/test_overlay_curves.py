@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("overlay_curves", ROOT / "scripts" / "overlay_curves.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from theory_scripts import load_script
 
 
 def run_folder(root: Path, name: str, returns, finished=True) -> Path:
@@ -29,7 +21,7 @@ def run_folder(root: Path, name: str, returns, finished=True) -> Path:
 
 
 def test_sets_are_drawn_and_partial_runs_named(tmp_path, capsys):
-    script = load_script()
+    script = load_script("overlay_curves")
     for s in range(2):
         run_folder(tmp_path / "a", f"lap_s{s}", [1.0 + s] * 6)
         run_folder(tmp_path / "b", f"lap_s{s}", [5.0 + s] * 6)
@@ -41,7 +33,7 @@ def test_sets_are_drawn_and_partial_runs_named(tmp_path, capsys):
 
 
 def test_bad_sets_are_one_line_errors_and_write_nothing(tmp_path, capsys):
-    script = load_script()
+    script = load_script("overlay_curves")
     run_folder(tmp_path, "partial", [1.0] * 3, finished=False)
     out = tmp_path / "fig.png"
     for args, message in (
