@@ -281,6 +281,27 @@ def test_a_run_resumed_after_its_1000th_step_finishes_as_the_uninterrupted_one(t
     assert (full / "evaluations.csv").read_bytes() == (split / "evaluations.csv").read_bytes()
 
 
+def test_a_resume_that_fails_restoring_the_environment_changes_no_file(tmp_path, monkeypatch):
+    """The manifest's list of resumed stretches, the logs and TensorBoard change only once every part of the
+    checkpoint, the environment's state last, is restored."""
+    import dataclasses
+
+    from prioritylab.deep.run import SettingsError
+
+    steps = ["--steps", "600", "--eval-every", "200"]
+    assert run(train_cmd(tmp_path, *steps, "--stop-after", "250")).returncode == 0
+    folder = tmp_path / FOLDER
+    before = run_files(folder)
+    events = sorted(p.name for p in (folder / "tb").iterdir())
+
+    def refuse(env, state):
+        raise SettingsError("the environment's state cannot be restored")
+
+    monkeypatch.setitem(td3.SPECS, "td3", dataclasses.replace(td3.SPECS["td3"], set_env_state=refuse))
+    assert cli_main(["train", "td3", *TINY, "--out", str(tmp_path), *steps, "--resume"]) == 2
+    assert run_files(folder) == before and sorted(p.name for p in (folder / "tb").iterdir()) == events
+
+
 def test_a_resume_keeps_the_runs_first_record_and_adds_its_own(tmp_path):
     steps = ["--steps", "600", "--eval-every", "200"]
     assert run(train_cmd(tmp_path, *steps, "--stop-after", "250")).returncode == 0
