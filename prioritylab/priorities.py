@@ -7,7 +7,7 @@ learners (:mod:`prioritylab.cliffwalk.learners`) call these functions, so "the
 same samplers in the testbed and the agents" holds below the kernel level too.
 
 * PER proportional, eq. 1 (Schaul et al., 2016): ``|delta| + eps``.
-* LAP, eq. 10 (Fujimoto et al., 2020; eq. 30 for general kappa): ``max(|delta|, kappa)``;
+* LAP, eq. 9 (Fujimoto et al., 2020; eq. 30 for general kappa): ``max(|delta|, kappa)``;
   its alpha power is ``max(|delta|^alpha, kappa^alpha)``.
 * Greedy TD and rank-based PER (PER Sections 3.2-3.3): ``|delta|``.
 * PSER eq. 10 (Brittain et al., 2019): ``max(|delta| + eps, eta * p_old)``, and its
@@ -59,7 +59,7 @@ def per_priority(delta, eps):
 
 @njit(cache=True)
 def lap_priority(delta, kappa):
-    """LAP eq. 10 (eq. 30 for general kappa): ``p = max(|delta|, kappa)``; mass ``p^alpha``."""
+    """LAP eq. 9 (eq. 30 for general kappa): ``p = max(|delta|, kappa)``; mass ``p^alpha``."""
     return max(abs(delta), kappa)
 
 

@@ -89,7 +89,7 @@ MUTANTS = [
          "    return abs(delta) + eps\n", "    return abs(delta)\n", SAMPLER_TESTS),
         ("PER sampler passes no eps to its rule", "prioritylab/samplers/per.py",
          "        self._rule_param = self.eps\n", "        self._rule_param = 0.0\n", SAMPLER_TESTS),
-        ("LAP eq. 10 drops the kappa floor", "prioritylab/priorities.py",
+        ("LAP eq. 9 drops the kappa floor", "prioritylab/priorities.py",
          "    return max(abs(delta), kappa)\n", "    return abs(delta)\n", SAMPLER_TESTS),
         ("LAP sampler passes no kappa to its rule", "prioritylab/samplers/lap.py",
          "        self._rule_param = self.kappa\n", "        self._rule_param = 0.0\n", SAMPLER_TESTS),

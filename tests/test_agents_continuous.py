@@ -207,7 +207,7 @@ def test_sac_target_includes_the_entropy_term():
 
 
 def test_pal_loss_uses_the_twin_critic_priority_for_lambda():
-    """PAL (LAP/PAL eq. 12) with lambda = mean_i max(max_k |delta_ki|, kappa)^alpha over the batch."""
+    """PAL (LAP/PAL eq. 10) with lambda = mean_i max(max_k |delta_ki|, kappa)^alpha over the batch."""
     from prioritylab.deep.methods import Method, ReplaySettings
 
     m = Method("pal", ReplaySettings(), CONTINUOUS_DEFAULTS, 10)

@@ -532,7 +532,7 @@ def test_loading_into_a_differently_configured_sampler_is_rejected():
 
 @pytest.mark.parametrize("name", ["per", "lap", "greedy-td", "pser", "per-rank"])
 def test_update_applies_the_rule_of_the_priorities_module(name):
-    """Every sampler's raw priority is its rule's: PER eq. 1, LAP eq. 10, |delta| (greedy, rank),
+    """Every sampler's raw priority is its rule's: PER eq. 1, LAP eq. 9, |delta| (greedy, rank),
     written out here independently of prioritylab.priorities."""
     s = make_sampler(name, 8, seed=0)
     td = np.array([0.0, -0.3, 2.0, -7.5, 1e-9])

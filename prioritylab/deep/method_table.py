@@ -35,12 +35,12 @@ def td_loss(m, delta: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
 
 
 def lap_loss(m, delta: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """LAP's Huber(kappa) (LAP eq. 11 / 29)."""
+    """LAP's Huber(kappa) (LAP eq. 9 / 29)."""
     return L.huber(delta, m.kappa, check=False).mean(-1).sum()
 
 
 def pal_loss(m, delta: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """PAL(alpha, kappa) (LAP eq. 12 / 31), lambda from the largest error over the critics."""
+    """PAL(alpha, kappa) (LAP eq. 10 / 31), lambda from the largest error over the critics."""
     lam = L.pal_lambda(delta.detach().abs().amax(0), m.alpha, m.kappa, check=False)
     return L.pal(delta, m.alpha, m.kappa, lam=lam, check=False).mean(-1).sum()
 

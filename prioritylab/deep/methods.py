@@ -6,8 +6,8 @@ A method is a small object, not a copied training loop (LAP/PAL Section 5):
 |---|---|---|---|
 | ``uniform`` | uniform | MSE (Huber(1) for the DQN family) | no |
 | ``per`` | proportional PER, ``|delta| + eps`` (PER eq. 1) | as uniform | yes, beta annealed to 1 (PER Section 3.4) |
-| ``lap`` | LAP, ``max(|delta|, kappa)^alpha`` (LAP eq. 10 / 30) | Huber(kappa) (eq. 11 / 29) | no |
-| ``pal`` | uniform | PAL(alpha, kappa) (eq. 12 / 31) | no |
+| ``lap`` | LAP, ``max(|delta|, kappa)^alpha`` (LAP eq. 9 / 30) | Huber(kappa) (eq. 9 / 29) | no |
+| ``pal`` | uniform | PAL(alpha, kappa) (eq. 10 / 31) | no |
 | ``pser`` | PSER (PER + backward decay, eq. 6-10) | as uniform | yes, annealed |
 | ``ners`` | NERS, learned scores (NERS eq. 1-7, :mod:`prioritylab.deep.ners`) | MSE | yes, annealed (NERS eq. 5) |
 

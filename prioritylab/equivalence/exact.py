@@ -36,7 +36,7 @@ def priority_lambda(pr: np.ndarray) -> float:
 
 
 def corollary1(loss2: np.ndarray, grad2: np.ndarray, pr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Corollary 1's uniform loss ``L1 = (1/lambda) |pr|_x L2`` and its gradient ``pr grad2 / lambda`` (eq. 12)."""
+    """Corollary 1's uniform loss ``L1 = (1/lambda) |pr|_x L2`` and its gradient ``pr grad2 / lambda``."""
     lam = priority_lambda(pr)
     return pr * loss2 / lam, pr * grad2 / lam
 

@@ -544,7 +544,7 @@ def gains(groups: dict, baselines=("uniform", "per")) -> list[dict]:
 CLAIMS = {"uniform": None, "per": ("lap", "pal", "pser", "ners"), "lap": ("pal",)}
 """The comparisons the papers make, baseline -> samplers (None: every other): each sampler over uniform replay;
 LAP and PAL (LAP/PAL Tables 1-2), PSER (its Atari table) and NERS against PER; PAL against LAP, its uniform
-twin with the same expected gradient (LAP/PAL Theorem 1, eq. 12), where a P near 0.5 is the claim."""
+twin with the same expected gradient (LAP/PAL Theorem 1), where a P near 0.5 is the claim."""
 
 
 def differences(groups: dict, claims: dict | None = None) -> list[dict]:

@@ -3,8 +3,8 @@
 Priority ``max(|delta|^alpha, kappa^alpha)`` (eq. 9 for kappa = 1, eq. 30 in
 general), no IS weights; pair it with the Huber(kappa) loss (eq. 29).  The raw
 priority is ``max(|delta|, kappa)`` and the tree stores ``raw^alpha``, which
-equals eq. 30 for alpha >= 0.  Defaults: alpha = 0.4, kappa = 1 (Table 6/7,
-TD3 and DDQN settings).
+equals eq. 30 for alpha >= 0.  Defaults: alpha = 0.4, kappa = 1 (Table 6 and eq. 9, the TD3
+setting; the Double DQN setting is alpha = 0.6, Table 7, with kappa = 0.01, App. D.2).
 """
 
 from __future__ import annotations
