@@ -8,6 +8,8 @@ settings, and marks groups whose settings differ as not comparable.  This draws,
 dqn_MinAtar-Breakout-v1_lap_s*"``), the mean over its finished runs of the evaluation return,
 smoothed and aligned on the steps every run logged as the report does, with its 95 % t-interval
 band.  Folders without ``finished.json`` are left out and named; a corrupt one is an error.
+Sets whose labels start alike (up to the first comma, e.g. ``"lap, eps 0.01"`` and ``"lap, eps
+1e-5"``) share a colour; ``--dashed TEXT`` draws the sets whose label contains TEXT dashed.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("sets", nargs="+", metavar="LABEL=GLOB", help="a label and a glob of run folders")
     p.add_argument("--out", type=Path, required=True, help="the PNG to write")
     p.add_argument("--title", default="", help="the figure's title")
+    p.add_argument("--dashed", default=None, metavar="TEXT", help="draw the sets whose label contains TEXT dashed")
     args = p.parse_args(argv)
     try:
         sets = parse_sets(args.sets)
@@ -65,13 +68,17 @@ def main(argv: list[str] | None = None) -> int:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for k, (label, runs) in enumerate(loaded):
+    colours: dict[str, str] = {}
+    for label, runs in loaded:
+        colour = colours.setdefault(label.split(",")[0].strip(), f"C{len(colours)}")
+        style = "--" if args.dashed is not None and args.dashed in label else "-"
         steps, values = aligned(runs, "return_mean")
         values = np.stack([smooth(v) for v in values])
         mean, half = mean_ci(values)
-        ax.plot(steps, mean, color=f"C{k}", lw=1.8, label=f"{label} ({len(runs)} seed{'s' * (len(runs) > 1)})")
+        ax.plot(steps, mean, color=colour, ls=style, lw=1.8,
+                label=f"{label} ({len(runs)} seed{'s' * (len(runs) > 1)})")  # fmt: skip
         if len(runs) > 1:
-            ax.fill_between(steps, mean - half, mean + half, color=f"C{k}", alpha=0.15, lw=0)
+            ax.fill_between(steps, mean - half, mean + half, color=colour, alpha=0.12, lw=0)
     ax.set_xlabel("environment steps")
     ax.set_ylabel(f"return (smoothed over {SMOOTH} evals)")
     ax.set_title(args.title)

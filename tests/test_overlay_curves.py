@@ -27,7 +27,8 @@ def test_sets_are_drawn_and_partial_runs_named(tmp_path, capsys):
         run_folder(tmp_path / "b", f"lap_s{s}", [5.0 + s] * 6)
     run_folder(tmp_path / "b", "lap_s2", [9.0] * 3, finished=False)
     out = tmp_path / "fig.png"
-    assert script.main([f"eps 0.01={tmp_path}/a/lap_s*", f"eps 1e-5={tmp_path}/b/lap_s*", "--out", str(out)]) == 0
+    sets = [f"lap, eps 0.01={tmp_path}/a/lap_s*", f"lap, eps 1e-5={tmp_path}/b/lap_s*"]
+    assert script.main([*sets, "--out", str(out), "--dashed", "eps 0.01"]) == 0
     assert out.stat().st_size > 0
     assert f"left out (no finished.json): {tmp_path}/b/lap_s2" in capsys.readouterr().err
 
