@@ -236,15 +236,11 @@ def test_atari_env_is_preprocessed_and_stacked():
     assert ale_env.ale.getInt("max_num_frames_per_episode") == 108_000
 
 
-def test_memory_estimate_matches_the_formula():
-    cfg = dqn.DQNSettings(buffer_size=1_000_000, steps=10_000_000)
-    assert dqn.replay_bytes(cfg) == 1_000_000 * (84 * 84 + 8 + 4 + 3 + 24 + 90)  # 7,185 bytes a transition
-
-
 BAD = [
     (["dqn", "--env", "ALE/NoSuchGame-v5"], "unknown Atari game 'ALE/NoSuchGame-v5'"),
     (["ddqn", "--env", "Hopper-v5"], "Hopper-v5 has continuous (Box) actions"),
     (["dqn", "--env", "CartPole-v1"], "CartPole-v1 is not an Atari game"),
+    # the replay's memory formula: 84 * 84 + 8 + 4 + 3 + 24 + 90 = 7,185 bytes a transition
     (["ddqn", "--buffer-size", "1000000000", "--steps", "1000000000"], "needs 7185.0 GB (7,185 bytes each)"),
     (["dqn", "--sampler", "lap", "--replay.kappa", "0"], "kappa"),
     (["ddqn", "--eval-eps", "2"], "eval_eps must be in [0, 1], got 2.0"),

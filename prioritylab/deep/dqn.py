@@ -35,9 +35,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..replay import estimate_bytes
 from .atari import FRAME_STACK, SCREEN, atari_state, make_atari_env, score_columns, set_atari_state
-from .loop import Spec, replay_capacity
+from .loop import Spec
 from .methods import Defaults, Method
 from .minatar import make_minatar_env, minatar_state, set_minatar_state
 from .run import RunSettings, SettingsError
@@ -354,12 +353,6 @@ class DoubleDQN(DQN):
         """``Q'(s', argmax_a Q(s', a))``."""
         best = self.q(next_obs).argmax(1, keepdim=True)
         return self.target(next_obs).gather(1, best).squeeze(1)
-
-
-def replay_bytes(cfg: AtariSettings) -> int:
-    """Resident bytes of the run's replay (:func:`prioritylab.replay.estimate_bytes`)."""
-    shape = (FRAME_STACK, SCREEN, SCREEN)
-    return estimate_bytes(replay_capacity(cfg), shape, np.uint8, (), np.int64, frame_stack=FRAME_STACK)
 
 
 def check_dqn(cfg: AtariSettings | MinAtarSettings, positive: tuple[str, ...]) -> None:
