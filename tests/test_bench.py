@@ -81,6 +81,24 @@ def test_cli_rejects_bad_sizes(option, value, message, capsys):
     assert f"argument {option}: {message}" in err and len(err.strip().splitlines()[-1]) < 200
 
 
+@pytest.mark.parametrize("bench_name", ["agent", "replay"])
+@pytest.mark.parametrize(("device", "message"), [("gpu", "device 'gpu' is not a torch device"),
+                                                 ("cuda:7", "device 'cuda:7' asked for")])  # fmt: skip
+def test_cli_rejects_a_device_before_any_work(bench_name, device, message, tmp_path, capsys):
+    """A bad or absent ``--device`` is one line on stderr, exit 2, before any contender is built or file written."""
+    import torch
+
+    if device.startswith("cuda") and torch.cuda.device_count() > 7:
+        pytest.skip("hardware: this machine has the device")  # the gpu-only exception
+    path = tmp_path / "out.json"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", bench_name, "--quick", "--device", device, "--json", str(path), "--no-progress"])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and len(captured.err.strip().splitlines()) == 1 and captured.out == ""
+    assert not path.exists()
+
+
 # ------------------------------------------------------------------------------------ NumPy peer
 
 
@@ -235,7 +253,8 @@ def test_agent_bench_quick_runs_our_side(tmp_path, capsys):
     assert not any(r["kind"] == "peer" for r in rows)
     for r in ours:
         assert len(r["rates"]) == 1 and r["steps_per_s"] > 0 and r["vs_bare"] > 0 and r["vs_peer"] is None
-        assert set(r["parts_ms_median"]) == {"env", "act", "store", "sampler", "gather", "update", "other"}
+        assert set(r["parts_ms_median"]) == {"env", "act", "store", "sampler", "gather", "transfer", "update", "other"}
+        assert r["parts_ms_median"]["transfer"] == 0.0  # on the CPU the tensors share the arrays
         assert r["parts_ms_median"]["update"] > 0
     assert next(r for r in ours if r["sampler"] == "uniform")["overhead"] == 0.0
     assert doc["config"]["hidden"] == 32 and doc["load"]["torch_threads"] == 1

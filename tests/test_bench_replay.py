@@ -60,3 +60,20 @@ def test_step_returns_torch_batches_and_memory_matches_formula(untimed):
     rows = bench.memory_rows(bench._cell_results(layout, 2, 256, contenders, {c.name: [1.0] for c in contenders}))
     assert [r["contender"] for r in rows] == [c.name for c in contenders]  # one row per contender, peers none
     assert all(r["reported"] * 7 <= r["stacked_obs_and_next_obs"] for r in rows)
+
+
+def test_transfer_ab_script_times_both_storages_and_they_hold_the_same_rows(tmp_path):
+    """scripts/transfer_ab.py on the CPU: both paths timed; the device-resident copy holds the buffer's rows."""
+    import torch
+    from theory_scripts import load_script
+
+    script = load_script("transfer_ab")
+    path = tmp_path / "ab.json"
+    assert script.main(["--device", "cpu", "--capacity", "512", "--calls", "5", "--repeats", "1",
+                        "--batches", "16", "--json", str(path)]) == 0  # fmt: skip
+    (row,) = json.loads(path.read_text())
+    assert row["batch"] == 16 and row["capacity"] == 512
+    assert row["host_storage_us"] > 0 and row["device_storage_us"] > 0 and row["draw_and_host_gather_us"] > 0
+    buf = script.filled_buffer(64, seed=3)
+    batch = buf.sample(8, device="cpu")
+    assert torch.equal(batch.obs, torch.from_numpy(buf.storage["obs"])[torch.from_numpy(batch.indices)])

@@ -29,7 +29,12 @@ Contenders:
   training step, as its off-policy trainer does with one step per collect.
 
 Every contender has the same networks (``hidden``-``hidden`` ReLU MLPs),
-batch size, Adam learning rate, discount, Polyak rate and buffer capacity.
+batch size, Adam learning rate, discount, Polyak rate and buffer capacity, and
+runs on the same torch device (``--device``; the CPU by default).  On a CUDA
+device every part's timer synchronises the device before and after the part,
+so a part holds its own kernels' time (the synchronisations are charged to the
+step, and cost a few microseconds each); ``transfer`` is then the pinned copy
+of the batch and its host-to-device transfer.
 Peers are optional: they are imported only here, and skipped when missing.
 """
 
@@ -48,9 +53,11 @@ AGENTS = ("td3", "sac", "dqn", "ddqn")
 CONTINUOUS, ATARI = ("td3", "sac"), ("dqn", "ddqn")
 SAMPLERS = ("uniform", "per", "lap", "pal", "pser", "ners")
 PEERS = ("sb3", "tianshou")
-PARTS = ("env", "act", "store", "sampler", "gather", "update", "other")
+PARTS = ("env", "act", "store", "sampler", "gather", "transfer", "update", "other")
 """Where a step's time goes: environment step and reset, the policy's action, the buffer's writer,
-the sampler (sample + priority update), gather and tensor transfer, the networks' update, the rest."""
+the sampler (sample + priority update), the gather into host arrays, their copy to the device (pinned
+host memory and the host-to-device copy; zero on CPU, where the tensors share the arrays), the networks'
+update, the rest."""
 BARE_TRIES = ("threads+1", "flush-denormal", "actor-full-critic")
 """Variants of the bare update measured with ``--tries``: one more torch thread, denormals flushed to
 zero, and the actor's loss through the full critic forward (both critics, weight gradients computed and
@@ -88,26 +95,38 @@ class Result:
 
 
 class Timers:
-    """Seconds spent in wrapped calls, by part."""
+    """Seconds spent in wrapped calls, by part.
 
-    def __init__(self):
+    ``sync`` (``torch.cuda.synchronize`` on a CUDA device) is called before and after each wrapped call, so
+    that a part's time holds its own device work, not only the launch of it.
+    """
+
+    def __init__(self, sync: Callable[[], None] | None = None):
         self.seconds: dict[str, float] = {}
+        self.sync = sync
 
-    def wrap(self, obj, attr: str, part: str) -> None:
-        """Replace ``obj.attr`` by a call that adds its duration to ``part``."""
-        call = getattr(obj, attr)
-        clock = time.perf_counter
+    def timed(self, call: Callable, part: str) -> Callable:
+        """``call``, adding its duration to ``part``."""
+        clock, sync = time.perf_counter, self.sync
         seconds = self.seconds
         seconds.setdefault(part, 0.0)
 
         def timed(*args, **kwargs):
+            if sync is not None:
+                sync()
             t0 = clock()
             try:
                 return call(*args, **kwargs)
             finally:
+                if sync is not None:
+                    sync()
                 seconds[part] += clock() - t0
 
-        setattr(obj, attr, timed)
+        return timed
+
+    def wrap(self, obj, attr: str, part: str) -> None:
+        """Replace ``obj.attr`` by a call that adds its duration to ``part``."""
+        setattr(obj, attr, self.timed(getattr(obj, attr), part))
 
     def reset(self) -> None:
         for k in self.seconds:
@@ -118,7 +137,8 @@ def _settings(agent: str, sampler: str, config: dict, diagnostics: bool = True):
     from ..deep import dqn, sac, td3
 
     common = {"sampler": sampler, "steps": config["total_steps"], "start_steps": config["prefill"],
-              "seed": config["seed"], "progress": False, "diagnostics": diagnostics}  # fmt: skip
+              "seed": config["seed"], "progress": False, "diagnostics": diagnostics,
+              "device": config.get("device", "cpu")}  # fmt: skip
     if agent in ATARI:
         spec, cls = {"dqn": (dqn.DQN_SPEC, dqn.DQNSettings), "ddqn": (dqn.DDQN_SPEC, dqn.DDQNSettings)}[agent]
         net = {} if config.get("atari_net") is None else config["atari_net"]
@@ -140,13 +160,14 @@ class Ours:
 
         from ..deep.loop import make_learner
         from ..deep.methods import Method
+        from ..deep.run import pick_device
 
         self.name, self.agent_name, self.sampler = "prioritylab", agent, sampler
         if not diagnostics:
             self.name, self.kind = "prioritylab, diagnostics off", "try"
         spec, cfg = _settings(agent, sampler, config, diagnostics)
         self.spec, self.cfg = spec, cfg
-        self.device = torch.device("cpu")
+        self.device = pick_device(cfg.device)
         self.env = spec.make_env(cfg.env, cfg)
         self.method = Method(sampler, cfg.replay, spec.defaults, cfg.steps)
         self.agent, self.buffer, self.rng, _ = make_learner(spec, cfg, self.env, self.device, self.method)
@@ -156,7 +177,8 @@ class Ours:
         self.episode_return = 0.0
         for _ in range(cfg.start_steps):
             self._collect(explore=False)
-        self.timers = t = Timers()
+        self.sync = torch.cuda.synchronize if self.device.type == "cuda" else None
+        self.timers = t = Timers(self.sync)
         t.wrap(self.env, "step", "env")
         t.wrap(self.env, "reset", "env")
         t.wrap(self.agent, "act", "act")
@@ -185,19 +207,28 @@ class Ours:
     def run(self, n: int) -> tuple[float, dict[str, float]]:
         """Seconds for ``n`` training steps, and the seconds of each part."""
         from ..deep.loop import learn
+        from ..replay import buffer as replay_buffer
 
         cfg, agent, buffer, method, device = self.cfg, self.agent, self.buffer, self.method, self.device
         self.timers.reset()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            for _ in range(self.every):
-                self._collect(explore=True)
-            learn(agent, buffer, method, self.step, cfg.batch_size, device)
-        total = time.perf_counter() - t0
+        to_device = replay_buffer._to_device  # timed as "transfer" while this contender runs
+        replay_buffer._to_device = self.timers.timed(to_device, "transfer")
+        try:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                for _ in range(self.every):
+                    self._collect(explore=True)
+                learn(agent, buffer, method, self.step, cfg.batch_size, device)
+            if self.sync is not None:
+                self.sync()
+            total = time.perf_counter() - t0
+        finally:
+            replay_buffer._to_device = to_device
         s = dict(self.timers.seconds)
         parts = {
             "env": s["env"], "act": s["act"], "store": s["store"], "sampler": s["sampler"],
-            "gather": s["buffer_io"] - s["sampler"], "update": s["update"],
+            "gather": s["buffer_io"] - s["sampler"] - s["transfer"], "transfer": s["transfer"],
+            "update": s["update"],
         }  # fmt: skip
         parts["other"] = total - sum(parts.values())
         return total, parts
@@ -209,13 +240,12 @@ class Bare:
     kind = "bare"
 
     def __init__(self, agent: str, config: dict, variant: str | None = None):
-        import torch
 
         self.name = "bare update" if variant is None else f"bare update, {variant}"
         self.kind = "bare" if variant is None else "try"
         self.agent_name, self.sampler, self.variant = agent, "-", variant
         self.learner = Ours(agent, "uniform", config)
-        self.batch = self.learner.buffer.sample(self.learner.cfg.batch_size, device=torch.device("cpu"))
+        self.batch = self.learner.buffer.sample(self.learner.cfg.batch_size, device=self.learner.device)
         self.threads = config["threads"]
         if variant == "actor-full-critic":
             critic = self.learner.agent.critic
@@ -233,6 +263,8 @@ class Bare:
             t0 = time.perf_counter()
             for _ in range(n):
                 agent.update(batch, method)
+            if self.learner.sync is not None:
+                self.learner.sync()
             total = time.perf_counter() - t0
         finally:
             torch.set_num_threads(self.threads)
@@ -264,7 +296,7 @@ class SB3:
             "learning_rate": 3e-4, "buffer_size": config["buffer_size"], "learning_starts": config["prefill"],
             "batch_size": config["batch"], "tau": 0.005, "gamma": 0.99, "train_freq": 1, "gradient_steps": 1,
             "policy_kwargs": {"net_arch": [config["hidden"], config["hidden"]]}, "seed": config["seed"],
-            "device": "cpu", "verbose": 0,
+            "device": config.get("device", "cpu"), "verbose": 0,
         }  # fmt: skip
         if replay:
             kw["replay_buffer_kwargs"] = replay
@@ -282,7 +314,10 @@ class SB3:
     def _time_replay(self) -> None:
         """Timers around the replay buffer's calls: ``store`` (add), ``gather`` (sample: the draw, the
         gather and the tensors) and ``sampler`` (the priority update, where there is one)."""
-        self.timers = t = Timers()
+        import torch
+
+        self.sync = torch.cuda.synchronize if self.model.device.type == "cuda" else None
+        self.timers = t = Timers(self.sync)
         buf = self.model.replay_buffer
         t.wrap(buf, "add", "store")
         t.wrap(buf, "sample", "gather")
@@ -312,7 +347,7 @@ class SB3:
             target_update_interval=cfg.target_every * cfg.update_every, **memory,
             policy_kwargs={"optimizer_class": RMSprop, "features_extractor_kwargs": {"features_dim": cfg.hidden},
                            "optimizer_kwargs": {"alpha": cfg.rms_alpha, "eps": cfg.rms_eps, "centered": cfg.centered}},
-            seed=config["seed"], device="cpu", verbose=0,
+            seed=config["seed"], device=config.get("device", "cpu"), verbose=0,
         )  # fmt: skip
         self.model.learn(config["prefill"])
         self._time_replay()
@@ -326,6 +361,8 @@ class SB3:
         self.timers.reset()
         t0 = time.perf_counter()
         self.model.learn(n * self.every, reset_num_timesteps=False)
+        if self.sync is not None:
+            self.sync()
         return time.perf_counter() - t0, dict(self.timers.seconds)
 
 
@@ -492,6 +529,9 @@ def build(agents, samplers, peers, config: dict, tries=(), log: Callable[[str], 
         for peer in peers:
             if peer == "tianshou" and agent == "sac":
                 skipped[f"{peer} {agent}"] = "not set up (TD3 and the DQN family with its prioritized buffer only)"
+                continue
+            if peer == "tianshou" and config.get("device", "cpu") != "cpu":
+                skipped[f"{peer} {agent}"] = "not set up on a device other than the CPU"
                 continue
             try:
                 cls = TianshouDQN if (peer == "tianshou" and agent in ATARI) else PEER_CLASSES[peer]

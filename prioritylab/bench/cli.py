@@ -104,12 +104,26 @@ def _register_agent(sub) -> None:
     p.add_argument("--batch", type=parse_size, default=256, help="batch size (default: 256)")
     p.add_argument("--buffer-size", type=parse_size, default=10**6, help="replay capacity (default: 10^6)")
     p.add_argument("--seed", type=int, default=0, help="seed of every contender (default: 0)")
+    p.add_argument("--device", default="cpu",
+                   help="torch device of our agents and stable-baselines3's: cpu (default), cuda, cuda:1, ..., "
+                        "or auto (CUDA when present)")  # fmt: skip
     p.add_argument("--quick", action="store_true",
                    help="a smoke run: 20 steps, 300 prefill, 1 repeat, hidden 32, batch 32, capacity 10^4; a tiny "
                         "CNN and batch 8 for DQN/DDQN")  # fmt: skip
     p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run_agent)
+
+
+def _check_device(args) -> str:
+    """``--device`` names a torch device that is here: checked before any work; returns it resolved."""
+    from .._cli import fail
+    from ..deep.run import SettingsError, pick_device
+
+    try:
+        return str(pick_device(args.device))
+    except SettingsError as err:
+        fail(f"prioritylab bench {args.bench}", str(err))
 
 
 def _check_json(args) -> None:
@@ -138,6 +152,7 @@ def run_agent(args: argparse.Namespace) -> int:
     }  # fmt: skip
     if args.quick:
         config.update(AGENT_QUICK)
+    config["device"] = _check_device(args)
     _check_json(args)
     torch.set_num_threads(config["threads"])
     load_before = bench.load()
@@ -218,6 +233,9 @@ def _register_replay(sub) -> None:
                    help="a smoke run: capacities 2^12 (MuJoCo), 2^10 (Atari), 0.02 s per cell, 1 repeat")  # fmt: skip
     p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
     p.add_argument("--seed", type=int, default=0, help="seed of the pre-made steps and TD errors (default: 0)")
+    p.add_argument("--device", default="cpu",
+                   help="torch device of the sampled batches (each contender's tensors are copied there): "
+                        "cpu (default), cuda, cuda:1, ..., or auto (CUDA when present)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run_replay)
 
@@ -225,11 +243,12 @@ def _register_replay(sub) -> None:
 def run_replay(args: argparse.Namespace) -> int:
     from ..results import write_json
 
+    device = _check_device(args)
     _check_json(args)
     from . import replay as bench
 
     config = {"layouts": args.layouts, "envs": args.envs, "seconds": args.seconds, "repeats": args.repeats,
-              "seed": args.seed, "batch": bench.BATCH, "beta": bench.BETA}  # fmt: skip
+              "seed": args.seed, "batch": bench.BATCH, "beta": bench.BETA, "device": device}  # fmt: skip
     capacities = {name: bench.LAYOUTS[name].capacity for name in args.layouts}
     if args.quick:
         config.update(QUICK_REPLAY)
@@ -240,7 +259,7 @@ def run_replay(args: argparse.Namespace) -> int:
         print(f"skipping {name}: {why}")
     results = bench.run(
         args.layouts, args.envs, config["seconds"], config["repeats"], peers=peers, capacities=capacities,
-        seed=args.seed, progress=not args.no_progress,
+        seed=args.seed, progress=not args.no_progress, device=device,
     )  # fmt: skip
     print(bench.format_table(results))
     print()

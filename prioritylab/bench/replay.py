@@ -4,7 +4,10 @@ One *replay step*, as a deep RL learner with ``N`` environments does it:
 
 1. add one transition from each of the ``N`` environments;
 2. sample 256 transitions (with IS weights, ``beta = 0.4``, for the prioritized
-   buffers), gather their fields and hand them over as torch CPU tensors;
+   buffers), gather their fields and hand them over as torch tensors on the
+   device (``--device``: the CPU by default, where the tensors share the
+   gathered arrays; on a CUDA device each step ends with a device
+   synchronisation, so the copies are timed in full);
 3. update the 256 priorities from fresh TD errors (prioritized buffers only).
 
 Layouts:
@@ -18,7 +21,8 @@ with the ``bench`` extra):
 
 * ``prioritylab per`` / ``prioritylab uniform``: :class:`prioritylab.replay.ReplayBuffer`
   over the ``per`` or ``uniform`` sampler; one vectorised ``add`` per step,
-  ``sample(256, beta=0.4, device="cpu")`` and ``update(batch, td)``.  It stores
+  ``sample(256, beta=0.4, device=device)`` (pinned host copies, one transfer per
+  field) and ``update(batch, td)``.  It stores
   each observation (its newest frame) once.  Built with ``diagnostics=False``, as the
   peers compute no replay diagnostics; ``prioritylab per +diagnostics`` is the same
   ``per`` buffer with them on (what a training run of the agents pays).  ``prioritylab
@@ -26,19 +30,20 @@ with the ``bench`` extra):
   tianshou do; ``prioritylab per (batch IS)`` by the minibatch's largest, as the deep
   agents do by default (it keeps no min tree).
 * ``cpprb``: ``cpprb.PrioritizedReplayBuffer``, all ``N`` rows in one ``add``
-  call; ``sample(256, beta=0.4)``, ``torch.from_numpy`` of each field,
-  ``update_priorities``.  With one environment and Atari frames it stores
+  call; ``sample(256, beta=0.4)``, ``torch.as_tensor(field, device=device)`` of
+  each field, ``update_priorities``.  With one environment and Atari frames it stores
   ``obs`` once per row (``next_of="obs"``) with ``stack_compress="obs"`` (which
   takes the stack as the last axis, so its frames are given channels-last); those
   options assume consecutive rows come from one stream, so with ``N > 1`` (rows of
   different environments interleaved) it stores ``obs`` and ``next_obs`` in full.
 * ``tianshou``: ``tianshou.data.PrioritizedVectorReplayBuffer`` with ``N``
   sub-buffers (one ``add`` of an ``N``-row batch); ``sample(256)``,
-  ``torch.from_numpy`` of each field, ``update_weight``.  For Atari, its own
+  ``torch.as_tensor(field, device=device)`` of each field, ``update_weight``.  For Atari, its own
   frame options: ``stack_num=4``, ``save_only_last_obs=True``,
   ``ignore_obs_next=True`` (one frame per row; stacks rebuilt when sampling).
 * ``sb3``: ``stable_baselines3.common.buffers.ReplayBuffer`` (uniform) with
-  ``n_envs=N``; its ``sample`` already returns torch tensors; no update.  For
+  ``n_envs=N`` and ``device=device``; its ``sample`` already returns torch
+  tensors there; no update.  For
   Atari ``optimize_memory_usage=True`` (stacked ``obs`` once per row; the next
   row is the next observation).
 
@@ -195,7 +200,7 @@ def _fill_steps(capacity: int, n: int) -> int:
 
 
 def _prioritylab(kind: str, layout: Layout, n: int, capacity: int, steps: Steps, diagnostics: bool = False,
-                 normalise: str | None = None) -> Contender:  # fmt: skip
+                 normalise: str | None = None, device: str = "cpu") -> Contender:  # fmt: skip
     import torch  # noqa: F401  (imported before timing, as by every contender)
 
     options = {} if normalise is None else {"normalise": normalise}
@@ -211,7 +216,7 @@ def _prioritylab(kind: str, layout: Layout, n: int, capacity: int, steps: Steps,
     def step():
         i = steps.take()
         buf.add(steps.obs[i], steps.action[i], steps.reward[i], steps.next_obs[i], steps.done[i], steps.done[i])
-        batch = buf.sample(BATCH, beta=BETA, device="cpu")
+        batch = buf.sample(BATCH, beta=BETA, device=device)
         if kind == "per":
             buf.update(batch, steps.td[i])
         return batch
@@ -219,11 +224,33 @@ def _prioritylab(kind: str, layout: Layout, n: int, capacity: int, steps: Steps,
     stores = "newest frame of each observation once per slot" if layout.frame_stack > 1 else "obs once per slot"
     name = f"prioritylab {kind}" + (" (batch IS)" if normalise == "batch" else "")
     name += " +diagnostics" if diagnostics else ""
-    return Contender(name, True, kind, step, stores, memory_bytes=buf.memory_bytes())
+    return Contender(name, True, kind, _synced(step, device), stores, memory_bytes=buf.memory_bytes())
 
 
-def _cpprb(layout: Layout, n: int, capacity: int, steps: Steps) -> Contender:
+def _synced(step: Callable[[], object], device: str) -> Callable[[], object]:
+    """``step``, waiting for the device at its end when the device is CUDA (copies are asynchronous there)."""
+    if not device.startswith("cuda"):
+        return step
     import torch
+
+    def synced():
+        out = step()
+        torch.cuda.synchronize()
+        return out
+
+    return synced
+
+
+def _tensor(device: str) -> Callable[[np.ndarray], object]:
+    """A peer's way to a torch tensor on ``device``: shared memory on the CPU, else a copy there."""
+    import torch
+
+    if device == "cpu":
+        return torch.from_numpy
+    return lambda arr: torch.as_tensor(arr, device=device)
+
+
+def _cpprb(layout: Layout, n: int, capacity: int, steps: Steps, device: str = "cpu") -> Contender:
     from cpprb import PrioritizedReplayBuffer
 
     act_shape = layout.action_shape or 1
@@ -261,15 +288,15 @@ def _cpprb(layout: Layout, n: int, capacity: int, steps: Steps) -> Contender:
         i = steps.take()
         add(i)
         s = buf.sample(BATCH, beta=BETA)
-        out = {k: torch.from_numpy(s[k]) for k in fields}
+        out = {k: tensor(s[k]) for k in fields}
         buf.update_priorities(s["indexes"], np.abs(steps.td[i]))
         return out
 
-    return Contender("cpprb", False, "per", step, stores)
+    tensor = _tensor(device)
+    return Contender("cpprb", False, "per", _synced(step, device), stores)
 
 
-def _tianshou(layout: Layout, n: int, capacity: int, steps: Steps) -> Contender:
-    import torch
+def _tianshou(layout: Layout, n: int, capacity: int, steps: Steps, device: str = "cpu") -> Contender:
     from tianshou.data import Batch, PrioritizedVectorReplayBuffer
 
     kw = {}
@@ -292,14 +319,15 @@ def _tianshou(layout: Layout, n: int, capacity: int, steps: Steps) -> Contender:
         i = steps.take()
         buf.add(batches[i], buffer_ids=ids)
         b, idx = buf.sample(BATCH)
-        out = {k: torch.from_numpy(np.asarray(b[k])) for k in fields}
+        out = {k: tensor(np.asarray(b[k])) for k in fields}
         buf.update_weight(idx, steps.td[i])
         return out
 
-    return Contender("tianshou", False, "per", step, stores, memory_bytes=array_bytes(buf._meta))
+    tensor = _tensor(device)
+    return Contender("tianshou", False, "per", _synced(step, device), stores, memory_bytes=array_bytes(buf._meta))
 
 
-def _sb3(layout: Layout, n: int, capacity: int, steps: Steps) -> Contender:
+def _sb3(layout: Layout, n: int, capacity: int, steps: Steps, device: str = "cpu") -> Contender:
     from gymnasium import spaces
     from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer
 
@@ -313,7 +341,7 @@ def _sb3(layout: Layout, n: int, capacity: int, steps: Steps) -> Contender:
         act_space = spaces.Discrete(6)
     optimize = layout.frame_stack > 1
     buf = SB3ReplayBuffer(
-        capacity, obs_space, act_space, device="cpu", n_envs=n, optimize_memory_usage=optimize,
+        capacity, obs_space, act_space, device=device, n_envs=n, optimize_memory_usage=optimize,
         handle_timeout_termination=False,
     )  # fmt: skip
     infos = [{} for _ in range(n)]
@@ -330,7 +358,7 @@ def _sb3(layout: Layout, n: int, capacity: int, steps: Steps) -> Contender:
         return buf.sample(BATCH)
 
     stores = "stacked obs once per row (optimize_memory_usage)" if optimize else "obs and next_obs per row"
-    return Contender("sb3", False, "uniform", step, stores, memory_bytes=array_bytes(buf, 1))
+    return Contender("sb3", False, "uniform", _synced(step, device), stores, memory_bytes=array_bytes(buf, 1))
 
 
 PEER_BUILDERS = {"cpprb": _cpprb, "tianshou": _tianshou, "sb3": _sb3}
@@ -361,17 +389,20 @@ def available_peers(wanted: Iterable[str] = PEERS) -> tuple[list[str], dict[str,
 # ------------------------------------------------------------------------------------------- runs
 
 
-def build(layout: Layout, n: int, capacity: int, peers: Iterable[str], seed: int = 0, bar=None) -> list[Contender]:
+def build(layout: Layout, n: int, capacity: int, peers: Iterable[str], seed: int = 0, bar=None,
+          device: str = "cpu") -> list[Contender]:  # fmt: skip
     """Build and fill every contender of one cell, recording each one's resident-set growth."""
     out = []
+    dev = {"device": device}
     makers = [
-        ("prioritylab per", lambda cap, s: _prioritylab("per", layout, n, cap, s)),
-        ("prioritylab uniform", lambda cap, s: _prioritylab("uniform", layout, n, cap, s)),
+        ("prioritylab per", lambda cap, s: _prioritylab("per", layout, n, cap, s, **dev)),
+        ("prioritylab uniform", lambda cap, s: _prioritylab("uniform", layout, n, cap, s, **dev)),
         # what a training run pays: the replay diagnostics the agents report (the peers compute none)
-        ("prioritylab per +diagnostics", lambda cap, s: _prioritylab("per", layout, n, cap, s, diagnostics=True)),
+        ("prioritylab per +diagnostics",
+         lambda cap, s: _prioritylab("per", layout, n, cap, s, diagnostics=True, **dev)),
         # the IS normaliser of the deep agents (the papers' code): the minibatch's largest weight, no min tree
-        ("prioritylab per (batch IS)", lambda cap, s: _prioritylab("per", layout, n, cap, s, normalise="batch")),
-    ] + [(p, lambda cap, s, p=p: PEER_BUILDERS[p](layout, n, cap, s)) for p in peers]
+        ("prioritylab per (batch IS)", lambda cap, s: _prioritylab("per", layout, n, cap, s, normalise="batch", **dev)),
+    ] + [(p, lambda cap, s, p=p: PEER_BUILDERS[p](layout, n, cap, s, **dev)) for p in peers]  # fmt: skip
     for k, (name, make) in enumerate(makers):
         if bar is not None:
             bar.set_postfix_str(f"{layout.name}, N={n}: filling {name}")
@@ -395,6 +426,7 @@ def run(
     capacities: dict[str, int] | None = None,
     seed: int = 0,
     progress: bool = True,
+    device: str = "cpu",
 ) -> list[Result]:
     """Measure every contender on every (layout, N) cell; see the module docstring."""
     from tqdm.auto import tqdm
@@ -407,7 +439,7 @@ def run(
             capacity = (capacities or {}).get(name, layout.capacity)
             for n in num_envs:
                 cap = capacity - capacity % n
-                contenders = build(layout, n, cap, peers, seed, bar)
+                contenders = build(layout, n, cap, peers, seed, bar, device)
                 bar.total += repeats * len(contenders)
                 bar.refresh()
                 rates: dict[str, list[float]] = {}

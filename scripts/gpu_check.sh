@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The GPU checks of docs/benchmarks.md ("On a GPU"), in one go on a machine with a CUDA device:
+#   1. the device: GPU model, driver, torch and CUDA versions;
+#   2. `bench agent` on CUDA (TD3, SAC on Hopper-v5; DQN on Pong; every sampler; SB3 on the same GPU);
+#   3. `bench replay` on CUDA (batches copied to the GPU), and scripts/transfer_ab.py (pinned host copies
+#      against device-resident storage, MuJoCo layout);
+#   4. TD3 on HalfCheetah-v5 and DQN on Pong at a reduced budget, on the GPU and on the CPU at the same seed
+#      (the CPU runs start first, in the background, on the CPU cores);
+#   5. the agent, replay, SB3 and benchmark tests with CUDA as the `auto` device, `gpu`-marked tests included.
+# Every step has its own time limit and runs even if an earlier one failed; results go to OUT.
+#
+# usage: scripts/gpu_check.sh OUT [PYTHON]   (SCALE=smoke for a short dry run on any machine)
+set -u
+OUT=${1:?usage: scripts/gpu_check.sh OUT [PYTHON]}
+PY=${2:-python3}
+DEV=${DEVICE:-cuda}
+mkdir -p "$OUT/runs"
+export PYTHONUNBUFFERED=1
+log() { echo "== $(date +%T) $*"; }
+
+if [ "${SCALE:-full}" = smoke ]; then  # seconds, to check the script itself
+    AGENT="--quick"; REPLAY="--quick --envs 8"; AB="--capacity 4096 --calls 20 --repeats 2"
+    HC="--steps 1200 --start-steps 1000 --eval-every 100 --eval-episodes 1"
+    PONG="--steps 1300 --start-steps 1000 --eval-every 100 --eval-episodes 1 --max-episode-frames 400"
+    LIMIT_RUN=120; TESTS="tests/test_bench.py"; PAR=""
+else
+    AGENT="--steps 150 --repeats 3 --prefill 2000 --warmup 30 --atari-buffer-size 100000"
+    REPLAY="--envs 8 --seconds 0.5 --repeats 3"; AB="--batches 256 1024"
+    HC="--steps 30000 --start-steps 10000 --eval-every 2500 --eval-episodes 5"
+    PONG="--steps 40000 --start-steps 12500 --eval-every 5000 --eval-episodes 2 --buffer-size 100000"
+    LIMIT_RUN=170; PAR="-n 8"
+    TESTS="tests/test_agents_continuous.py tests/test_agents_atari.py tests/test_agents_minatar.py tests/test_sb3.py
+           tests/test_ners.py tests/test_run_integrity.py tests/test_replay.py tests/test_fused_paths.py
+           tests/test_equivalence_torch.py tests/test_targets.py tests/test_bench.py tests/test_bench_replay.py"
+fi
+COMMON="--seed 0 --checkpoint-every 1000000000 --no-progress"
+
+log device
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1
+  "$PY" -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda,
+  torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA device', 'python', sys.version.split()[0])"
+  nproc; } | tee "$OUT/device.txt"
+
+log "CPU reference runs (background)"
+timeout $((LIMIT_RUN + 240)) "$PY" -m prioritylab train td3 --env HalfCheetah-v5 $HC $COMMON --device cpu \
+    --threads 2 --out "$OUT/runs/cpu" > "$OUT/runs/cpu_td3.log" 2>&1 &
+timeout $((LIMIT_RUN + 240)) "$PY" -m prioritylab train dqn $PONG $COMMON --device cpu --threads 4 \
+    --out "$OUT/runs/cpu" > "$OUT/runs/cpu_dqn.log" 2>&1 &
+
+for agent in td3 sac dqn; do
+    log "bench agent $agent"
+    timeout $([ $agent = dqn ] && echo 100 || echo 80) "$PY" -m prioritylab bench agent --device "$DEV" \
+        --agents "$agent" --peers sb3 $AGENT --no-progress --json "$OUT/bench_agent_$agent.json" 2>&1 | tail -n 16
+done
+log "bench replay"
+timeout 75 "$PY" -m prioritylab bench replay --device "$DEV" --peers cpprb sb3 $REPLAY --no-progress \
+    --json "$OUT/bench_replay.json" 2>&1 | tail -n 24
+log "transfer A/B"
+timeout 40 "$PY" scripts/transfer_ab.py --device "$DEV" $AB --json "$OUT/transfer_ab.json" 2>&1
+
+log "GPU runs (background) and tests"
+timeout $LIMIT_RUN "$PY" -m prioritylab train td3 --env HalfCheetah-v5 $HC $COMMON --device "$DEV" \
+    --out "$OUT/runs/gpu" > "$OUT/runs/gpu_td3.log" 2>&1 &
+timeout $LIMIT_RUN "$PY" -m prioritylab train dqn $PONG $COMMON --device "$DEV" \
+    --out "$OUT/runs/gpu" > "$OUT/runs/gpu_dqn.log" 2>&1 &
+timeout $((LIMIT_RUN - 10)) "$PY" -m pytest -q -m "not slow" $PAR -rfE --tb=short -p no:cacheprovider $TESTS \
+    --junitxml "$OUT/junit.xml" > "$OUT/tests.log" 2>&1
+tail -n 30 "$OUT/tests.log"
+wait
+log "runs"
+for f in "$OUT"/runs/*.log; do echo "-- $f"; tail -n 3 "$f"; done
+# the small files of each run (no checkpoints, no event files)
+(cd "$OUT/runs" && tar czf ../runs.tgz --exclude=checkpoint.pt --exclude=tb --exclude='*.lock' . ) && rm -rf "$OUT/runs"
+(cd "$OUT" && tar czf logs.tgz device.txt tests.log junit.xml 2>/dev/null; rm -f device.txt tests.log junit.xml)
+log done
