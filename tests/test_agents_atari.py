@@ -99,7 +99,8 @@ def test_sampled_stacks_are_the_environments_own_and_never_cross_an_episode_star
 
     class Watching(dqn.DoubleDQN):
         def update(self, batch, method):
-            seen.append((batch.obs.numpy().copy(), batch.action.numpy().copy(), batch.next_obs.numpy().copy()))
+            seen.append((batch.obs.cpu().numpy().copy(), batch.action.cpu().numpy().copy(),
+                         batch.next_obs.cpu().numpy().copy()))  # fmt: skip
             return super().update(batch, method)
 
     spec = dataclasses.replace(dqn.DDQN_SPEC, make_env=make_env, make_agent=Watching)

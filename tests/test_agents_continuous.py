@@ -89,10 +89,22 @@ BAD = [
 ]
 
 
+def test_a_cuda_ordinal_this_machine_lacks_is_refused_up_front(monkeypatch):
+    """``cuda:1`` on a one-GPU machine is a settings error naming the count, not a CUDA error inside the run
+    (seen on a one-GPU machine: "invalid device ordinal" from the first ``.to(device)``)."""
+    from prioritylab.deep.run import SettingsError, pick_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert pick_device("cuda:0") == torch.device("cuda:0") and pick_device("cuda") == torch.device("cuda")
+    with pytest.raises(SettingsError, match=r"device 'cuda:1' asked for, but this machine has 1 CUDA device"):
+        pick_device("cuda:1")
+
+
 @pytest.mark.parametrize(("args", "message"), BAD)
 def test_bad_settings_fail_before_any_work_with_one_line(args, message, tmp_path, capsys):
-    if "cuda:7" in args and torch.cuda.is_available():
-        pytest.skip("hardware: a CUDA device exists, so the request is valid")  # the gpu-only exception
+    if "cuda:7" in args and torch.cuda.device_count() > 7:
+        pytest.skip("hardware: this machine has the device, so the request is valid")  # the gpu-only exception
     code = cli_main(["train", *args, "--out", str(tmp_path), "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert code == 2

@@ -107,6 +107,7 @@ class RunSettings:
 
 
 def pick_device(name: str) -> torch.device:
+    """``name`` as a torch device that this machine has (``auto``: CUDA when present); ``SettingsError`` if not."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -115,6 +116,9 @@ def pick_device(name: str) -> torch.device:
         raise SettingsError(f"device {name!r} is not a torch device: {err}") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SettingsError(f"device {name!r} asked for, but CUDA is not available here")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise SettingsError(f"device {name!r} asked for, but this machine has {torch.cuda.device_count()} CUDA "
+                            f"device(s), numbered from 0")  # fmt: skip
     return dev
 
 
