@@ -1,9 +1,8 @@
-"""Host storage with one pinned copy per field against device-resident storage: time per sampled batch,
+"""Host storage with one copy per field against device-resident storage: time per sampled batch,
 MuJoCo layout (17 float32 observations, 6 float32 actions).
 
 A: the replay buffer as it is (:class:`prioritylab.replay.ReplayBuffer`, storage in host memory):
-``sample(batch, device=device)`` draws, gathers into host arrays, then copies each field through pinned
-memory to the device.
+``sample(batch, device=device)`` draws, gathers into host arrays, then copies each field to the device.
 
 B: the same fields kept on the device (torch tensors there): the drawn indices are copied to the device,
 and the batch is indexed there (``obs[i]``, ``obs[i + 1]``, ``action[i]``, ``reward[i]``, ``terminated[i]``).
@@ -11,9 +10,22 @@ B leaves out what the buffer's gather does beyond that (episode ends, n-step ret
 bound on a device-resident gather.
 
 Both draw their indices with the same uniform sampler; each timed batch ends with a device synchronisation
-(on CUDA).  Usage::
+(on CUDA).
+
+``--copies``: only the copy of one gathered batch to the device (no buffer, no draw), three ways, for the
+MuJoCo batch (256 transitions) and the Atari batch (32 stacks of 4 84x84 frames):
+
+* ``pinned per field``: each field copied into fresh pinned memory, then an asynchronous transfer (the
+  buffer's copy before this comparison);
+* ``pageable per field``: each field's array copied to the device as it is (the buffer's copy now, and
+  SB3's way);
+* ``one staging copy``: every field written into one persistent pinned buffer, one transfer, and the
+  fields taken as views of the device copy.
+
+Usage::
 
     python scripts/transfer_ab.py --device cuda --json transfer_ab.json
+    python scripts/transfer_ab.py --device cuda --copies
 """
 
 from __future__ import annotations
@@ -90,6 +102,67 @@ def measure(device: str, batch: int, capacity: int, n: int, repeats: int, seed: 
             "host_copy_share_of_A": (a - g) / a}  # fmt: skip
 
 
+BATCHES = {  # the fields a sample hands over: name -> (shape, dtype)
+    "mujoco": {"obs": ((256, OBS), np.float32), "action": ((256, ACT), np.float32), "reward": ((256,), np.float32),
+               "next_obs": ((256, OBS), np.float32), "discount": ((256,), np.float32),
+               "weights": ((256,), np.float32)},
+    "atari": {"obs": ((32, 4, 84, 84), np.uint8), "action": ((32,), np.int64), "reward": ((32,), np.float32),
+              "next_obs": ((32, 4, 84, 84), np.uint8), "discount": ((32,), np.float32),
+              "weights": ((32,), np.float32)},
+}  # fmt: skip
+
+
+class Staging:
+    """One persistent pinned buffer holding every field at 8-byte-aligned offsets: one transfer per batch.
+
+    As timed here, a call may overwrite the buffer while the previous call's transfer still reads it; a
+    buffer that used it would have to wait for that transfer (an event) first.
+    """
+
+    def __init__(self, fields: dict, device: torch.device):
+        self.device, self.slots, offset = device, {}, 0
+        for name, (shape, dtype) in fields.items():
+            nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+            self.slots[name] = (offset, nbytes, shape, dtype)
+            offset += -(-nbytes // 8) * 8
+        self.host = torch.empty(offset, dtype=torch.uint8, pin_memory=device.type == "cuda")
+        self.host_np = self.host.numpy()
+
+    def copy(self, arrays: dict) -> dict:
+        for name, (offset, nbytes, _, _) in self.slots.items():
+            self.host_np[offset : offset + nbytes] = arrays[name].reshape(-1).view(np.uint8)
+        dev = self.host.to(self.device, non_blocking=True)
+        return {name: dev[o : o + n].view(torch.from_numpy(np.empty(0, dt)).dtype).view(shape)
+                for name, (o, n, shape, dt) in self.slots.items()}  # fmt: skip
+
+
+def copy_strategies(layout: str, device: str, n: int, repeats: int, seed: int = 0) -> dict:
+    """Seconds per batch of each way to copy one gathered batch to ``device``; each way's result is checked."""
+    from prioritylab.replay.buffer import _to_device
+
+    dev = torch.device(device)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    rng = np.random.default_rng(seed)
+    arrays = {k: (rng.integers(0, 256, shape).astype(dt) if dt != np.float32 else rng.standard_normal(shape).astype(dt))
+              for k, (shape, dt) in BATCHES[layout].items()}  # fmt: skip
+    staging = Staging(BATCHES[layout], dev)
+    ways = {
+        "pinned per field": lambda: {k: torch.from_numpy(v).pin_memory().to(dev, non_blocking=True)
+                                     for k, v in arrays.items()},  # fmt: skip
+        "pageable per field": lambda: {k: _to_device(v, dev) for k, v in arrays.items()},
+        "one staging copy": lambda: staging.copy(arrays),
+    }
+    row = {"layout": layout, "device": str(dev), "bytes": sum(v.nbytes for v in arrays.values())}
+    for name, way in ways.items():
+        out = way()
+        sync()
+        for k, v in arrays.items():  # the same function of the batch, whichever way
+            if not np.array_equal(out[k].cpu().numpy(), v):
+                raise AssertionError(f"{name}: field {k} differs from the host array")
+        row[f"{name} us"] = 1e6 * timed(way, sync, n, repeats)
+    return row
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -97,6 +170,7 @@ def main(argv=None) -> int:
     p.add_argument("--capacity", type=int, default=10**6, help="slots (default: 10^6)")
     p.add_argument("--calls", type=int, default=500, help="timed batches per repeat (default: 500)")
     p.add_argument("--repeats", type=int, default=5, help="repeats; the median is reported (default: 5)")
+    p.add_argument("--copies", action="store_true", help="time only the three ways to copy a batch (see above)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1, as the agents)")
     p.add_argument("--json", default=None, help="also write the rows as JSON here")
     args = p.parse_args(argv)
@@ -105,6 +179,12 @@ def main(argv=None) -> int:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         p.error(f"device {args.device!r} asked for, but CUDA is not available here")
     rows = []
+    if args.copies:
+        for layout in BATCHES:
+            rows.append(r := copy_strategies(layout, args.device, args.calls, args.repeats))
+            print(f"{layout:<6} {r['bytes']:>9,} bytes on {r['device']}: "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in r.items() if k.endswith(" us")))  # fmt: skip
+        args.batches = []
     for batch in args.batches:
         rows.append(r := measure(args.device, batch, args.capacity, args.calls, args.repeats))
         a, b = r["host_storage_us"], r["device_storage_us"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 
 import numpy as np
 import pytest
@@ -254,14 +255,27 @@ def test_frozen_critic_gives_the_values_and_action_gradients_of_the_full_one():
 
 
 @pytest.mark.gpu
-def test_td3_trains_on_cuda_with_pinned_batches(tmp_path):
-    """On a CUDA device: batches arrive as CUDA tensors and a short run trains (not run on CPU-only machines)."""
+def test_td3_trains_on_cuda(tmp_path):
+    """On a CUDA device: a short PER run trains there, its batches arrive as CUDA tensors, and its manifest says
+    so (not run on CPU-only machines)."""
+    import json
+
     if not torch.cuda.is_available():
         pytest.skip("hardware: no CUDA device")
-    folder = train(td3.SPEC, settings("td3", tmp_path, env="Pendulum-v1", sampler="per", steps=300, start_steps=100,
-                                      eval_every=300, device="cuda"))  # fmt: skip
+    devices = set()
+
+    class Watching(td3.TD3):
+        def update(self, batch, method):
+            devices.update(t.device.type for t in (batch.obs, batch.action, batch.reward, batch.weights))
+            return super().update(batch, method)
+
+    spec = dataclasses.replace(td3.SPEC, make_agent=Watching)
+    folder = train(spec, settings("td3", tmp_path, env="Pendulum-v1", sampler="per", steps=300, start_steps=100,
+                                  eval_every=300, device="cuda"))  # fmt: skip
     rows = read_rows(folder / "evaluations.csv")
     assert np.isfinite(float(rows[-1]["return_mean"]))
+    assert devices == {"cuda"}
+    assert json.loads((folder / "manifest.json").read_text())["device"].startswith("cuda")
 
 
 def test_sigterm_while_the_run_is_set_up_stops_it_with_a_checkpoint(tmp_path, monkeypatch):

@@ -33,8 +33,8 @@ batch size, Adam learning rate, discount, Polyak rate and buffer capacity, and
 runs on the same torch device (``--device``; the CPU by default).  On a CUDA
 device every part's timer synchronises the device before and after the part,
 so a part holds its own kernels' time (the synchronisations are charged to the
-step, and cost a few microseconds each); ``transfer`` is then the pinned copy
-of the batch and its host-to-device transfer.
+step, and cost a few microseconds each); ``transfer`` is then the batch's host-to-device
+copy.
 Peers are optional: they are imported only here, and skipped when missing.
 """
 
@@ -55,8 +55,8 @@ SAMPLERS = ("uniform", "per", "lap", "pal", "pser", "ners")
 PEERS = ("sb3", "tianshou")
 PARTS = ("env", "act", "store", "sampler", "gather", "transfer", "update", "other")
 """Where a step's time goes: environment step and reset, the policy's action, the buffer's writer,
-the sampler (sample + priority update), the gather into host arrays, their copy to the device (pinned
-host memory and the host-to-device copy; zero on CPU, where the tensors share the arrays), the networks'
+the sampler (sample + priority update), the gather into host arrays, their copy to the device (zero on
+the CPU, where the tensors share the arrays), the networks'
 update, the rest."""
 BARE_TRIES = ("threads+1", "flush-denormal", "actor-full-critic")
 """Variants of the bare update measured with ``--tries``: one more torch thread, denormals flushed to

@@ -21,8 +21,7 @@ with the ``bench`` extra):
 
 * ``prioritylab per`` / ``prioritylab uniform``: :class:`prioritylab.replay.ReplayBuffer`
   over the ``per`` or ``uniform`` sampler; one vectorised ``add`` per step,
-  ``sample(256, beta=0.4, device=device)`` (pinned host copies, one transfer per
-  field) and ``update(batch, td)``.  It stores
+  ``sample(256, beta=0.4, device=device)`` (one transfer per field) and ``update(batch, td)``.  It stores
   each observation (its newest frame) once.  Built with ``diagnostics=False``, as the
   peers compute no replay diagnostics; ``prioritylab per +diagnostics`` is the same
   ``per`` buffer with them on (what a training run of the agents pays).  ``prioritylab
