@@ -38,6 +38,7 @@ import time
 import numpy as np
 import torch
 
+from prioritylab.deep.run import SettingsError, pick_device
 from prioritylab.replay import ReplayBuffer
 from prioritylab.samplers import make_sampler
 
@@ -175,9 +176,10 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None, help="also write the rows as JSON here")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    torch.device(args.device)  # a bad name fails here, before any buffer is filled
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
-        p.error(f"device {args.device!r} asked for, but CUDA is not available here")
+    try:  # a bad or absent device fails here, before any buffer is filled
+        args.device = str(pick_device(args.device))
+    except SettingsError as err:
+        p.error(str(err))
     rows = []
     if args.copies:
         for layout in BATCHES:
