@@ -276,6 +276,7 @@ def test_td3_trains_on_cuda(tmp_path):
     assert np.isfinite(float(rows[-1]["return_mean"]))
     assert devices == {"cuda"}
     assert json.loads((folder / "manifest.json").read_text())["device"].startswith("cuda")
+    assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
 
 
 def test_sigterm_while_the_run_is_set_up_stops_it_with_a_checkpoint(tmp_path, monkeypatch):

@@ -150,7 +150,13 @@ def make_learner(spec: Spec, cfg: RunSettings, env: gym.Env, device: torch.devic
     """The agent, the replay buffer, the exploration RNG and the agent's noise generator of a fresh run.
 
     Seeds the global torch RNG (the network initialisation) from ``cfg.seed``; see the module docstring.
+    On a CUDA device it also limits cuDNN to deterministic kernels (``torch.backends.cudnn.deterministic``;
+    convolutions' backward passes may otherwise sum with atomics, in an order that changes from run to run),
+    so that a seed gives the same run and a resumed run continues as the uninterrupted one.
     """
+    if device.type == "cuda":
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
     streams = np.random.SeedSequence(cfg.seed).spawn(4)
     torch_seed = int(streams[0].generate_state(1)[0])
     rng = np.random.default_rng(streams[1])
