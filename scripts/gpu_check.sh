@@ -2,8 +2,8 @@
 # The GPU checks of docs/benchmarks.md ("On a GPU"), in one go on a machine with a CUDA device:
 #   1. the device: GPU model, driver, torch and CUDA versions;
 #   2. `bench agent` on CUDA (TD3, SAC on Hopper-v5; DQN on Pong; every sampler; SB3 on the same GPU);
-#   3. `bench replay` on CUDA (batches copied to the GPU), and scripts/transfer_ab.py (pinned host copies
-#      against device-resident storage, MuJoCo layout);
+#   3. `bench replay` on CUDA (batches copied to the GPU), and scripts/transfer_ab.py (host storage against
+#      device-resident storage, MuJoCo layout; and three ways to copy a batch);
 #   4. TD3 on HalfCheetah-v5 and DQN on Pong at a reduced budget, on the GPU and on the CPU at the same seed
 #      (the CPU runs start first, in the background, on the CPU cores);
 #   5. the agent, replay, SB3 and benchmark tests with CUDA as the `auto` device, `gpu`-marked tests included.
@@ -25,7 +25,7 @@ if [ "${SCALE:-full}" = smoke ]; then  # seconds, to check the script itself
     LIMIT_RUN=120; TESTS="tests/test_bench.py"; PAR=""
 else
     AGENT="--steps 150 --repeats 3 --prefill 2000 --warmup 30 --atari-buffer-size 100000"
-    REPLAY="--envs 8 --seconds 0.5 --repeats 3"; AB="--batches 256 1024"
+    REPLAY="--envs 8 --seconds 0.5 --repeats 3"; AB="--batches 256"
     HC="--steps 30000 --start-steps 10000 --eval-every 2500 --eval-episodes 5"
     PONG="--steps 40000 --start-steps 12500 --eval-every 5000 --eval-episodes 2 --buffer-size 100000"
     LIMIT_RUN=170; PAR="-n 8"
@@ -57,6 +57,7 @@ timeout 75 "$PY" -m prioritylab bench replay --device "$DEV" --peers cpprb sb3 $
     --json "$OUT/bench_replay.json" 2>&1 | tail -n 24
 log "transfer A/B"
 timeout 40 "$PY" scripts/transfer_ab.py --device "$DEV" $AB --json "$OUT/transfer_ab.json" 2>&1
+timeout 25 "$PY" scripts/transfer_ab.py --device "$DEV" --copies --json "$OUT/transfer_copies.json" 2>&1
 
 log "GPU runs (background) and tests"
 timeout $LIMIT_RUN "$PY" -m prioritylab train td3 --env HalfCheetah-v5 $HC $COMMON --device "$DEV" \
