@@ -9,8 +9,9 @@ and the batch is indexed there (``obs[i]``, ``obs[i + 1]``, ``action[i]``, ``rew
 B leaves out what the buffer's gather does beyond that (episode ends, n-step returns), so it is a lower
 bound on a device-resident gather.
 
-Both draw their indices with the same uniform sampler; each timed batch ends with a device synchronisation
-(on CUDA).
+Both draw their indices with the same uniform sampler.  Each repeat times ``--calls`` batches and ends
+with a device synchronisation (on CUDA), so asynchronous copies may overlap from one batch to the next
+within a repeat, which favours them.
 
 ``--copies``: only the copy of one gathered batch to the device (no buffer, no draw), three ways, for the
 MuJoCo batch (256 transitions) and the Atari batch (32 stacks of 4 84x84 frames):
@@ -73,24 +74,32 @@ def timed(call, sync, n: int, repeats: int) -> float:
     return statistics.median(out)
 
 
+class DeviceStorage:
+    """B: the buffer's stored fields copied once to the device; a batch is indexed there."""
+
+    def __init__(self, buf: ReplayBuffer, device: torch.device):
+        st, self.device, self.capacity = buf.storage, device, buf.capacity
+        fields = ("obs", "action", "reward", "terminated")
+        self.frames, self.action, self.reward, self.terminated = (
+            torch.from_numpy(np.ascontiguousarray(st[k])).to(device) for k in fields)
+
+    def batch(self, indices: np.ndarray) -> tuple:
+        """Observations, next slots' observations, actions, rewards and terminal flags of ``indices``."""
+        i = torch.from_numpy(indices).to(self.device)
+        return self.frames[i], self.frames[(i + 1) % self.capacity], self.action[i], self.reward[i], self.terminated[i]
+
+
 def measure(device: str, batch: int, capacity: int, n: int, repeats: int, seed: int = 0) -> dict:
     dev = torch.device(device)
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     buf = filled_buffer(capacity, seed)
-    st = buf.storage
-    frames = torch.from_numpy(np.ascontiguousarray(st["obs"])).to(dev)
-    action = torch.from_numpy(np.ascontiguousarray(st["action"])).to(dev)
-    reward = torch.from_numpy(np.ascontiguousarray(st["reward"])).to(dev)
-    term = torch.from_numpy(np.ascontiguousarray(st["terminated"])).to(dev)
-    cap = buf.capacity
+    stored = DeviceStorage(buf, dev)
 
     def host_storage():
         return buf.sample(batch, device=dev)
 
     def device_storage():
-        drawn = buf.sampler.sample(batch, None)
-        i = torch.from_numpy(drawn.indices).to(dev, non_blocking=False)
-        return frames[i], frames[(i + 1) % cap], action[i], reward[i], term[i]
+        return stored.batch(buf.sampler.sample(batch, None).indices)
 
     def draw_and_gather_only():
         return buf.gather(buf.sampler.sample(batch, None).indices)
@@ -98,7 +107,7 @@ def measure(device: str, batch: int, capacity: int, n: int, repeats: int, seed: 
     a = timed(host_storage, sync, n, repeats)
     b = timed(device_storage, sync, n, repeats)
     g = timed(draw_and_gather_only, sync, n, repeats)
-    return {"layout": "mujoco", "device": str(dev), "batch": batch, "capacity": cap,
+    return {"layout": "mujoco", "device": str(dev), "batch": batch, "capacity": buf.capacity,
             "host_storage_us": 1e6 * a, "device_storage_us": 1e6 * b, "draw_and_host_gather_us": 1e6 * g,
             "host_copy_share_of_A": (a - g) / a}  # fmt: skip
 
@@ -147,9 +156,13 @@ def copy_strategies(layout: str, device: str, n: int, repeats: int, seed: int = 
     arrays = {k: (rng.integers(0, 256, shape).astype(dt) if dt != np.float32 else rng.standard_normal(shape).astype(dt))
               for k, (shape, dt) in BATCHES[layout].items()}  # fmt: skip
     staging = Staging(BATCHES[layout], dev)
+
+    def pinned(arr):  # page-locked memory exists only beside a CUDA device
+        t = torch.from_numpy(arr)
+        return t.pin_memory() if dev.type == "cuda" else t
+
     ways = {
-        "pinned per field": lambda: {k: torch.from_numpy(v).pin_memory().to(dev, non_blocking=True)
-                                     for k, v in arrays.items()},  # fmt: skip
+        "pinned per field": lambda: {k: pinned(v).to(dev, non_blocking=True) for k, v in arrays.items()},
         "pageable per field": lambda: {k: _to_device(v, dev) for k, v in arrays.items()},
         "one staging copy": lambda: staging.copy(arrays),
     }

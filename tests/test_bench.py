@@ -300,3 +300,41 @@ def test_agent_bench_quick_puts_prioritylab_inside_sb3_beside_plain_sb3(tmp_path
     for r in inside:
         if r["agent"] == "dqn":
             assert r["memory_mb"] < plain["memory_mb"] / 3
+
+
+def test_agent_bench_timers_synchronise_around_each_part():
+    """With a device's ``sync``, a timed call is bracketed by two synchronisations and its time lands in its part."""
+    from prioritylab.bench.agent import Timers
+
+    calls = []
+    timers = Timers(sync=lambda: calls.append("sync"))
+    timed = timers.timed(lambda x: calls.append(x) or x + 1, "part")
+    assert timed(1) == 2 and calls == ["sync", 1, "sync"] and timers.seconds["part"] > 0
+    timers.reset()
+    assert timers.seconds == {"part": 0.0}
+
+
+def test_agent_bench_times_the_transfer_and_restores_the_copy_even_when_a_step_fails(monkeypatch):
+    """Our loop's ``transfer`` part is the replay's copy to the device, timed only while the contender runs:
+    the buffer's copy function is back as it was afterwards, also when a step raises."""
+    import torch
+
+    from prioritylab.bench import agent as bench_agent
+    from prioritylab.bench.cli import AGENT_QUICK
+    from prioritylab.deep import loop
+    from prioritylab.replay import buffer as replay_buffer
+
+    config = {"env": "Pendulum-v1", "seed": 0, "total_steps": 10**6, "threads": 1, **AGENT_QUICK, "prefill": 50}
+    ours = bench_agent.Ours("td3", "uniform", config)
+    original = replay_buffer._to_device
+
+    def failing_learn(*args, **kwargs):
+        assert replay_buffer._to_device is not original  # the timed copy, while the contender runs
+        replay_buffer._to_device(np.zeros(3, np.float32), torch.device("cpu"))
+        raise RuntimeError("a failing step")
+
+    monkeypatch.setattr(loop, "learn", failing_learn)
+    with pytest.raises(RuntimeError, match="a failing step"):
+        ours.run(1)
+    assert replay_buffer._to_device is original
+    assert ours.timers.seconds["transfer"] > 0

@@ -8,6 +8,7 @@ come out, never how fast anything is.
 
 import json
 
+import numpy as np
 import pytest
 
 from prioritylab.bench import replay as bench
@@ -62,8 +63,8 @@ def test_step_returns_torch_batches_and_memory_matches_formula(untimed):
     assert all(r["reported"] * 7 <= r["stacked_obs_and_next_obs"] for r in rows)
 
 
-def test_transfer_ab_script_times_both_storages_and_they_hold_the_same_rows(tmp_path):
-    """scripts/transfer_ab.py on the CPU: both paths timed; the device-resident copy holds the buffer's rows."""
+def test_transfer_ab_script_times_both_storages_and_the_device_copy_holds_the_buffers_rows(tmp_path):
+    """scripts/transfer_ab.py on the CPU: both paths and the copy ways timed; B's batch is the buffer's own."""
     import torch
     from theory_scripts import load_script
 
@@ -75,5 +76,12 @@ def test_transfer_ab_script_times_both_storages_and_they_hold_the_same_rows(tmp_
     assert row["batch"] == 16 and row["capacity"] == 512
     assert row["host_storage_us"] > 0 and row["device_storage_us"] > 0 and row["draw_and_host_gather_us"] > 0
     buf = script.filled_buffer(64, seed=3)
-    batch = buf.sample(8, device="cpu")
-    assert torch.equal(batch.obs, torch.from_numpy(buf.storage["obs"])[torch.from_numpy(batch.indices)])
+    idx = np.arange(0, 62, 3)  # slots whose next slot holds the next observation (no wrap, no episode end)
+    host = buf.gather(idx)
+    obs, next_obs, action, reward, terminated = script.DeviceStorage(buf, torch.device("cpu")).batch(idx)
+    assert torch.equal(obs, torch.from_numpy(host["obs"])) and torch.equal(next_obs, torch.from_numpy(host["next_obs"]))
+    assert torch.equal(action, torch.from_numpy(host["action"]))
+    assert torch.equal(reward, torch.from_numpy(host["reward"])) and not terminated.any()
+    rows = [script.copy_strategies(layout, "cpu", n=2, repeats=1) for layout in script.BATCHES]
+    for r in rows:  # each way's result is checked against the host arrays inside copy_strategies
+        assert {"pinned per field us", "pageable per field us", "one staging copy us"} <= set(r)

@@ -32,9 +32,11 @@ Every contender has the same networks (``hidden``-``hidden`` ReLU MLPs),
 batch size, Adam learning rate, discount, Polyak rate and buffer capacity, and
 runs on the same torch device (``--device``; the CPU by default).  On a CUDA
 device every part's timer synchronises the device before and after the part,
-so a part holds its own kernels' time (the synchronisations are charged to the
-step, and cost a few microseconds each); ``transfer`` is then the batch's host-to-device
-copy.
+so a part holds its own kernels' time.  A timer inside another charges its
+opening synchronisation to the outer part: ``gather`` (the buffer's calls less
+the sampler and the transfer) holds those, and the TD errors' copy back to the
+host.  ``transfer`` times each field's host-to-device copy with a
+synchronisation around each, so it is an upper bound.
 Peers are optional: they are imported only here, and skipped when missing.
 """
 
