@@ -242,7 +242,6 @@ class Bare:
     kind = "bare"
 
     def __init__(self, agent: str, config: dict, variant: str | None = None):
-
         self.name = "bare update" if variant is None else f"bare update, {variant}"
         self.kind = "bare" if variant is None else "try"
         self.agent_name, self.sampler, self.variant = agent, "-", variant
