@@ -1,0 +1,31 @@
+"""At what budget does DQN leave random play on Asterix, Seaquest and Freeway?  A measurement, one seed.
+
+``deep/minatar_study.py`` runs its reduced grid on the games where DQN with uniform replay clearly left
+random play within 250k frames (Breakout, SpaceInvaders).  On Asterix, Seaquest and Freeway it had not
+(seed 0: 1.0, 0.5 and 0.25 against random play's 0.44, 0.08 and 0.36).  This specification measures how
+much longer they take: DQN with uniform replay (the study's agent and settings, the MinAtar paper's DQN
+baseline), seed 0, for 1M frames, 20 % of the MinAtar paper's 5M (Young & Tian, 2019), evaluated every
+25k frames, so the learning curve says where each game leaves random play, and so what a five-sampler,
+five-seed study on it would cost here.
+
+    prioritylab sweep deep/minatar_budget.py --budget reduced --seeds 1 --out runs/minatar_budget
+    prioritylab report runs/minatar_budget --out docs/results/minatar_budget
+
+3 runs of about 70-80 minutes each on one core (checkpoints every 50k frames; a stopped sweep resumes).
+``paper`` is the same at the paper's 5M frames.
+"""
+
+from pathlib import Path
+
+from prioritylab.harness.sweep import load_module
+
+STUDY = load_module(Path(__file__).resolve().parent / "minatar_study.py")
+GAMES = ("Asterix", "Seaquest", "Freeway")
+"""The games the study's 250k-frame grid leaves out (``STUDY.LEARNED_BY_250K`` holds the other two)."""
+REDUCED = {"steps": 1_000_000, "eval_every": 25_000, "checkpoint_every": 50_000, "threads": 1}
+
+
+def runs(budget: str) -> list[dict]:
+    """DQN with uniform replay on each game the study's reduced grid leaves out."""
+    settings = STUDY.PAPER if budget == "paper" else REDUCED
+    return [{"agent": "dqn", "env": f"MinAtar/{g}-v1", "sampler": "uniform", **settings} for g in GAMES]
