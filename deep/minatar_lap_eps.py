@@ -11,12 +11,14 @@ eps 1e-5, a thousand times smaller, where such gradients are still normalised.
 This specification changes that one setting: uniform, LAP and PAL on Breakout with ``rms_eps`` 1e-5 (LAP/PAL
 App. D.2), everything else as the study's reduced budget (250k frames, evaluated every 12.5k, 5 seeds).
 Uniform replay runs again as the control, since eps changes its steps too.  If the optimiser's eps
-explains the gap, LAP and PAL come level with (or above) uniform here.
+explains the gap, LAP and PAL come level with (or above) uniform here.  PER (the study's settings) runs
+at the same eps too (added after the other 15 runs), so that LAP's claim over PER is tested under the LAP
+authors' optimiser.
 
     prioritylab sweep deep/minatar_lap_eps.py --budget reduced --seeds 5 --out runs/minatar_lap_eps
     prioritylab report runs/minatar_lap_eps --out docs/results/minatar_lap_eps
 
-15 runs of 12-15 minutes each on one core.  ``paper`` is the same grid at the MinAtar paper's 5M frames.
+20 runs of 12-20 minutes each on one core.  ``paper`` is the same grid at the MinAtar paper's 5M frames.
 """
 
 from pathlib import Path
@@ -24,7 +26,7 @@ from pathlib import Path
 from prioritylab.harness.sweep import load_module
 
 STUDY = load_module(Path(__file__).resolve().parent / "minatar_study.py")
-SAMPLERS = ("uniform", "lap", "pal")
+SAMPLERS = ("uniform", "lap", "pal", "per")
 SEED_MAJOR = True
 RMS_EPS = 1e-5
 """LAP/PAL App. D.2: the Atari Double DQN's centered RMSProp, eps 1e-5."""
