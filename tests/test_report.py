@@ -376,3 +376,28 @@ def test_differences_are_welch_intervals_of_the_papers_comparisons(tmp_path):
     assert r["pct"] == pytest.approx(100 * 3.0 / 11.0) and r["pct_lo"] == pytest.approx(100 * lo / 11.0)
     text = (tmp_path / "out" / "differences.md").read_text()
     assert "| td3 | Hopper-v5 | lap | per | 2 / 5 (few seeds) |" in text and "(few seeds): fewer than 5" in text
+
+
+def test_several_run_folders_are_reported_together_and_each_run_counted_once(tmp_path, capsys):
+    """A study's runs beside another folder's control runs: one report, rliable's tables against the control;
+    a folder given twice (or inside another given) adds nothing; one bad folder is a one-line error."""
+    study, control = tmp_path / "study", tmp_path / "control"
+    for seed in range(5):
+        fake_run(study, "lap", seed, [2.0 + seed] * 12, extra={"ess_mean": 1.0})
+        fake_run(control, "uniform", seed, [1.0 + seed] * 12)
+        fake_run(control, "per", seed, [5.0] * 12)
+    uniform = sorted(control.glob("*_uniform_s*"))
+    result = R.report([study, *uniform, uniform[0], control / "td3_Hopper-v5_uniform_s1"], tmp_path / "out")
+    assert {(t["sampler"], t["seeds"]) for t in result["table"]} == {("lap", 5), ("uniform", 5)}
+    assert "same seed" not in (tmp_path / "out" / "table.md").read_text()
+    imp = {(r["sampler"], r["baseline"]): r["p_improvement"] for r in result["improvement"]}
+    lap, uni = 2.0 + np.arange(5), 1.0 + np.arange(5)  # P(X > Y) over the 25 pairs, a tie counting 1/2: 17/25
+    assert imp[("lap", "uniform")] == pytest.approx(np.mean((lap[:, None] > uni) + 0.5 * (lap[:, None] == uni)))
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert len(manifest["run_folders"]) == 10 and len(manifest["config"]["runs"]) == 8
+    assert cli_main(["report", str(study), str(control), "--out", str(tmp_path / "both")]) == 0
+    assert {t["sampler"] for t in R.report([study, control], tmp_path / "both")["table"]} == {"lap", "per", "uniform"}
+    with pytest.raises(SystemExit) as err:
+        cli_main(["report", str(study), str(tmp_path / "missing"), "--out", str(tmp_path / "o")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and "missing is not a folder" in lines[0]

@@ -1,8 +1,9 @@
-"""``prioritylab report RUNS --out REPORT``: curves, tables and diagnostics panels from run folders alone.
+"""``prioritylab report RUNS [RUNS ...] --out REPORT``: curves, tables and diagnostics panels from run folders alone.
 
-Reads every run folder under ``RUNS`` (a folder with ``manifest.json`` and
-``evaluations.csv``, as ``prioritylab train`` writes them), groups the runs by
-(agent, environment, sampler) across seeds and writes:
+Reads every run folder under each ``RUNS`` (a folder with ``manifest.json`` and
+``evaluations.csv``, as ``prioritylab train`` writes them; several ``RUNS`` put a
+study's runs beside another study's control runs, each run counted once), groups the
+runs by (agent, environment, sampler) across seeds and writes:
 
 * ``curves_<agent>_<env>.png``: evaluation return against steps, mean over seeds
   with a 95 % confidence band (Student t over seeds), smoothed uniformly over a
@@ -69,6 +70,7 @@ import json
 import math
 import warnings
 from collections import defaultdict
+from collections.abc import Sequence
 from contextlib import contextmanager
 from itertools import combinations
 from pathlib import Path
@@ -868,10 +870,19 @@ def overhead_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report(root: Path, out: Path, include_partial: bool = False) -> dict:
-    found, status = find_runs(root, exclude=out)
+def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False) -> dict:
+    """Tables and figures in ``out`` from the run folders under ``root``: one folder, or several (a study's
+    runs beside another study's control runs, or single run folders), each run counted once."""
+    roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+    where = ", ".join(map(str, roots))
+    found, status, seen = [], [], set()
+    for one in roots:
+        runs_here, status_here = find_runs(one, exclude=out)
+        found += [r for r in runs_here if Path(r["folder"]).resolve() not in seen]
+        status += [x for x in status_here if Path(x["folder"]).resolve() not in seen]
+        seen |= {Path(r["folder"]).resolve() for r in runs_here} | {Path(x["folder"]).resolve() for x in status_here}
     if not found and not status:
-        raise ValueError(f"no run folders (manifest.json + evaluations.csv) under {root}")
+        raise ValueError(f"no run folders (manifest.json + evaluations.csv) under {where}")
     runs = [r for r in found if (r["finished"] or include_partial) and not never_updated(r)]
     for r in found:
         last = int(column(r["rows"], "step")[-1])
@@ -891,7 +902,8 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
     lines += [f"| {x['folder']} | {x['status']} | {x['detail']} |" for x in status]
     (out / "status.md").write_text("\n".join(lines) + "\n")
     if not runs:
-        raise ValueError(f"no finished runs under {root} (see {out / 'status.md'}; --include-partial uses the others)")
+        raise ValueError(f"no finished runs under {where} (see {out / 'status.md'}; --include-partial uses the "
+                         "others)")
     groups = grouped(runs)
     notes = incomparable(groups)
     table = build_table(groups, notes)
@@ -939,7 +951,8 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
     over = overhead(comparable)
     (out / "overhead.md").write_text(overhead_markdown(over))
     figures = plot_curves(comparable, out) + plot_table3(comparable, out)
-    write_manifest(out, {"runs": str(root), "include_partial": include_partial, "n_runs": len(runs)},
+    recorded_roots = where if len(roots) == 1 else [str(r) for r in roots]
+    write_manifest(out, {"runs": recorded_roots, "include_partial": include_partial, "n_runs": len(runs)},
                    {"figures": sorted(p.name for p in out.glob("*.png")),
                     "run_folders": [str(r["folder"]) for r in runs],
                     "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
@@ -951,7 +964,9 @@ def report(root: Path, out: Path, include_partial: bool = False) -> dict:
 def register(subparsers) -> None:
     p = subparsers.add_parser("report", help="curves, tables and diagnostics panels from run folders",
                               description=__doc__.splitlines()[0])  # fmt: skip
-    p.add_argument("runs", type=Path, help="folder holding run folders (searched recursively)")
+    p.add_argument("runs", type=Path, nargs="+",
+                   help="folder holding run folders (searched recursively); several may be given, for example a "
+                        "study's runs and another study's control runs, or single run folders")
     p.add_argument("--out", type=Path, default=Path("report"), help="output folder")
     p.add_argument("--include-partial", action="store_true",
                    help="average runs without finished.json in too (marked as partial); by default they are "
@@ -960,8 +975,9 @@ def register(subparsers) -> None:
 
 
 def _main(args) -> int:
-    if not args.runs.is_dir():
-        fail("prioritylab report", f"{args.runs} is not a folder")
+    for folder in args.runs:
+        if not folder.is_dir():
+            fail("prioritylab report", f"{folder} is not a folder")
     try:
         check_output_dir(args.out)
         result = report(args.runs, args.out, include_partial=args.include_partial)
