@@ -8,6 +8,12 @@ baseline), seed 0, for 1M frames, 20 % of the MinAtar paper's 5M (Young & Tian, 
 25k frames, so the learning curve says where each game leaves random play, and so what a five-sampler,
 five-seed study on it would cost here.
 
+The criterion, fixed before these runs: a game is learned by frame F when the mean of the 10 evaluations
+up to F (a 250k-frame window) is at least 3 times random play's score and at least 1 point above it.
+It sorts the study's 250k-frame seed-0 runs as the study did: Breakout (6.6 against 0.3) and
+SpaceInvaders (24.0 against 4.1) pass; Asterix (1.0 against 0.4), Seaquest (0.5 against 0.1) and Freeway
+(0.25 against 0.36) do not.
+
     prioritylab sweep deep/minatar_budget.py --budget reduced --seeds 1 --out runs/minatar_budget
     prioritylab report runs/minatar_budget --out docs/results/minatar_budget
 
