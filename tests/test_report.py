@@ -396,7 +396,8 @@ def test_several_run_folders_are_reported_together_and_each_run_counted_once(tmp
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert len(manifest["run_folders"]) == 10 and len(manifest["config"]["runs"]) == 8
     assert cli_main(["report", str(study), str(control), "--out", str(tmp_path / "both")]) == 0
-    assert {t["sampler"] for t in R.report([study, control], tmp_path / "both")["table"]} == {"lap", "per", "uniform"}
+    table = (tmp_path / "both" / "table.md").read_text()
+    assert all(f"| {s} | 5 |" in table for s in ("lap", "per", "uniform")), table
     with pytest.raises(SystemExit) as err:
         cli_main(["report", str(study), str(tmp_path / "missing"), "--out", str(tmp_path / "o")])
     lines = capsys.readouterr().err.strip().splitlines()
