@@ -402,3 +402,8 @@ def test_several_run_folders_are_reported_together_and_each_run_counted_once(tmp
         cli_main(["report", str(study), str(tmp_path / "missing"), "--out", str(tmp_path / "o")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert err.value.code == 2 and len(lines) == 1 and "missing is not a folder" in lines[0]
+
+
+def test_a_percentage_near_zero_keeps_its_sign_and_a_decimal():
+    assert [R._percent(x) for x in (-0.46, 0.3, 0.0, -0.5, -0.04, 12.4, -7.6)] == \
+        ["-0.5", "+0.3", "+0", "-0.5", "-0.04", "+12", "-8"]

@@ -571,6 +571,12 @@ def differences(groups: dict, claims: dict | None = None) -> list[dict]:
     return rows
 
 
+def _percent(x: float) -> str:
+    """A signed whole percentage; one significant digit where that would round a non-zero value to 0."""
+    text = f"{x:+.0f}"
+    return f"{x:+.1g}" if x != 0 and text in ("+0", "-0") else text
+
+
 def differences_markdown(rows: list[dict]) -> str:
     lines = ["| agent | env | sampler | vs | seeds | X - Y [95 % CI] | % of Y [95 % CI] |",
              "|---|---|---|---|---|---|---|"]
@@ -578,11 +584,11 @@ def differences_markdown(rows: list[dict]) -> str:
         few = r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS
         seeds = f"{r['seeds']} / {r['baseline_seeds']}" + (" (few seeds)" if few else "")
         if math.isfinite(r["lo"]):
-            cis = f"[{r['lo']:+.3g}, {r['hi']:+.3g}]", f"[{r['pct_lo']:+.0f}, {r['pct_hi']:+.0f}]"
+            cis = f"[{r['lo']:+.3g}, {r['hi']:+.3g}]", f"[{_percent(r['pct_lo'])}, {_percent(r['pct_hi'])}]"
         else:
             cis = NO_SPREAD, NO_SPREAD
         lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['baseline']} | {seeds} | "
-                     f"{r['difference']:+.3g} {cis[0]} | {r['pct']:+.0f} % {cis[1]} |")  # fmt: skip
+                     f"{r['difference']:+.3g} {cis[0]} | {_percent(r['pct'])} % {cis[1]} |")  # fmt: skip
     lines += ["", "Mean final score (last 10 evaluations) of X minus Y's, with the 95 % Welch t-interval over the "
               "seeds (independent runs, unequal variances); the comparisons the papers make (CLAIMS)."]
     if any(r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS for r in rows):
