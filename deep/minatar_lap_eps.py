@@ -4,7 +4,7 @@ In ``deep/minatar_study.py`` LAP and PAL end far below uniform replay on Breakou
 kappa = 0.01, so their Huber(kappa) loss has gradients of at most 0.01; MinAtar's DQN trains with centered
 RMSProp and eps 0.01 (the MinAtar reference DQN), which divides each step by the running gradient scale
 plus 0.01.  Read from the study's checkpoints (``scripts/optimizer_scale.py``), LAP's and PAL's gradient
-scales end about 100 times below uniform's and far below that eps, so their steps shrink with their
+scales end 20-270 times below uniform's (seed 1) and far below that eps, so their steps shrink with their
 gradients.  The LAP/PAL authors' own Double DQN (LAP/PAL App. D.2) trained with centered RMSProp at
 eps 1e-5, a thousand times smaller, where such gradients are still normalised.
 
