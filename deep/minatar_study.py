@@ -7,15 +7,15 @@ epsilon 1 -> 0.1 over 100k frames after a 5k-frame random start, one update per 
 actions 0.1.  The samplers take DQN's defaults (PSER appendix Table 4: PER/PSER alpha 0.5, beta 0.5
 fixed; LAP/PAL alpha 0.6, kappa 0.01, LAP Table 7).  Run it with 5 seeds:
 
-    prioritylab sweep deep/minatar_study.py --budget reduced --seeds 5 --jobs 2 --out runs/minatar_study
+    prioritylab sweep deep/minatar_study.py --budget reduced --seeds 5 --jobs 1 --out runs/minatar_study
 
 ``paper``: the paper's 5M frames a run, evaluated every 100k frames (10 episodes, epsilon 0.001,
 env seeded with seed + 100; the paper itself reports training returns).
 
 ``reduced``: 250k frames a run, 5 % of the paper's 5M, with the paper's schedule unchanged (the
 exploration decay ends at 105k frames, so the last 145k frames learn at epsilon 0.1), evaluated every
-12.5k frames (20 evaluations), one torch thread, checkpoints every 50k frames.  A run takes 12-15
-minutes on one core of this 2-core machine (300-330 frames/s with an update per frame).
+12.5k frames (20 evaluations), one torch thread, checkpoints every 50k frames.  A run takes 11-16
+minutes on one core of this 2-core machine (median 13; about 330 frames/s with an update per frame).
 
 The reduced grid holds the games on which DQN with uniform replay clearly leaves random play within
 250k frames, measured with seed 0 (mean of the last 10 evaluations against random play,
