@@ -29,10 +29,12 @@ the seed is what varies, and the diagnostics only log)."""
 WEIGHTED = ("per", "pser", "ners")
 """The deep replay methods whose loss takes PER's IS weights (``MethodEntry.uses_weights``)."""
 
-ONLY_FOR = {"replay.ners_": ("ners",), "replay.normalise": WEIGHTED}
+ONLY_FOR = {"replay.ners_": ("ners",), "replay.normalise": WEIGHTED, "replay.kappa": ("lap", "pal"),
+            "method.kappa": ("lap", "pal")}  # fmt: skip
 """Settings (by prefix) that only the named samplers read: for the others they neither split a group nor
 stop a resumption, so a run written before such a setting existed (absent from its manifest) stays
-comparable."""
+comparable.  Every method records its resolved kappa (``method.kappa``), but only LAP's and PAL's losses
+use it."""
 
 RESOLVED = ("replay.alpha", "replay.beta0", "replay.eps", "replay.kappa")
 """Config entries that are null when they take the agent's default for the sampler: where the manifest records

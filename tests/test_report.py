@@ -14,11 +14,12 @@ from prioritylab.cli import main as cli_main
 from prioritylab.harness import report as R
 
 
-def fake_run(root, sampler, seed, returns, finished=True, extra=None, env="Hopper-v5", agent="td3", wall=None):
+def fake_run(root, sampler, seed, returns, finished=True, extra=None, env="Hopper-v5", agent="td3", wall=None,
+             config=None):
     folder = root / f"{agent}_{env.replace('/', '-')}_{sampler}_s{seed}"
     folder.mkdir(parents=True)
     (folder / "manifest.json").write_text(json.dumps(
-        {"config": {"agent": agent, "env": env, "sampler": sampler, "seed": seed, "steps": 1000}}))
+        {"config": {"agent": agent, "env": env, "sampler": sampler, "seed": seed, "steps": 1000, **(config or {})}}))
     if wall is not None:
         (folder / "timing.csv").write_text(f"step,wall_time,steps_per_s,updates_per_s\n1000,{wall},1,1\n")
     with open(folder / "evaluations.csv", "w", newline="") as fh:
@@ -407,3 +408,66 @@ def test_several_run_folders_are_reported_together_and_each_run_counted_once(tmp
 def test_a_percentage_near_zero_keeps_its_sign_and_a_decimal():
     assert [R._percent(x) for x in (-0.46, 0.3, 0.0, -0.5, -0.04, 12.4, -7.6)] == \
         ["-0.5", "+0.3", "+0", "-0.5", "-0.04", "+12", "-8"]
+
+
+def test_against_compares_each_sampler_with_its_own_runs_at_the_reference_value(tmp_path):
+    """``--against rms_eps=0.01``: the runs at the reference value leave every table but versus.md, which gives each
+    sampler's difference from its own reference runs (Welch, as scipy); a sampler without a counterpart is
+    only listed."""
+    here, study = tmp_path / "here", tmp_path / "study"
+    finals = {"uniform": ([7.0, 7.5, 6.5, 7.2, 6.8], [6.4, 6.9, 6.1, 6.6, 6.3]), "lap": ([7.6, 7.9, 7.1, 7.7, 8.0],
+                                                                                         [1.8, 2.2, 1.3, 1.6, 2.0])}
+    for sampler, (new, old) in finals.items():
+        for seed, (a, b) in enumerate(zip(new, old, strict=True)):
+            fake_run(here, sampler, seed, [a] * 12, config={"rms_eps": 1e-5})
+            fake_run(study, sampler, seed, [b] * 12, config={"rms_eps": 0.01})
+    for seed in range(5):
+        fake_run(study, "pser", seed, [6.0 + seed] * 12, config={"rms_eps": 0.01})
+    result = R.report([here, study], tmp_path / "out", against=("rms_eps", "0.01"))
+    table = {t["sampler"]: (t["seeds"], t["return_last10_mean"]) for t in result["table"]}
+    assert table == {"uniform": (5, pytest.approx(7.0)), "lap": (5, pytest.approx(7.66))}
+    rows = {r["sampler"]: r for r in result["versus"]}
+    assert set(rows) == {"uniform", "lap"}
+    for sampler, (new, old) in finals.items():
+        lo, hi = stats.ttest_ind(new, old, equal_var=False).confidence_interval(0.95)
+        r = rows[sampler]
+        assert r["difference"] == pytest.approx(np.mean(new) - np.mean(old)) and not r["not_comparable"]
+        assert (r["lo"], r["hi"]) == (pytest.approx(lo), pytest.approx(hi))
+        assert (r["value"], r["reference"]) == (1e-5, 0.01)
+    text = (tmp_path / "out" / "versus.md").read_text()
+    assert "| dqn" not in text and "| td3 | Hopper-v5 | lap | 1e-05 | 0.01 | 5 / 5 | 7.66 | 1.78 |" in text
+    status = (tmp_path / "out" / "status.md").read_text()
+    assert status.count("reference (rms_eps = 0.01), in versus.md only") == 15
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["config"]["against"] == "rms_eps=0.01"
+
+
+def test_against_keeps_the_samplers_that_do_not_read_the_setting_and_flags_other_differences(tmp_path):
+    """Uniform replay does not read kappa: its runs stay in the compared tables whatever kappa they record; a
+    reference that also differs in another setting is shown as not comparable, not as a difference."""
+    runs = tmp_path / "runs"
+    for seed in range(5):
+        fake_run(runs, "uniform", seed, [6.0 + 0.1 * seed] * 12, config={"method.kappa": 0.01})
+        fake_run(runs / "k1", "lap", seed, [7.0 + 0.1 * seed] * 12, config={"method.kappa": 1.0})
+        fake_run(runs / "k001", "lap", seed, [2.0 + 0.1 * seed] * 12, config={"method.kappa": 0.01, "lr": 0.1})
+    result = R.report(runs, tmp_path / "out", against=("method.kappa", "0.01"))
+    assert {t["sampler"] for t in result["table"]} == {"uniform", "lap"}
+    assert [(r["sampler"], r["not_comparable"]) for r in result["versus"]] == [("lap", "lr (None, 0.1)")]
+    assert "not comparable: they also differ in lr (None, 0.1)" in (tmp_path / "out" / "versus.md").read_text()
+    assert {(r["sampler"], r["baseline"]) for r in result["differences"]} == {("lap", "uniform")}
+
+
+@pytest.mark.parametrize(("against", "message"), [
+    ("rms_eps", "--against takes SETTING=VALUE, got 'rms_eps'"),
+    ("rms_eps=0.5", "no finished run was recorded with rms_eps = 0.5"),
+    ("lr=0.01", "has no recorded lr"),
+    ("rms_eps=0.01", "the other runs hold 2 values of rms_eps"),
+])
+def test_a_bad_against_is_a_one_line_error_before_anything_is_written(tmp_path, capsys, against, message):
+    for seed, eps in enumerate((0.01, 0.01, 1e-5, 1e-3)):
+        fake_run(tmp_path / "runs", "per", seed, [1.0] * 12, config={"rms_eps": eps})
+    with pytest.raises(SystemExit) as err:
+        cli_main(["report", str(tmp_path / "runs"), "--against", against, "--out", str(tmp_path / "out")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and message in lines[0], lines
+    out = tmp_path / "out"
+    assert not (out.exists() and any(out.iterdir()))  # at most the checked, empty --out folder

@@ -33,6 +33,10 @@ runs by (agent, environment, sampler) across seeds and writes:
 * ``differences.md`` / ``.csv``: per environment, for the same comparisons, the difference
   of the mean final scores with its 95 % Welch interval, absolute and as a share of the
   baseline's mean;
+* ``versus.md`` / ``.csv`` (with ``--against SETTING=VALUE``): each sampler's runs against its own runs
+  recorded with ``SETTING = VALUE`` (another optimiser eps, another kappa), the difference of the mean final
+  scores with its 95 % Welch interval; the reference runs are in no other table, and the runs of a sampler
+  that does not read ``SETTING`` stay in them;
 * ``overhead.md``: wall time per run and its increase over uniform (LAP/PAL App. B,
   Table 3), from the runs' ``timing.csv``, under a caveat: sweep runs share a machine,
   so these are no measure of a sampler's cost (``prioritylab bench agent`` is);
@@ -876,7 +880,89 @@ def overhead_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False) -> dict:
+def _is_value(recorded_value, text: str) -> bool:
+    """Whether a recorded setting equals ``text`` as given on the command line (numbers as numbers)."""
+    if isinstance(recorded_value, (int, float)) and not isinstance(recorded_value, bool):
+        try:
+            return float(text) == float(recorded_value)
+        except ValueError:
+            return False
+    return str(recorded_value) == text
+
+
+def split_against(runs: list[dict], key: str, value: str) -> tuple[list[dict], list[dict], object]:
+    """``--against KEY=VALUE``: the runs compared (every run but those recorded with ``KEY`` = ``VALUE``, and the
+    runs of samplers that do not read ``KEY``), the reference runs (``KEY`` = ``VALUE``), and the one other
+    value of ``KEY`` the compared runs hold.  ``ValueError`` if no run holds ``VALUE``, if a run whose sampler
+    reads ``KEY`` has no record of it, or if the compared runs hold more than one other value."""
+    compared, reference, others = [], [], []
+    for r in runs:
+        if key.startswith(unread_by(r["sampler"])):
+            compared.append(r)
+            continue
+        if key not in r["config"]:
+            raise ValueError(f"--against {key}={value}: {r['folder']} has no recorded {key}")
+        if _is_value(r["config"][key], value):
+            reference.append(r)
+        else:
+            compared.append(r)
+            if r["config"][key] not in others:
+                others.append(r["config"][key])
+    if not reference:
+        raise ValueError(f"--against {key}={value}: no finished run was recorded with {key} = {value}")
+    if len(others) > 1:
+        raise ValueError(f"--against {key}={value}: the other runs hold {len(others)} values of {key} "
+                         f"({', '.join(map(repr, others))}); --against compares one value with the reference")
+    return compared, reference, others[0] if others else None
+
+
+def versus(groups: dict, reference: dict, key: str, notes: dict) -> list[dict]:
+    """Per (agent, environment, sampler) present on both sides: the mean final score of the compared runs minus
+    the reference runs', with its 95 % Welch interval, absolute and as a share of |the reference's mean|; the
+    two sides must agree on every setting but ``key``, the seed and the bookkeeping ones."""
+    rows = []
+    for k, runs in sorted(groups.items()):
+        base = reference.get(k)
+        if base is None or k in notes:
+            continue
+        unread = unread_by(k[2])
+        apart = differing([r["config"] for r in runs + base], skip=lambda c, u=unread: c == key or c.startswith(u))
+        x, y = np.array([final_score(r) for r in runs]), np.array([final_score(r) for r in base])
+        diff, lo, hi = welch_ci(x, y) if len(x) >= 2 and len(y) >= 2 else (float(x.mean() - y.mean()), math.nan,
+                                                                          math.nan)
+        scale = abs(float(y.mean()))
+        rel = [100 * v / scale if scale > 0 else math.nan for v in (diff, lo, hi)]
+        rows.append({"agent": k[0], "env": k[1], "sampler": k[2], "value": runs[0]["config"].get(key),
+                     "reference": base[0]["config"].get(key), "seeds": len(runs), "reference_seeds": len(base),
+                     "mean": float(x.mean()), "reference_mean": float(y.mean()), "difference": diff, "lo": lo,
+                     "hi": hi, "pct": rel[0], "pct_lo": rel[1], "pct_hi": rel[2],
+                     "not_comparable": "; ".join(f"{c} ({', '.join(map(str, v))})" for c, v in apart.items())})
+    return rows
+
+
+def versus_markdown(rows: list[dict], key: str) -> str:
+    lines = [f"| agent | env | sampler | {key} | reference {key} | seeds | mean | reference mean | "
+             "difference [95 % CI] | % of reference [95 % CI] |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        few = r["seeds"] < MIN_CI_RUNS or r["reference_seeds"] < MIN_CI_RUNS
+        seeds = f"{r['seeds']} / {r['reference_seeds']}" + (" (few seeds)" if few else "")
+        if r["not_comparable"]:
+            cis = ("not comparable: they also differ in " + r["not_comparable"],) * 2
+        elif math.isfinite(r["lo"]):
+            cis = f"[{r['lo']:+.3g}, {r['hi']:+.3g}]", f"[{_percent(r['pct_lo'])}, {_percent(r['pct_hi'])}]"
+        else:
+            cis = NO_SPREAD, NO_SPREAD
+        lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['value']} | {r['reference']} | {seeds} | "
+                     f"{r['mean']:.3g} | {r['reference_mean']:.3g} | {r['difference']:+.3g} {cis[0]} | "
+                     f"{_percent(r['pct'])} % {cis[1]} |")  # fmt: skip
+    lines += ["", f"Each sampler's runs against its own runs at the reference {key}: the difference of the mean final "
+              "scores (last 10 evaluations) with the 95 % Welch t-interval over the seeds; every other table here "
+              "holds the compared runs only."]
+    return "\n".join(lines) + "\n"
+
+
+def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False,
+           against: tuple[str, str] | None = None) -> dict:
     """Tables and figures in ``out`` from the run folders under ``root``: one folder, or several (a study's
     runs beside another study's control runs, or single run folders), each run counted once."""
     roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
@@ -890,13 +976,19 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     if not found and not status:
         raise ValueError(f"no run folders (manifest.json + evaluations.csv) under {where}")
     runs = [r for r in found if (r["finished"] or include_partial) and not never_updated(r)]
+    reference_runs: list[dict] = []
+    if against is not None and runs:
+        runs, reference_runs, _ = split_against(runs, *against)
+    in_reference = {id(r) for r in reference_runs}
     for r in found:
         last = int(column(r["rows"], "step")[-1])
         if never_updated(r):
             status.append({"folder": str(r["folder"]), "status": "no updates, left out",
                            "detail": f"0 updates by step {last}: a random policy's returns (steps <= start_steps?)"})
             continue
-        if r["finished"]:
+        if id(r) in in_reference:
+            state = f"reference ({against[0]} = {against[1]}), in versus.md only"
+        elif r["finished"]:
             state = "used"
         else:
             state = "used, partial" if include_partial else "partial, left out"
@@ -945,6 +1037,11 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     diffs = differences(comparable)
     write_csv(out / "differences.csv", diffs)
     (out / "differences.md").write_text(differences_markdown(diffs))
+    versus_rows = []
+    if against is not None:
+        versus_rows = versus(groups, grouped(reference_runs), against[0], notes)
+        write_csv(out / "versus.csv", versus_rows)
+        (out / "versus.md").write_text(versus_markdown(versus_rows, against[0]))
     imp = improvement(comparable)
     write_csv(out / "improvement.csv", imp)
     lines = ["| agent | domain | sampler | vs | runs x tasks | P(sampler > baseline) [95 % CI] |",
@@ -958,13 +1055,14 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     (out / "overhead.md").write_text(overhead_markdown(over))
     figures = plot_curves(comparable, out) + plot_table3(comparable, out)
     recorded_roots = where if len(roots) == 1 else [str(r) for r in roots]
-    write_manifest(out, {"runs": recorded_roots, "include_partial": include_partial, "n_runs": len(runs)},
+    write_manifest(out, {"runs": recorded_roots, "include_partial": include_partial, "n_runs": len(runs),
+                         **({"against": "=".join(against)} if against is not None else {})},
                    {"figures": sorted(p.name for p in out.glob("*.png")),
                     "run_folders": [str(r["folder"]) for r in runs],
                     "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
     return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
             "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
-            "differences": diffs}
+            "differences": diffs, "versus": versus_rows}
 
 
 def register(subparsers) -> None:
@@ -974,6 +1072,10 @@ def register(subparsers) -> None:
                    help="folder holding run folders (searched recursively); several may be given, for example a "
                         "study's runs and another study's control runs, or single run folders")
     p.add_argument("--out", type=Path, default=Path("report"), help="output folder")
+    p.add_argument("--against", metavar="SETTING=VALUE",
+                   help="compare each sampler with its own runs recorded with SETTING = VALUE (for example "
+                        "rms_eps=0.01 or method.kappa=0.01): versus.md gives the differences; every other table "
+                        "holds the other runs (and the runs of samplers that do not read SETTING)")
     p.add_argument("--include-partial", action="store_true",
                    help="average runs without finished.json in too (marked as partial); by default they are "
                         "listed in status.md and left out")  # fmt: skip
@@ -984,9 +1086,15 @@ def _main(args) -> int:
     for folder in args.runs:
         if not folder.is_dir():
             fail("prioritylab report", f"{folder} is not a folder")
+    against = None
+    if args.against is not None:
+        key, sep, value = args.against.partition("=")
+        if not (sep and key.strip() and value.strip()):
+            fail("prioritylab report", f"--against takes SETTING=VALUE, got {args.against!r}")
+        against = (key.strip(), value.strip())
     try:
         check_output_dir(args.out)
-        result = report(args.runs, args.out, include_partial=args.include_partial)
+        result = report(args.runs, args.out, include_partial=args.include_partial, against=against)
     except ValueError as err:
         fail("prioritylab report", f"{err}")
     print(table_markdown(result["table"]))
