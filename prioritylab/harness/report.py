@@ -919,17 +919,16 @@ def split_against(runs: list[dict], key: str, value: str) -> tuple[list[dict], l
 def versus(groups: dict, reference: dict, key: str, notes: dict) -> list[dict]:
     """Per (agent, environment, sampler) present on both sides: the mean final score of the compared runs minus
     the reference runs', with its 95 % Welch interval, absolute and as a share of |the reference's mean|; the
-    two sides must agree on every setting but ``key``, the seed and the bookkeeping ones."""
+    two sides must agree on every setting but ``key``, the seed and the bookkeeping ones; at least 2 seeds a side."""
     rows = []
     for k, runs in sorted(groups.items()):
         base = reference.get(k)
-        if base is None or k in notes:
+        if base is None or k in notes or len(runs) < 2 or len(base) < 2:
             continue
         unread = unread_by(k[2])
         apart = differing([r["config"] for r in runs + base], skip=lambda c, u=unread: c == key or c.startswith(u))
         x, y = np.array([final_score(r) for r in runs]), np.array([final_score(r) for r in base])
-        diff, lo, hi = welch_ci(x, y) if len(x) >= 2 and len(y) >= 2 else (float(x.mean() - y.mean()), math.nan,
-                                                                          math.nan)
+        diff, lo, hi = welch_ci(x, y)
         scale = abs(float(y.mean()))
         rel = [100 * v / scale if scale > 0 else math.nan for v in (diff, lo, hi)]
         rows.append({"agent": k[0], "env": k[1], "sampler": k[2], "value": runs[0]["config"].get(key),
