@@ -91,6 +91,10 @@ from ..scores import human_normalised as normalise_human
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
 LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
 MIN_CI_RUNS = 5
+BOOTSTRAP_REPS = 2000
+"""Stratified-bootstrap replications of rliable's intervals (IQM, mean, median, probability of improvement)."""
+PROFILE_REPS = 500
+"""Bootstrap replications of the performance profiles' bands."""
 """Fewest runs per task for which a table shows a bootstrap interval (fewer: the point estimate alone)."""
 PANELS = ("ess_mean", "age_median", "coverage", "top1_share", "prob_n_p99", "td_mean", "q_mean", "weight_mean")
 
@@ -644,7 +648,7 @@ def rliable_seeded(seed: int = 0):
         np.random.set_state(saved)  # noqa: NPY002
 
 
-def aggregates(groups: dict, out: Path, reps: int = 2000, left_out: list[str] | None = None) -> list[dict]:
+def aggregates(groups: dict, out: Path, reps: int | None = None, left_out: list[str] | None = None) -> list[dict]:
     """IQM, mean and median with 95 % stratified-bootstrap CIs (rliable), and performance profiles.
 
     Tasks are the Atari games of an agent (human-normalised scores), its MinAtar games (normalised by
@@ -661,7 +665,8 @@ def aggregates(groups: dict, out: Path, reps: int = 2000, left_out: list[str] | 
     rows = []
     for (agent, domain), score_dict in score_matrices(groups, left_out).items():
         with rliable_seeded():
-            point, ci = rly.get_interval_estimates(score_dict, agg, reps=reps, random_state=np.random.RandomState(0))
+            point, ci = rly.get_interval_estimates(score_dict, agg, reps=reps or BOOTSTRAP_REPS,
+                                                   random_state=np.random.RandomState(0))  # fmt: skip
         for s in sorted(score_dict):
             n, tasks = score_dict[s].shape
             row = {"agent": agent, "domain": domain, "sampler": s, "runs": n, "tasks": tasks,
@@ -760,7 +765,7 @@ def score_matrices(groups: dict, left_out: list[str] | None = None) -> dict:
     return out
 
 
-def improvement(groups: dict, reps: int = 2000, claims: dict | None = None) -> list[dict]:
+def improvement(groups: dict, reps: int | None = None, claims: dict | None = None) -> list[dict]:
     """rliable's probability of improvement P(X > Y) of sampler X over baseline Y for each comparison of
     ``claims`` (default :data:`CLAIMS`), per (agent, domain), with its 95 % stratified-bootstrap interval
     (seeded).  Each comparison uses the tasks on which both samplers have at least 2 runs, and each sampler's
@@ -768,7 +773,7 @@ def improvement(groups: dict, reps: int = 2000, claims: dict | None = None) -> l
     cells = score_cells(groups)
     rows = []
     for baseline, samplers in (CLAIMS if claims is None else claims).items():
-        rows += _improvement(cells, reps, baseline, samplers)
+        rows += _improvement(cells, reps or BOOTSTRAP_REPS, baseline, samplers)
     return rows
 
 
@@ -819,7 +824,7 @@ def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path, rly) -> 
     allv = np.concatenate([v.ravel() for v in score_dict.values()])
     taus = np.linspace(allv.min(), allv.max(), 101)
     with rliable_seeded():
-        profiles, cis = rly.create_performance_profile(score_dict, taus, reps=500)
+        profiles, cis = rly.create_performance_profile(score_dict, taus, reps=PROFILE_REPS)
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     for k, s in enumerate(sorted(score_dict)):
         ax.plot(taus, profiles[s], color=f"C{k}", label=s)
