@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -423,7 +424,7 @@ def test_against_compares_each_sampler_with_its_own_runs_at_the_reference_value(
             fake_run(study, sampler, seed, [b] * 12, config={"rms_eps": 0.01})
     for seed in range(5):
         fake_run(study, "pser", seed, [6.0 + seed] * 12, config={"rms_eps": 0.01})
-    result = R.report([here, study], tmp_path / "out", against=("rms_eps", "0.01"))
+    result = R.report([here, study], tmp_path / "out", against=("rms_eps", "1e-2"))  # 0.01 as a number
     table = {t["sampler"]: (t["seeds"], t["return_last10_mean"]) for t in result["table"]}
     assert table == {"uniform": (5, pytest.approx(7.0)), "lap": (5, pytest.approx(7.66))}
     rows = {r["sampler"]: r for r in result["versus"]}
@@ -437,8 +438,11 @@ def test_against_compares_each_sampler_with_its_own_runs_at_the_reference_value(
     text = (tmp_path / "out" / "versus.md").read_text()
     assert "| dqn" not in text and "| td3 | Hopper-v5 | lap | 1e-05 | 0.01 | 5 / 5 | 7.66 | 1.78 |" in text
     status = (tmp_path / "out" / "status.md").read_text()
-    assert status.count("reference (rms_eps = 0.01), in versus.md only") == 15
-    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["config"]["against"] == "rms_eps=0.01"
+    assert status.count("reference (rms_eps = 1e-2), in versus.md only |") == 15
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["config"]["against"] == "rms_eps=1e-2" and len(manifest["reference_folders"]) == 15
+    R.report([here, study], tmp_path / "out")  # the same folder without --against: no stale versus.md
+    assert not (tmp_path / "out" / "versus.md").exists()
 
 
 def test_against_keeps_the_samplers_that_do_not_read_the_setting_and_flags_other_differences(tmp_path):
@@ -451,20 +455,44 @@ def test_against_keeps_the_samplers_that_do_not_read_the_setting_and_flags_other
         fake_run(runs / "k001", "lap", seed, [2.0 + 0.1 * seed] * 12, config={"method.kappa": 0.01, "lr": 0.1})
     result = R.report(runs, tmp_path / "out", against=("method.kappa", "0.01"))
     assert {t["sampler"] for t in result["table"]} == {"uniform", "lap"}
-    assert [(r["sampler"], r["not_comparable"]) for r in result["versus"]] == [("lap", "lr (None, 0.1)")]
+    assert [(r["sampler"], r["not_comparable"]) for r in result["versus"]] == [
+        ("lap", "they also differ in lr (None, 0.1)")]
     assert "not comparable: they also differ in lr (None, 0.1)" in (tmp_path / "out" / "versus.md").read_text()
     assert {(r["sampler"], r["baseline"]) for r in result["differences"]} == {("lap", "uniform")}
 
 
+def test_against_marks_copied_reference_runs_and_partial_runs_and_keeps_rows_of_a_flagged_task(tmp_path):
+    """A reference run copied into a second folder is not counted twice silently; partial runs (with
+    --include-partial) are marked on both sides; a uniform control that differs from the others (which keeps
+    it out of the sampler comparisons) does not drop LAP's row against its own reference."""
+    new, old = tmp_path / "new", tmp_path / "old"
+    for seed in range(3):
+        fake_run(new, "lap", seed, [7.0 + seed] * 12, config={"method.kappa": 1.0})
+        fake_run(old, "lap", seed, [2.0 + seed] * (12 if seed else 3), finished=seed > 0,
+                 config={"method.kappa": 0.01})
+        fake_run(new, "uniform", seed, [6.0] * 12, config={"lr": 0.5})
+    shutil.copytree(old / "td3_Hopper-v5_lap_s1", tmp_path / "backup" / "td3_Hopper-v5_lap_s1")
+    result = R.report([new, old, tmp_path / "backup"], tmp_path / "out", include_partial=True,
+                      against=("method.kappa", "0.01"))
+    row = result["versus"][0]
+    assert (row["sampler"], row["seeds"], row["reference_seeds"], row["reference_partial"]) == ("lap", 3, 4, 1)
+    assert row["not_comparable"] == "seed 1 twice among the reference runs"
+    text = (tmp_path / "out" / "versus.md").read_text()
+    assert "| 3 / 4 (few seeds) (0 / 1 partial) |" in text and "not comparable: seed 1 twice" in text
+    assert "reference (method.kappa = 0.01), in versus.md only, partial" in (tmp_path / "out" / "status.md").read_text()
+    assert "samplers differ in lr" in (tmp_path / "out" / "table.md").read_text()
+
+
 @pytest.mark.parametrize(("against", "message"), [
     ("rms_eps", "--against takes SETTING=VALUE, got 'rms_eps'"),
-    ("rms_eps=0.5", "no finished run was recorded with rms_eps = 0.5"),
+    ("rms_eps=0.5", "no run was recorded with rms_eps = 0.5"),
     ("lr=0.01", "has no recorded lr"),
     ("rms_eps=0.01", "the other runs hold 2 values of rms_eps"),
+    ("per=true", "every run was recorded with per = true"),
 ])
 def test_a_bad_against_is_a_one_line_error_before_anything_is_written(tmp_path, capsys, against, message):
     for seed, eps in enumerate((0.01, 0.01, 1e-5, 1e-3)):
-        fake_run(tmp_path / "runs", "per", seed, [1.0] * 12, config={"rms_eps": eps})
+        fake_run(tmp_path / "runs", "per", seed, [1.0] * 12, config={"rms_eps": eps, "per": True})
     with pytest.raises(SystemExit) as err:
         cli_main(["report", str(tmp_path / "runs"), "--against", against, "--out", str(tmp_path / "out")])
     lines = capsys.readouterr().err.strip().splitlines()

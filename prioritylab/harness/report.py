@@ -91,11 +91,11 @@ from ..scores import human_normalised as normalise_human
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
 LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
 MIN_CI_RUNS = 5
+"""Fewest runs per task for which a table shows a bootstrap interval (fewer: the point estimate alone)."""
 BOOTSTRAP_REPS = 2000
 """Stratified-bootstrap replications of rliable's intervals (IQM, mean, median, probability of improvement)."""
 PROFILE_REPS = 500
 """Bootstrap replications of the performance profiles' bands."""
-"""Fewest runs per task for which a table shows a bootstrap interval (fewer: the point estimate alone)."""
 PANELS = ("ess_mean", "age_median", "coverage", "top1_share", "prob_n_p99", "td_mean", "q_mean", "weight_mean")
 
 
@@ -582,7 +582,9 @@ def differences(groups: dict, claims: dict | None = None) -> list[dict]:
 def _percent(x: float) -> str:
     """A signed whole percentage; one significant digit where that would round a non-zero value to 0."""
     text = f"{x:+.0f}"
-    return f"{x:+.1g}" if x != 0 and text in ("+0", "-0") else text
+    if x == 0 or text not in ("+0", "-0"):
+        return text
+    return f"{x:+.1g}" if abs(x) >= 0.01 else f"{x:+.2f}"
 
 
 def differences_markdown(rows: list[dict]) -> str:
@@ -886,27 +888,36 @@ def overhead_markdown(rows: list[dict]) -> str:
 
 
 def _is_value(recorded_value, text: str) -> bool:
-    """Whether a recorded setting equals ``text`` as given on the command line (numbers as numbers)."""
+    """Whether a recorded setting equals ``text`` as given on the command line: numbers as numbers (1e-5 is
+    1e-05), other values as the manifest's JSON writes them (``false``, ``null``, ``[256, 128]``) or as Python
+    prints them."""
     if isinstance(recorded_value, (int, float)) and not isinstance(recorded_value, bool):
         try:
             return float(text) == float(recorded_value)
         except ValueError:
             return False
+    try:
+        if json.loads(text) == recorded_value:
+            return True
+    except ValueError:
+        pass
     return str(recorded_value) == text
 
 
-def split_against(runs: list[dict], key: str, value: str) -> tuple[list[dict], list[dict], object]:
+def split_against(runs: list[dict], key: str, value: str) -> tuple[list[dict], list[dict]]:
     """``--against KEY=VALUE``: the runs compared (every run but those recorded with ``KEY`` = ``VALUE``, and the
-    runs of samplers that do not read ``KEY``), the reference runs (``KEY`` = ``VALUE``), and the one other
-    value of ``KEY`` the compared runs hold.  ``ValueError`` if no run holds ``VALUE``, if a run whose sampler
-    reads ``KEY`` has no record of it, or if the compared runs hold more than one other value."""
+    runs of samplers that do not read ``KEY``) and the reference runs (``KEY`` = ``VALUE``).  ``ValueError`` if
+    no run or every run holds ``VALUE``, if a run whose sampler reads ``KEY`` has no record of it, or if the
+    compared runs hold more than one other value."""
     compared, reference, others = [], [], []
     for r in runs:
         if key.startswith(unread_by(r["sampler"])):
             compared.append(r)
             continue
         if key not in r["config"]:
-            raise ValueError(f"--against {key}={value}: {r['folder']} has no recorded {key}")
+            resolved = "method." + key.split(".", 1)[1] if key.startswith("replay.") else None
+            hint = f" (its resolved value is {resolved})" if resolved in r["config"] else ""
+            raise ValueError(f"--against {key}={value}: {r['folder']} has no recorded {key}{hint}")
         if _is_value(r["config"][key], value):
             reference.append(r)
         else:
@@ -914,33 +925,48 @@ def split_against(runs: list[dict], key: str, value: str) -> tuple[list[dict], l
             if r["config"][key] not in others:
                 others.append(r["config"][key])
     if not reference:
-        raise ValueError(f"--against {key}={value}: no finished run was recorded with {key} = {value}")
+        raise ValueError(f"--against {key}={value}: no run was recorded with {key} = {value}")
+    if not compared:
+        raise ValueError(f"--against {key}={value}: every run was recorded with {key} = {value}; there is nothing "
+                         "to compare with them")  # fmt: skip
     if len(others) > 1:
         raise ValueError(f"--against {key}={value}: the other runs hold {len(others)} values of {key} "
                          f"({', '.join(map(repr, others))}); --against compares one value with the reference")
-    return compared, reference, others[0] if others else None
+    return compared, reference
 
 
-def versus(groups: dict, reference: dict, key: str, notes: dict) -> list[dict]:
-    """Per (agent, environment, sampler) present on both sides: the mean final score of the compared runs minus
-    the reference runs', with its 95 % Welch interval, absolute and as a share of |the reference's mean|; the
-    two sides must agree on every setting but ``key``, the seed and the bookkeeping ones; at least 2 seeds a side."""
+def _twice(runs: list[dict]) -> list:
+    """The seeds that appear in more than one of ``runs``' folders (a copied run)."""
+    seeds = [r["seed"] for r in runs]
+    return sorted({s for s in seeds if seeds.count(s) > 1}, key=seed_order)
+
+
+def versus(groups: dict, reference: dict, key: str) -> list[dict]:
+    """Per (agent, environment, sampler) with at least 2 runs on both sides: the mean final score of the compared
+    runs minus the reference runs', with its 95 % Welch interval, absolute and as a share of |the reference's
+    mean|.  A row whose runs differ in another setting than ``key`` (the seed and the bookkeeping ones aside),
+    or hold one seed in two folders on a side, is marked not comparable instead."""
     rows = []
     for k, runs in sorted(groups.items()):
         base = reference.get(k)
-        if base is None or k in notes or len(runs) < 2 or len(base) < 2:
+        if base is None or len(runs) < 2 or len(base) < 2:
             continue
         unread = unread_by(k[2])
         apart = differing([r["config"] for r in runs + base], skip=lambda c, u=unread: c == key or c.startswith(u))
+        why = [f"they also differ in {c} ({', '.join(map(str, v))})" for c, v in apart.items()]
+        why += [f"seed {', '.join(map(str, _twice(side)))} twice {where}"
+                for side, where in ((runs, "among the compared runs"), (base, "among the reference runs"))
+                if _twice(side)]  # fmt: skip
         x, y = np.array([final_score(r) for r in runs]), np.array([final_score(r) for r in base])
         diff, lo, hi = welch_ci(x, y)
         scale = abs(float(y.mean()))
         rel = [100 * v / scale if scale > 0 else math.nan for v in (diff, lo, hi)]
         rows.append({"agent": k[0], "env": k[1], "sampler": k[2], "value": runs[0]["config"].get(key),
                      "reference": base[0]["config"].get(key), "seeds": len(runs), "reference_seeds": len(base),
+                     "partial": sum(not r["finished"] for r in runs),
+                     "reference_partial": sum(not r["finished"] for r in base),
                      "mean": float(x.mean()), "reference_mean": float(y.mean()), "difference": diff, "lo": lo,
-                     "hi": hi, "pct": rel[0], "pct_lo": rel[1], "pct_hi": rel[2],
-                     "not_comparable": "; ".join(f"{c} ({', '.join(map(str, v))})" for c, v in apart.items())})
+                     "hi": hi, "pct": rel[0], "pct_lo": rel[1], "pct_hi": rel[2], "not_comparable": "; ".join(why)})
     return rows
 
 
@@ -950,8 +976,10 @@ def versus_markdown(rows: list[dict], key: str) -> str:
     for r in rows:
         few = r["seeds"] < MIN_CI_RUNS or r["reference_seeds"] < MIN_CI_RUNS
         seeds = f"{r['seeds']} / {r['reference_seeds']}" + (" (few seeds)" if few else "")
+        if r["partial"] or r["reference_partial"]:
+            seeds += f" ({r['partial']} / {r['reference_partial']} partial)"
         if r["not_comparable"]:
-            cis = ("not comparable: they also differ in " + r["not_comparable"],) * 2
+            cis = ("not comparable: " + r["not_comparable"],) * 2
         elif math.isfinite(r["lo"]):
             cis = f"[{r['lo']:+.3g}, {r['hi']:+.3g}]", f"[{_percent(r['pct_lo'])}, {_percent(r['pct_hi'])}]"
         else:
@@ -982,7 +1010,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     runs = [r for r in found if (r["finished"] or include_partial) and not never_updated(r)]
     reference_runs: list[dict] = []
     if against is not None and runs:
-        runs, reference_runs, _ = split_against(runs, *against)
+        runs, reference_runs = split_against(runs, *against)
     in_reference = {id(r) for r in reference_runs}
     for r in found:
         last = int(column(r["rows"], "step")[-1])
@@ -991,7 +1019,8 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
                            "detail": f"0 updates by step {last}: a random policy's returns (steps <= start_steps?)"})
             continue
         if id(r) in in_reference:
-            state = f"reference ({against[0]} = {against[1]}), in versus.md only"
+            state = f"reference ({against[0]} = {against[1]}), in versus.md only" + ("" if r["finished"] else
+                                                                                     ", partial")
         elif r["finished"]:
             state = "used"
         else:
@@ -1043,9 +1072,12 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     (out / "differences.md").write_text(differences_markdown(diffs))
     versus_rows = []
     if against is not None:
-        versus_rows = versus(groups, grouped(reference_runs), against[0], notes)
+        versus_rows = versus(groups, grouped(reference_runs), against[0])
         write_csv(out / "versus.csv", versus_rows)
         (out / "versus.md").write_text(versus_markdown(versus_rows, against[0]))
+    else:  # an earlier report's, with --against, into the same folder
+        for name in ("versus.csv", "versus.md"):
+            (out / name).unlink(missing_ok=True)
     imp = improvement(comparable)
     write_csv(out / "improvement.csv", imp)
     lines = ["| agent | domain | sampler | vs | runs x tasks | P(sampler > baseline) [95 % CI] |",
@@ -1063,6 +1095,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
                          **({"against": "=".join(against)} if against is not None else {})},
                    {"figures": sorted(p.name for p in out.glob("*.png")),
                     "run_folders": [str(r["folder"]) for r in runs],
+                    **({"reference_folders": [str(r["folder"]) for r in reference_runs]} if against else {}),
                     "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
     return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
             "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
