@@ -262,7 +262,7 @@ COMMITTED = [  # specification, study folder, seeds, at least this many finished
     ("atari_100k.py", "atari_100k", 2, 8),
     ("sac_pendulum_table3.py", "sac_pendulum_table3", 10, 8),
     ("minatar_study.py", "minatar_study", 5, 8),
-    ("minatar_lap_eps.py", "minatar_lap_eps", 5, 15),
+    ("minatar_lap_eps.py", "minatar_lap_eps", 5, 20),
     ("minatar_lap_kappa.py", "minatar_lap_kappa", 5, 10),
 ]
 
