@@ -557,6 +557,21 @@ LAP and PAL (LAP/PAL Tables 1-2), PSER (its Atari table) and NERS against PER; P
 twin with the same expected gradient (LAP/PAL Theorem 1), where a P near 0.5 is the claim."""
 
 
+def _welch_row(x: np.ndarray, y: np.ndarray) -> dict:
+    """Mean final scores ``x`` minus ``y`` with the 95 % Welch interval, absolute and as % of |mean(y)|."""
+    diff, lo, hi = welch_ci(x, y)
+    scale = abs(float(y.mean()))
+    rel = [100 * v / scale if scale > 0 else math.nan for v in (diff, lo, hi)]
+    return {"difference": diff, "lo": lo, "hi": hi, "pct": rel[0], "pct_lo": rel[1], "pct_hi": rel[2]}
+
+
+def _intervals(r: dict) -> tuple[str, str]:
+    """A difference row's absolute and relative intervals as table text (:func:`_welch_row`'s fields)."""
+    if not math.isfinite(r["lo"]):
+        return NO_SPREAD, NO_SPREAD
+    return f"[{r['lo']:+.3g}, {r['hi']:+.3g}]", f"[{_percent(r['pct_lo'])}, {_percent(r['pct_hi'])}]"
+
+
 def differences(groups: dict, claims: dict | None = None) -> list[dict]:
     """Per agent and environment, for each comparison of ``claims`` (default :data:`CLAIMS`): the difference of
     the mean final scores (:func:`final_score`) X - Y with its 95 % Welch interval over the seeds, absolute and
@@ -570,12 +585,8 @@ def differences(groups: dict, claims: dict | None = None) -> list[dict]:
             if len(runs) < 2 or len(base) < 2:
                 continue
             x, y = np.array([final_score(r) for r in runs]), np.array([final_score(r) for r in base])
-            diff, lo, hi = welch_ci(x, y)
-            scale = abs(float(y.mean()))
-            rel = [100 * v / scale if scale > 0 else math.nan for v in (diff, lo, hi)]
             rows.append({"agent": agent, "env": env, "sampler": sampler, "baseline": baseline,
-                         "seeds": len(runs), "baseline_seeds": len(base), "difference": diff, "lo": lo, "hi": hi,
-                         "pct": rel[0], "pct_lo": rel[1], "pct_hi": rel[2]})  # fmt: skip
+                         "seeds": len(runs), "baseline_seeds": len(base), **_welch_row(x, y)})  # fmt: skip
     return rows
 
 
@@ -593,10 +604,7 @@ def differences_markdown(rows: list[dict]) -> str:
     for r in rows:
         few = r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS
         seeds = f"{r['seeds']} / {r['baseline_seeds']}" + (" (few seeds)" if few else "")
-        if math.isfinite(r["lo"]):
-            cis = f"[{r['lo']:+.3g}, {r['hi']:+.3g}]", f"[{_percent(r['pct_lo'])}, {_percent(r['pct_hi'])}]"
-        else:
-            cis = NO_SPREAD, NO_SPREAD
+        cis = _intervals(r)
         lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['baseline']} | {seeds} | "
                      f"{r['difference']:+.3g} {cis[0]} | {_percent(r['pct'])} % {cis[1]} |")  # fmt: skip
     lines += ["", "Mean final score (last 10 evaluations) of X minus Y's, with the 95 % Welch t-interval over the "
@@ -958,15 +966,12 @@ def versus(groups: dict, reference: dict, key: str) -> list[dict]:
                 for side, where in ((runs, "among the compared runs"), (base, "among the reference runs"))
                 if _twice(side)]  # fmt: skip
         x, y = np.array([final_score(r) for r in runs]), np.array([final_score(r) for r in base])
-        diff, lo, hi = welch_ci(x, y)
-        scale = abs(float(y.mean()))
-        rel = [100 * v / scale if scale > 0 else math.nan for v in (diff, lo, hi)]
         rows.append({"agent": k[0], "env": k[1], "sampler": k[2], "value": runs[0]["config"].get(key),
                      "reference": base[0]["config"].get(key), "seeds": len(runs), "reference_seeds": len(base),
                      "partial": sum(not r["finished"] for r in runs),
                      "reference_partial": sum(not r["finished"] for r in base),
-                     "mean": float(x.mean()), "reference_mean": float(y.mean()), "difference": diff, "lo": lo,
-                     "hi": hi, "pct": rel[0], "pct_lo": rel[1], "pct_hi": rel[2], "not_comparable": "; ".join(why)})
+                     "mean": float(x.mean()), "reference_mean": float(y.mean()), **_welch_row(x, y),
+                     "not_comparable": "; ".join(why)})
     return rows
 
 
@@ -978,12 +983,7 @@ def versus_markdown(rows: list[dict], key: str) -> str:
         seeds = f"{r['seeds']} / {r['reference_seeds']}" + (" (few seeds)" if few else "")
         if r["partial"] or r["reference_partial"]:
             seeds += f" ({r['partial']} / {r['reference_partial']} partial)"
-        if r["not_comparable"]:
-            cis = ("not comparable: " + r["not_comparable"],) * 2
-        elif math.isfinite(r["lo"]):
-            cis = f"[{r['lo']:+.3g}, {r['hi']:+.3g}]", f"[{_percent(r['pct_lo'])}, {_percent(r['pct_hi'])}]"
-        else:
-            cis = NO_SPREAD, NO_SPREAD
+        cis = ("not comparable: " + r["not_comparable"],) * 2 if r["not_comparable"] else _intervals(r)
         lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['value']} | {r['reference']} | {seeds} | "
                      f"{r['mean']:.3g} | {r['reference_mean']:.3g} | {r['difference']:+.3g} {cis[0]} | "
                      f"{_percent(r['pct'])} % {cis[1]} |")  # fmt: skip
