@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from prioritylab.harness.report import SMOOTH, aligned, mean_ci, read_run, smooth
+from prioritylab.harness.report.plots import SMOOTH, smooth
+from prioritylab.harness.report.runs import aligned, read_run
+from prioritylab.harness.report.stats import mean_ci
 from prioritylab.results import save_figure
 
 

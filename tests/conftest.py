@@ -24,7 +24,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(autouse=True)
 def _small_report_bootstrap(monkeypatch):
-    from prioritylab.harness import report
+    from prioritylab.harness.report import plots, stats
 
-    monkeypatch.setattr(report, "BOOTSTRAP_REPS", 200)
-    monkeypatch.setattr(report, "PROFILE_REPS", 50)
+    monkeypatch.setattr(stats, "BOOTSTRAP_REPS", 200)
+    monkeypatch.setattr(plots, "PROFILE_REPS", 50)

@@ -13,6 +13,8 @@ from scipy import stats
 
 from prioritylab.cli import main as cli_main
 from prioritylab.harness import report as R
+from prioritylab.harness.report import plots, tables
+from prioritylab.harness.report import stats as report_stats
 
 
 def fake_run(root, sampler, seed, returns, finished=True, extra=None, env="Hopper-v5", agent="td3", wall=None,
@@ -79,14 +81,14 @@ def test_table3_figure_is_drawn_where_the_runs_log_the_four_statistics(tmp_path)
 def test_welch_interval_matches_scipy():
     rng = np.random.default_rng(3)
     a, b = rng.normal(1.0, 1.0, 7), rng.normal(0.0, 3.0, 10)
-    diff, lo, hi = R.welch_ci(a, b)
+    diff, lo, hi = report_stats.welch_ci(a, b)
     res = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
     assert diff == pytest.approx(a.mean() - b.mean(), rel=1e-12)
     assert (lo, hi) == pytest.approx((res.low, res.high), rel=1e-9)
 
 
 def test_welch_interval_is_undefined_when_no_seed_differs(tmp_path):
-    diff, lo, hi = R.welch_ci(np.array([3.0, 3.0]), np.array([1.0, 1.0, 1.0]))
+    diff, lo, hi = report_stats.welch_ci(np.array([3.0, 3.0]), np.array([1.0, 1.0, 1.0]))
     assert diff == 2.0 and math.isnan(lo) and math.isnan(hi)
     runs = tmp_path / "runs"
     for seed in range(2):
@@ -111,7 +113,7 @@ def test_ners_table3_lists_each_pair_of_samplers_with_five_or_more_seeds(tmp_pat
 
 def test_smoothing_is_a_trailing_uniform_window():
     y = np.arange(8.0)
-    np.testing.assert_allclose(R.smooth(y, 5), [0, 0.5, 1, 1.5, 2, 3, 4, 5], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(plots.smooth(y, 5), [0, 0.5, 1, 1.5, 2, 3, 4, 5], rtol=0, atol=1e-12)
 
 
 def test_command_line_errors_are_one_line(tmp_path, capsys):
@@ -335,13 +337,13 @@ def test_atari_curves_mark_the_random_and_nearby_human_scores():
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots()
-    assert R._reference_scores(ax, "ALE/Pong-v5", -21.0, -20.9) == (-21.0, -20.7)  # random -20.7, human 14.6 far
+    assert plots._reference_scores(ax, "ALE/Pong-v5", -21.0, -20.9) == (-21.0, -20.7)  # random -20.7, human 14.6 far
     assert [line.get_ydata()[0] for line in ax.get_lines()] == [-20.7]
     fig2, ax2 = plt.subplots()
-    assert R._reference_scores(ax2, "ALE/Pong-v5", -21.0, 10.0) == (-21.0, 14.6)  # human within reach: drawn
+    assert plots._reference_scores(ax2, "ALE/Pong-v5", -21.0, 10.0) == (-21.0, 14.6)  # human within reach: drawn
     assert [line.get_ydata()[0] for line in ax2.get_lines()] == [-20.7, 14.6]
     fig3, ax3 = plt.subplots()
-    assert R._reference_scores(ax3, "Hopper-v5", 1.0, 2.0) == (1.0, 2.0) and not ax3.get_lines()
+    assert plots._reference_scores(ax3, "Hopper-v5", 1.0, 2.0) == (1.0, 2.0) and not ax3.get_lines()
     for f in (fig, fig2, fig3):
         plt.close(f)
 
@@ -407,7 +409,7 @@ def test_several_run_folders_are_reported_together_and_each_run_counted_once(tmp
 
 
 def test_a_percentage_near_zero_keeps_its_sign_and_a_decimal():
-    assert [R._percent(x) for x in (-0.46, 0.3, 0.0, -0.5, -0.04, 12.4, -7.6)] == \
+    assert [tables._percent(x) for x in (-0.46, 0.3, 0.0, -0.5, -0.04, 12.4, -7.6)] == \
         ["-0.5", "+0.3", "+0", "-0.5", "-0.04", "+12", "-8"]
 
 
@@ -481,6 +483,57 @@ def test_against_marks_copied_reference_runs_and_partial_runs_and_keeps_rows_of_
     assert "| 3 / 4 (few seeds) (0 / 1 partial) |" in text and "not comparable: seed 1 twice" in text
     assert "reference (method.kappa = 0.01), in versus.md only, partial" in (tmp_path / "out" / "status.md").read_text()
     assert "samplers differ in lr" in (tmp_path / "out" / "table.md").read_text()
+
+
+def test_against_two_settings_compares_runs_that_differ_in_both(tmp_path):
+    """``--against method.kappa=0.01 --against rms_eps=1e-5``: LAP at kappa 1 and eps 0.01 against LAP at kappa 0.01
+    and eps 1e-5; uniform, which reads eps but not kappa, against its own eps-1e-5 runs."""
+    new, old = tmp_path / "new", tmp_path / "old"
+    finals = {"lap": ([7.0, 7.9, 7.2, 6.9, 6.6], [7.8, 7.4, 7.9, 7.5, 7.6]), "uniform": ([6.4, 6.6, 6.5, 6.2, 6.6],
+                                                                                          [7.1, 6.9, 7.2, 7.0, 7.0])}
+    for seed in range(5):
+        fake_run(new, "lap", seed, [finals["lap"][0][seed]] * 12, config={"method.kappa": 1.0, "rms_eps": 0.01})
+        fake_run(old, "lap", seed, [finals["lap"][1][seed]] * 12, config={"method.kappa": 0.01, "rms_eps": 1e-5})
+        fake_run(new, "uniform", seed, [finals["uniform"][0][seed]] * 12,
+                 config={"method.kappa": 0.01, "rms_eps": 0.01})
+        fake_run(old, "uniform", seed, [finals["uniform"][1][seed]] * 12,
+                 config={"method.kappa": 0.01, "rms_eps": 1e-5})
+    result = R.report([new, old], tmp_path / "out", against=[("method.kappa", "0.01"), ("rms_eps", "1e-5")])
+    assert {t["sampler"]: t["seeds"] for t in result["table"]} == {"lap": 5, "uniform": 5}
+    rows = {r["sampler"]: r for r in result["versus"]}
+    for sampler, (x, y) in finals.items():
+        lo, hi = stats.ttest_ind(x, y, equal_var=False).confidence_interval(0.95)
+        assert (rows[sampler]["lo"], rows[sampler]["hi"]) == (pytest.approx(lo), pytest.approx(hi))
+        assert not rows[sampler]["not_comparable"]
+    assert (rows["lap"]["value"], rows["lap"]["reference"]) == ("1.0, 0.01", "0.01, 1e-05")
+    assert (rows["uniform"]["value"], rows["uniform"]["reference"]) == ("0.01, 0.01", "0.01, 1e-05")
+    assert "| method.kappa, rms_eps | reference method.kappa, rms_eps |" in (tmp_path / "out" / "versus.md").read_text()
+    status = (tmp_path / "out" / "status.md").read_text()
+    assert status.count("reference (method.kappa = 0.01 and rms_eps = 1e-5), in versus.md only |") == 10
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["config"]["against"] == ["method.kappa=0.01", "rms_eps=1e-5"]
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["method.kappa=0.01", "rms_eps=1e-5"], "the other runs hold 2 values of method.kappa (1.0, 0.01)"),
+    (["rms_eps=1e-5", "rms_eps=0.01"], "--against gives rms_eps more than once"),
+    (["method.kappa=0.01", "rms_eps=0.5"], "no run was recorded with method.kappa = 0.01 and rms_eps = 0.5"),
+])
+def test_a_bad_pair_of_against_settings_is_a_one_line_error_before_anything_is_written(tmp_path, capsys, flags,
+                                                                                        message):
+    """Compared runs that differ from the reference in one setting beside runs that differ in both are no single
+    comparison; a setting given twice is no reference."""
+    for seed in range(3):
+        fake_run(tmp_path / "runs" / "a", "lap", seed, [1.0] * 12, config={"method.kappa": 1.0, "rms_eps": 0.01})
+        fake_run(tmp_path / "runs" / "b", "lap", seed, [1.0] * 12, config={"method.kappa": 0.01, "rms_eps": 0.01})
+        fake_run(tmp_path / "runs" / "c", "lap", seed, [1.0] * 12, config={"method.kappa": 0.01, "rms_eps": 1e-5})
+    args = [x for flag in flags for x in ("--against", flag)]
+    with pytest.raises(SystemExit) as err:
+        cli_main(["report", str(tmp_path / "runs"), *args, "--out", str(tmp_path / "out")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and message in lines[0], lines
+    out = tmp_path / "out"
+    assert not (out.exists() and any(out.iterdir()))
 
 
 @pytest.mark.parametrize(("against", "message"), [

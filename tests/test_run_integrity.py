@@ -26,6 +26,7 @@ import torch
 from prioritylab.cli import main as cli_main
 from prioritylab.deep import td3
 from prioritylab.harness import report as R
+from prioritylab.harness.report import runs as report_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--env", "Pendulum-v1", "--start-steps", "50", "--eval-episodes", "1", "--hidden", "8", "--batch-size",
@@ -167,7 +168,7 @@ def test_rliable_tables_take_each_samplers_own_seeds(tmp_path):
 def test_curves_align_the_seeds_on_the_steps_they_all_logged():
     rows = [{"step": str(s), "return_mean": str(s / 100)} for s in (100, 200, 300, 400)]
     other = [{"step": str(s), "return_mean": str(-s)} for s in (200, 400, 600)]
-    steps, values = R.aligned([{"rows": rows}, {"rows": other}], "return_mean")
+    steps, values = report_runs.aligned([{"rows": rows}, {"rows": other}], "return_mean")
     assert steps.tolist() == [200.0, 400.0] and values.tolist() == [[2.0, 4.0], [-200.0, -400.0]]
 
 

@@ -1,0 +1,200 @@
+"""``prioritylab report RUNS [RUNS ...] --out REPORT``: curves, tables and diagnostics panels from run folders alone.
+
+Reads every run folder under each ``RUNS`` (a folder with ``manifest.json`` and
+``evaluations.csv``, as ``prioritylab train`` writes them; several ``RUNS`` put a
+study's runs beside another study's control runs, each run counted once), groups the
+runs by (agent, environment, sampler) across seeds and writes:
+
+* ``curves_<agent>_<env>.png``: evaluation return against steps, mean over seeds
+  with a 95 % confidence band (Student t over seeds), smoothed uniformly over a
+  window of 5 evaluations (LAP/PAL App. D, Fig. 1);
+* ``table.md`` / ``table.csv``: mean ± 95 % CI over seeds of each run's average
+  return over its last 10 evaluations (LAP/PAL Table 1 format);
+* ``diagnostics_<agent>_<env>.png``: one panel per replay statistic
+  (docs/diagnostics.md) over training, one line per sampler, 95 % bands;
+* ``ners_table3.md``: the drawn transitions' |TD error| and Q-value, mean and std
+  at the last evaluation, one row per sampler (the layout of NERS Table 3), and
+  ``table3_<agent>_<env>.png``, the same four statistics seed by seed;
+* ``gains.md`` / ``gains.csv``: mean and median % gain of each sampler's final score
+  over a baseline sampler's, (x - y) / |y| per environment (LAP/PAL Table 2 format),
+  against ``uniform`` and ``per`` when present;
+* ``human_normalised.md`` / ``.csv`` (Atari runs): (score - random) / (human -
+  random) per game with the PSER appendix's scores, mean and median over games;
+* ``aggregates.md`` / ``.csv`` and ``profiles_<agent>_<domain>.png``: IQM, mean and
+  median with 95 % stratified-bootstrap intervals and performance profiles, computed
+  by ``rliable`` over runs x tasks (Atari games human-normalised, MinAtar games
+  normalised between random play and the uniform sampler's mean; one task otherwise).
+  With fewer than ``MIN_CI_RUNS`` runs per task the intervals are not shown: they are
+  not meaningful;
+* ``improvement.md`` / ``.csv``: rliable's probability of improvement of each sampler
+  over ``uniform``, and of the comparisons the papers make (LAP, PAL, PSER and NERS
+  over ``per``; PAL over ``lap``, where 0.5 is the claim: :data:`CLAIMS`), P(X > Y)
+  over runs, averaged over tasks, with its bootstrap interval;
+* ``differences.md`` / ``.csv``: per environment, for the same comparisons, the difference
+  of the mean final scores with its 95 % Welch interval, absolute and as a share of the
+  baseline's mean;
+* ``versus.md`` / ``.csv`` (with ``--against SETTING=VALUE``): each sampler's runs against its own runs
+  recorded with ``SETTING = VALUE`` (another optimiser eps, another kappa), the difference of the mean final
+  scores with its 95 % Welch interval; the reference runs are in no other table, and the runs of a sampler
+  that does not read ``SETTING`` stay in them.  Given several times, the reference runs are those recorded with
+  every ``SETTING = VALUE`` their sampler reads (runs that differ in two settings at once);
+* ``overhead.md``: wall time per run and its increase over uniform (LAP/PAL App. B,
+  Table 3), from the runs' ``timing.csv``, under a caveat: sweep runs share a machine,
+  so these are no measure of a sampler's cost (``prioritylab bench agent`` is);
+* ``status.md``: every run folder found, and whether it was used, left out as
+  partial (no ``finished.json``), left out as a run that never updated (0
+  updates: a random policy's returns), skipped as corrupt (with the reason), or
+  empty (a folder with no ``manifest.json`` and no ``evaluations.csv``);
+* ``manifest.json``: the command, commit, package versions and the run folders used.
+
+A final score is the mean return over a run's last 10 evaluations.  Partial runs are
+listed and never averaged in, unless ``--include-partial`` (then they are marked).
+A corrupt or truncated ``manifest.json`` / ``evaluations.csv`` (a row with fewer or
+more fields than the header, or a last row without its line end) is reported by name
+and skipped.
+
+Only like is compared with like: the seeds of a group must agree on every setting
+but the seed and the bookkeeping ones (``IGNORED``), and the samplers of one agent
+and environment on every setting but the sampler and its ``replay.*`` settings.  A
+group that differs, or that holds one seed in two run folders (a copy), is marked in
+``table.md`` with what differs, and left out of every other table and figure.  A run
+whose ``finished.json`` names another last step than its ``evaluations.csv`` ends at
+(a cut or replaced file) is corrupt.  The rliable tables take each sampler's own seeds
+(its lowest, as many on each task) on the samplers and tasks that give the most
+sampler-task cells with at least 2 runs each, and list in ``aggregates.md`` what they
+leave out (a sampler run on few tasks, a task only some samplers have reached); the
+probability of improvement compares each pair on the tasks both ran.  The curves align
+the seeds on the evaluation steps every seed logged.  A Welch interval is undefined
+(shown as such) when no seed differs on either side.
+"""
+
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..._cli import check_output_dir, fail
+from ...results import write_csv, write_manifest
+from . import plots, stats, tables
+from .runs import collect, grouped, incomparable
+
+
+def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False,
+           against: Sequence[tuple[str, str]] | tuple[str, str] | None = None) -> dict:
+    """Tables and figures in ``out`` from the run folders under ``root``: one folder, or several (a study's
+    runs beside another study's control runs, or single run folders), each run counted once.  ``against``: one
+    ``(SETTING, VALUE)`` pair or several (``--against``)."""
+    roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+    if against is not None:
+        against = [tuple(against)] if isinstance(against[0], str) else [tuple(pair) for pair in against]
+        keys = [key for key, _ in against]
+        twice = sorted({key for key in keys if keys.count(key) > 1})
+        if twice:
+            raise ValueError(f"--against gives {', '.join(twice)} more than once; give each setting once")
+    runs, reference_runs, status = collect(roots, out, include_partial, against)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "status.md").write_text(tables.status_markdown(status))
+    if not runs:
+        raise ValueError(f"no finished runs under {', '.join(map(str, roots))} (see {out / 'status.md'}; "
+                         "--include-partial uses the others)")  # fmt: skip
+    groups = grouped(runs)
+    notes = incomparable(groups)
+    comparable = {k: v for k, v in groups.items() if k not in notes}
+
+    table = stats.build_table(groups, notes)
+    write_csv(out / "table.csv", table)
+    (out / "table.md").write_text(tables.table_markdown(table))
+    (out / "ners_table3.md").write_text(tables.ners_table3(comparable))
+    gain_rows = stats.gains(comparable)
+    write_csv(out / "gains.csv", gain_rows)
+    (out / "gains.md").write_text(tables.gains_markdown(gain_rows))
+    hn = stats.human_normalised(comparable)
+    if hn:
+        write_csv(out / "human_normalised.csv", [{k: v for k, v in r.items() if k != "per_game"} for r in hn])
+        (out / "human_normalised.md").write_text(tables.human_normalised_markdown(hn))
+    left: list[str] = []
+    matrices = stats.score_matrices(comparable, left)
+    agg = stats.aggregates(matrices)
+    write_csv(out / "aggregates.csv", agg)
+    (out / "aggregates.md").write_text(tables.aggregates_markdown(agg, left))
+    diffs = stats.differences(comparable)
+    write_csv(out / "differences.csv", diffs)
+    (out / "differences.md").write_text(tables.differences_markdown(diffs))
+    versus_rows = []
+    if against is not None:
+        versus_rows = stats.versus(groups, grouped(reference_runs), keys)
+        write_csv(out / "versus.csv", versus_rows)
+        (out / "versus.md").write_text(tables.versus_markdown(versus_rows, keys))
+    else:  # an earlier report's, with --against, into the same folder
+        for name in ("versus.csv", "versus.md"):
+            (out / name).unlink(missing_ok=True)
+    imp = stats.improvement(comparable)
+    write_csv(out / "improvement.csv", imp)
+    (out / "improvement.md").write_text(tables.improvement_markdown(imp))
+    over = stats.overhead(comparable)
+    (out / "overhead.md").write_text(tables.overhead_markdown(over))
+
+    figures = plots.plot_curves(comparable, out) + plots.plot_table3(comparable, out)
+    for (agent, domain), score_dict in matrices.items():
+        plots.plot_profiles(score_dict, agent, domain, out)
+    recorded_roots = str(roots[0]) if len(roots) == 1 else [str(r) for r in roots]
+    write_manifest(out, {"runs": recorded_roots, "include_partial": include_partial, "n_runs": len(runs),
+                         **({"against": _against_flags(against)} if against is not None else {})},
+                   {"figures": sorted(p.name for p in out.glob("*.png")),
+                    "run_folders": [str(r["folder"]) for r in runs],
+                    **({"reference_folders": [str(r["folder"]) for r in reference_runs]} if against else {}),
+                    "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
+    return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
+            "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
+            "differences": diffs, "versus": versus_rows}
+
+
+def _against_flags(against: list[tuple[str, str]]) -> str | list[str]:
+    """``--against``'s values as the manifest records them: one ``SETTING=VALUE``, or a list of them."""
+    flags = ["=".join(pair) for pair in against]
+    return flags[0] if len(flags) == 1 else flags
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("report", help="curves, tables and diagnostics panels from run folders",
+                              description=__doc__.splitlines()[0])  # fmt: skip
+    p.add_argument("runs", type=Path, nargs="+",
+                   help="folder holding run folders (searched recursively); several may be given, for example a "
+                        "study's runs and another study's control runs, or single run folders")
+    p.add_argument("--out", type=Path, default=Path("report"), help="output folder")
+    p.add_argument("--against", metavar="SETTING=VALUE", action="append",
+                   help="compare each sampler with its own runs recorded with SETTING = VALUE (for example "
+                        "rms_eps=0.01 or method.kappa=0.01): versus.md gives the differences; every other table "
+                        "holds the other runs (and the runs of samplers that do not read SETTING).  Give it again "
+                        "for runs that differ in several settings: the reference runs are those recorded with "
+                        "every SETTING = VALUE their sampler reads")
+    p.add_argument("--include-partial", action="store_true",
+                   help="average runs without finished.json in too (marked as partial); by default they are "
+                        "listed in status.md and left out")  # fmt: skip
+    p.set_defaults(func=_main)
+
+
+def _main(args) -> int:
+    for folder in args.runs:
+        if not folder.is_dir():
+            fail("prioritylab report", f"{folder} is not a folder")
+    against = None
+    if args.against is not None:
+        against = []
+        for text in args.against:
+            key, sep, value = text.partition("=")
+            if not (sep and key.strip() and value.strip()):
+                fail("prioritylab report", f"--against takes SETTING=VALUE, got {text!r}")
+            against.append((key.strip(), value.strip()))
+    try:
+        check_output_dir(args.out)
+        result = report(args.runs, args.out, include_partial=args.include_partial, against=against)
+    except ValueError as err:
+        fail("prioritylab report", f"{err}")
+    print(tables.table_markdown(result["table"]))
+    left_out = [x for x in result["status"] if not x["status"].startswith("used")]
+    for x in left_out:
+        print(f"left out: {x['folder']}: {x['status']} ({x['detail']})")
+    print(f"{result['runs']} runs in {result['groups']} groups; figures and tables in {args.out}")
+    return 0

@@ -1,0 +1,184 @@
+"""The figures of a report: learning curves, diagnostics panels, NERS Table 3 seed by seed, performance
+profiles."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from ...results import save_figure
+from ...scores import SCORES, atari_game
+from .runs import aligned, last_values
+from .stats import TABLE3_KEYS, mean_ci, rliable_seeded
+
+SMOOTH = 5  # evaluations (LAP/PAL App. D)
+PROFILE_REPS = 500
+"""Bootstrap replications of the performance profiles' bands."""
+PANELS = ("ess_mean", "age_median", "coverage", "top1_share", "prob_n_p99", "td_mean", "q_mean", "weight_mean")
+
+
+def smooth(y: np.ndarray, window: int = SMOOTH) -> np.ndarray:
+    """Uniform moving average over up to ``window`` trailing evaluations."""
+    c = np.cumsum(np.insert(y, 0, 0.0))
+    out = np.empty_like(y, dtype=np.float64)
+    for i in range(y.shape[0]):
+        lo = max(0, i + 1 - window)
+        out[i] = (c[i + 1] - c[lo]) / (i + 1 - lo)
+    return out
+
+
+TABLE3_TITLES = ("|TD error| mean", "|TD error| std", "Q mean", "Q std")
+
+
+def plot_table3(groups: dict, out: Path) -> list[Path]:
+    """``table3_<agent>_<env>.png``: NERS Table 3's four statistics at the last evaluation, one panel each;
+    every seed as a dot and, with at least two seeds, the mean with its 95 % t-interval, per sampler (the
+    samplers whose runs all logged the four)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_task = defaultdict(dict)
+    for (agent, env, sampler), runs in groups.items():
+        if all(np.isfinite(last_values(runs, k)).all() for k in TABLE3_KEYS):
+            by_task[(agent, env)][sampler] = runs
+    written = []
+    for (agent, env), samplers in sorted(by_task.items()):
+        names = sorted(samplers)
+        fig, axes = plt.subplots(1, 4, figsize=(12.5, 3.2))
+        for ax, key, title in zip(axes, TABLE3_KEYS, TABLE3_TITLES, strict=True):
+            for x, sampler in enumerate(names):
+                values = last_values(samplers[sampler], key)
+                offsets = np.linspace(-0.15, 0.15, values.size) if values.size > 1 else np.zeros(1)
+                ax.plot(x + offsets, values, "o", color=f"C{x}", ms=3.5, alpha=0.5)
+                if values.size > 1:
+                    mean, half = mean_ci(values)
+                    ax.errorbar(x + 0.3, mean, yerr=half, fmt="s", color=f"C{x}", ms=5, capsize=3)
+            ax.set_xticks(range(len(names)), names, fontsize=8)
+            ax.set_title(title, fontsize=9)
+            ax.tick_params(axis="y", labelsize=7)
+        fig.suptitle(f"Drawn transitions at the last evaluation, {agent.upper()} on {env} (NERS Table 3's "
+                     "statistics)", fontsize=10)  # fmt: skip
+        fig.text(0.01, -0.02, "Dots: each seed; square and bar: mean over seeds with its 95 % t-interval.",
+                 fontsize=7, ha="left", va="top")  # fmt: skip
+        path = out / f"table3_{agent}_{env.replace('/', '-')}.png"
+        save_figure(fig, path)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _reference_scores(ax, env: str, lo: float, hi: float) -> tuple[float, float]:
+    """On an Atari game, dotted lines at the random agent's score and, when it is within twice the curves'
+    range of them, the human's (PSER appendix table); the y range grows to hold them."""
+    game = atari_game(env)
+    if game is None or game not in SCORES:
+        return lo, hi
+    random, human = SCORES[game]
+    ax.axhline(random, color="0.45", ls=":", lw=1.2, label=f"random agent ({random:g})")
+    lo, hi = min(lo, random), max(hi, random)
+    if lo - 2 * (hi - lo) <= human <= hi + 2 * (hi - lo):
+        ax.axhline(human, color="0.2", ls="--", lw=1.0, label=f"human ({human:g})")
+        lo, hi = min(lo, human), max(hi, human)
+    return lo, hi
+
+
+def plot_curves(groups: dict, out: Path) -> list[Path]:
+    """Per (agent, env): ``curves_<agent>_<env>.png``, the smoothed evaluation returns of each sampler (mean over
+    seeds, 95 % band, each seed faint), and ``diagnostics_<agent>_<env>.png``, one panel per replay statistic."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    by_task = defaultdict(dict)
+    for (agent, env, sampler), runs in groups.items():
+        by_task[(agent, env)][sampler] = runs
+    for (agent, env), samplers in sorted(by_task.items()):
+        name = env.replace("/", "-")
+        fig, ax = plt.subplots(figsize=(6.5, 4.2))
+        lo, hi = np.inf, -np.inf
+        for k, (sampler, runs) in enumerate(sorted(samplers.items())):
+            color = f"C{k}"
+            steps, values = aligned(runs, "return_mean")
+            values = np.stack([smooth(v) for v in values])
+            mean, half = mean_ci(values)
+            ax.plot(steps, mean, color=color, lw=1.8, label=f"{sampler} ({len(runs)} seed{'s' * (len(runs) > 1)})")
+            for v in values:  # each seed, faint
+                ax.plot(steps, v, color=color, lw=0.6, alpha=0.35)
+            if len(runs) > 1:
+                ax.fill_between(steps, mean - half, mean + half, color=color, alpha=0.12, lw=0)
+            lo, hi = min(lo, float(values.min())), max(hi, float(values.max()))
+        lo, hi = _reference_scores(ax, env, lo, hi)
+        pad = 0.08 * (hi - lo if hi > lo else 1.0)
+        ax.set_ylim(lo - pad, hi + pad)  # the seeds' range: a wide band (few seeds) runs off the plot
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel(f"return (smoothed over {SMOOTH} evals)")
+        ax.set_title(f"{agent.upper()} on {env}")
+        ax.legend(fontsize=8)
+        caption = ("Thick: mean over seeds; band: 95 % t-interval of the mean; faint: each seed. "
+                   "The y axis spans the seeds' values, so a wide band (few seeds) runs off it.")
+        fig.text(0.01, -0.02, caption, fontsize=7, ha="left", va="top")
+        path = out / f"curves_{agent}_{name}.png"
+        save_figure(fig, path)
+        plt.close(fig)
+        written.append(path)
+
+        keys = [k for k in PANELS if any(k in r["rows"][0] for runs in samplers.values() for r in runs)]
+        if not keys:
+            continue
+        cols = 4
+        rows_n = math.ceil(len(keys) / cols)
+        fig, axes = plt.subplots(rows_n, cols, figsize=(3.2 * cols, 2.6 * rows_n), squeeze=False)
+        for ax, key in zip(axes.flat, keys, strict=False):
+            for sampler, runs in sorted(samplers.items()):
+                steps, values = aligned(runs, key)
+                mean, half = mean_ci(values)
+                ax.plot(steps, mean, label=sampler)
+                if len(runs) > 1:
+                    ax.fill_between(steps, mean - half, mean + half, alpha=0.2)
+            ax.set_title(key, fontsize=9)
+            ax.tick_params(labelsize=7)
+        for ax in list(axes.flat)[len(keys):]:
+            ax.axis("off")
+        axes.flat[0].legend(fontsize=7)
+        fig.suptitle(f"Replay diagnostics, {agent.upper()} on {env} (docs/diagnostics.md)", fontsize=10)
+        path = out / f"diagnostics_{agent}_{name}.png"
+        save_figure(fig, path)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path) -> Path:
+    """``profiles_<agent>_<domain>.png``: rliable's performance profiles of one domain's runs x tasks matrices,
+    with 95 % stratified-bootstrap bands."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from rliable import library as rly
+
+    allv = np.concatenate([v.ravel() for v in score_dict.values()])
+    taus = np.linspace(allv.min(), allv.max(), 101)
+    with rliable_seeded():
+        profiles, cis = rly.create_performance_profile(score_dict, taus, reps=PROFILE_REPS)
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    for k, s in enumerate(sorted(score_dict)):
+        ax.plot(taus, profiles[s], color=f"C{k}", label=s)
+        ax.fill_between(taus, cis[s][0], cis[s][1], color=f"C{k}", alpha=0.15, lw=0)
+    ax.set_xlabel("final score" + (" (human-normalised)" if domain.startswith("Atari") else ""))
+    ax.set_ylabel("fraction of runs with score > x")
+    ax.set_title(f"Performance profile, {agent.upper()} on {domain}", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.text(0.01, -0.02, "Band: 95 % stratified-bootstrap interval (rliable).", fontsize=7, ha="left", va="top")
+    name = domain.split(" ")[0].replace("/", "-")
+    path = out / f"profiles_{agent}_{name}.png"
+    save_figure(fig, path)
+    plt.close(fig)
+    return path

@@ -1,0 +1,300 @@
+"""Run folders for a report: reading one (and what makes it corrupt), finding them under the folders given,
+grouping them by (agent, environment, sampler), which groups can be compared, and ``--against``'s split."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ...provenance import IGNORED, recorded, unread_by
+from ...replay.diagnostics import COLUMNS as DIAGNOSTICS
+
+LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
+
+
+def read_run(folder: Path) -> dict:
+    """One run folder's config and evaluation rows; ``ValueError`` naming the file if it is corrupt."""
+    manifest = folder / "manifest.json"
+    try:
+        recorded_manifest = json.loads(manifest.read_text())
+        config = recorded_manifest.get("config", {})
+    except (OSError, ValueError, AttributeError) as err:
+        raise ValueError(f"{manifest}: not readable JSON ({err})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{manifest}: its config is not a mapping of settings")
+    for key in ("agent", "env", "sampler"):
+        if not isinstance(config.get(key), str):
+            raise ValueError(f"{manifest}: config has no {key}")
+    evals = folder / "evaluations.csv"
+    try:
+        with open(evals, newline="") as fh:
+            text = fh.read()
+        rows = list(csv.DictReader(text.splitlines(keepends=True)))
+    except (OSError, csv.Error, UnicodeDecodeError) as err:
+        raise ValueError(f"{evals}: not readable CSV ({err})") from None
+    if not rows:
+        raise ValueError(f"{evals}: no evaluations")
+    if not text.endswith("\n"):
+        raise ValueError(f"{evals}: row {len(rows)} is truncated (the file ends without a line end)")
+    last = -math.inf
+    for i, row in enumerate(rows):
+        if None in row or None in row.values():
+            raise ValueError(f"{evals}: row {i + 1} is truncated: {len([v for v in row.values() if v is not None])} "
+                             f"fields where the header has {len(rows[0]) - (None in rows[0])}")  # fmt: skip
+        try:
+            step, ret = float(row["step"]), float(row["return_mean"])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{evals}: row {i + 1} is truncated or not numeric") from None
+        if not (math.isfinite(step) and math.isfinite(ret)) or step <= last:
+            raise ValueError(f"{evals}: row {i + 1} has step {row['step']} / return {row['return_mean']}")
+        last = step
+    if config.get("diagnostics") is False:  # its columns then hold no replay statistics (DQN's q_mean is its
+        rows = [{**row, **{k: "nan" for k in DIAGNOSTICS if k in row}} for row in rows]  # batch's, not Table 3's)
+    finished = folder / "finished.json"
+    if finished.exists():
+        try:
+            ended = json.loads(finished.read_text())["step"]
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            raise ValueError(f"{finished}: not readable JSON with the run's last step ({err!r})") from None
+        if not isinstance(ended, (int, float)) or ended != last:
+            raise ValueError(f"{evals}: ends at step {rows[-1]['step']}, but {finished.name} says the run ended at "
+                             f"step {ended!r} (a cut or replaced evaluations.csv?)")  # fmt: skip
+    return {
+        "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
+        "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
+        "finished": finished.exists(), "config": recorded(recorded_manifest),
+    }  # fmt: skip
+
+
+def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list[dict]]:
+    """Every run folder under ``root`` (a ``manifest.json`` beside an ``evaluations.csv``): the readable
+    runs, and the status of each folder found (``used`` is decided later; ``corrupt`` with its reason;
+    ``empty`` for a folder without subfolders that holds neither file, ``no evaluations`` for a run's
+    manifest without an ``evaluations.csv``); ``exclude`` (the report's own folder) is not searched."""
+    runs, status = [], []
+    skip = exclude.resolve() if exclude is not None else None
+    for manifest in sorted(root.rglob("manifest.json")):
+        folder = manifest.parent
+        if not (folder / "evaluations.csv").exists():
+            try:
+                is_run = "agent" in json.loads(manifest.read_text()).get("config", {})
+            except (OSError, ValueError, AttributeError):
+                is_run = True
+            if is_run:
+                status.append({"folder": str(folder), "status": "no evaluations, left out",
+                               "detail": "manifest.json without evaluations.csv (stopped before its first "
+                                         "evaluation)"})  # fmt: skip
+            continue
+        try:
+            runs.append(read_run(folder))
+        except ValueError as err:
+            status.append({"folder": str(folder), "status": "corrupt", "detail": str(err)})
+    for folder in sorted(p for p in root.rglob("*") if p.is_dir()):
+        if skip is not None and (folder.resolve() == skip or skip in folder.resolve().parents):
+            continue
+        inside_run = any((parent / "manifest.json").exists() for parent in (folder, *folder.parents)
+                         if parent == root or root in parent.parents)  # fmt: skip
+        if not inside_run and not any(p.is_dir() for p in folder.iterdir()) and \
+                not (folder / "evaluations.csv").exists():
+            files = sorted(p.name for p in folder.iterdir())
+            status.append({"folder": str(folder), "status": "empty, left out",
+                           "detail": "no manifest.json and no evaluations.csv"
+                                     + (f" (holds {', '.join(files)})" if files else "")})  # fmt: skip
+    return runs, status
+
+
+def never_updated(run: dict) -> bool:
+    """A run whose last evaluation reports 0 updates: its returns are a random policy's."""
+    value = run["rows"][-1].get("updates")
+    try:
+        return value is not None and float(value) == 0
+    except ValueError:
+        return False
+
+
+def differing(configs: list[dict], skip=lambda key: False) -> dict[str, list]:
+    """The settings whose values differ between ``configs`` (flat), with their distinct values."""
+    keys = sorted({k for c in configs for k in c if k not in IGNORED and not skip(k)})
+    out = {}
+    for key in keys:
+        values = []
+        for c in configs:
+            if c.get(key) not in values:
+                values.append(c.get(key))
+        if len(values) > 1:
+            out[key] = values
+    return out
+
+
+def incomparable(groups: dict) -> dict:
+    """Per group, why it cannot be compared: settings that differ between its seeds, or between the samplers
+    of its agent and environment beyond the sampler and its ``replay.*`` settings."""
+    notes = {}
+    by_task = defaultdict(dict)
+    for key, runs in groups.items():
+        by_task[key[:2]][key[2]] = runs
+        unread = unread_by(key[2])
+        within = differing([r["config"] for r in runs], skip=lambda k, unread=unread: k.startswith(unread))
+        if within:
+            notes[key] = "seeds differ in " + "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in within.items())
+        folders = defaultdict(list)
+        for r in runs:
+            folders[r["seed"]].append(str(r["folder"]))
+        twice = {seed: f for seed, f in folders.items() if len(f) > 1}
+        if twice:
+            text = "the same seed in several run folders (a copy counted twice?): " + "; ".join(
+                f"seed {seed} in {', '.join(f)}" for seed, f in sorted(twice.items(), key=lambda x: seed_order(x[0])))
+            notes[key] = f"{notes[key]}; {text}" if key in notes else text
+    for (agent, env), samplers in by_task.items():
+        if len(samplers) < 2:
+            continue
+        across = differing([runs[0]["config"] for runs in samplers.values()],
+                           skip=lambda k: k == "sampler" or k.startswith(("replay.", "method.")))  # fmt: skip
+        if across:
+            text = "samplers differ in " + "; ".join(f"{k} ({', '.join(map(str, v))})" for k, v in across.items())
+            for sampler in samplers:
+                key = (agent, env, sampler)
+                notes[key] = f"{notes[key]}; {text}" if key in notes else text
+    return notes
+
+
+def column(rows: list[dict], key: str) -> np.ndarray:
+    return np.array([float(r.get(key, "nan") or "nan") for r in rows])
+
+
+def seed_order(seed) -> tuple:
+    """Sort key of a recorded seed: integers in order, anything else after them."""
+    return (0, seed, "") if isinstance(seed, int) and not isinstance(seed, bool) else (1, 0, str(seed))
+
+
+def grouped(runs: list[dict]) -> dict:
+    """``(agent, env, sampler) -> runs``, each group's runs in the order of their seeds."""
+    groups = defaultdict(list)
+    for r in sorted(runs, key=lambda r: (seed_order(r["seed"]), str(r["folder"]))):
+        groups[(r["agent"], r["env"], r["sampler"])].append(r)
+    return groups
+
+
+def aligned(runs: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
+    """The evaluation steps every run of a group logged and the (runs x steps) values of ``key`` at them."""
+    common = sorted(set.intersection(*(set(column(r["rows"], "step")) for r in runs)))
+    values = []
+    for r in runs:
+        at = dict(zip(column(r["rows"], "step"), column(r["rows"], key), strict=True))
+        values.append([at[step] for step in common])
+    return np.array(common), np.array(values, dtype=float).reshape(len(runs), len(common))
+
+
+def last_values(runs: list[dict], key: str) -> np.ndarray:
+    """``key`` at each run's last evaluation."""
+    return np.array([column(r["rows"], key)[-1] for r in runs])
+
+
+def final_score(run: dict) -> float:
+    """Mean return over the run's last 10 evaluations (LAP/PAL App. D: the final score)."""
+    return float(column(run["rows"], "return_mean")[-LAST:].mean())
+
+
+def _is_value(recorded_value, text: str) -> bool:
+    """Whether a recorded setting equals ``text`` as given on the command line: numbers as numbers (1e-5 is
+    1e-05), other values as the manifest's JSON writes them (``false``, ``null``, ``[256, 128]``) or as Python
+    prints them."""
+    if isinstance(recorded_value, (int, float)) and not isinstance(recorded_value, bool):
+        try:
+            return float(text) == float(recorded_value)
+        except ValueError:
+            return False
+    try:
+        if json.loads(text) == recorded_value:
+            return True
+    except ValueError:
+        pass
+    return str(recorded_value) == text
+
+
+def against_text(against: Sequence[tuple[str, str]], sep: str = " and ") -> str:
+    """``--against``'s settings as text: ``method.kappa = 0.01 and rms_eps = 1e-5``."""
+    return sep.join(f"{key} = {value}" for key, value in against)
+
+
+def split_against(runs: list[dict], against: Sequence[tuple[str, str]]) -> tuple[list[dict], list[dict]]:
+    """``--against KEY=VALUE [--against KEY=VALUE ...]``: the runs compared and the reference runs, those recorded
+    with every ``KEY`` = ``VALUE`` their sampler reads (a run whose sampler reads none of the keys is compared).
+    ``ValueError`` if no run or every run is a reference run, if a run whose sampler reads a ``KEY`` has no record
+    of it, or if the compared runs hold more than one value of a ``KEY``."""
+    flag = " ".join(f"--against {key}={value}" for key, value in against)
+    compared, reference = [], []
+    others: dict[str, list] = {key: [] for key, _ in against}
+    for r in runs:
+        read = [(key, value) for key, value in against if not key.startswith(unread_by(r["sampler"]))]
+        for key, _ in read:
+            if key not in r["config"]:
+                resolved = "method." + key.split(".", 1)[1] if key.startswith("replay.") else None
+                hint = f" (its resolved value is {resolved})" if resolved in r["config"] else ""
+                raise ValueError(f"{flag}: {r['folder']} has no recorded {key}{hint}")
+        if read and all(_is_value(r["config"][key], value) for key, value in read):
+            reference.append(r)
+            continue
+        compared.append(r)
+        for key, _ in read:
+            if r["config"][key] not in others[key]:
+                others[key].append(r["config"][key])
+    if not reference:
+        raise ValueError(f"{flag}: no run was recorded with {against_text(against)}")
+    if not compared:
+        raise ValueError(f"{flag}: every run was recorded with {against_text(against)}; there is nothing to compare "
+                         "with them")  # fmt: skip
+    for key, values in others.items():
+        if len(values) > 1:
+            raise ValueError(f"{flag}: the other runs hold {len(values)} values of {key} "
+                             f"({', '.join(map(repr, values))}); --against compares one value with the reference")
+    return compared, reference
+
+
+def _twice(runs: list[dict]) -> list:
+    """The seeds that appear in more than one of ``runs``' folders (a copied run)."""
+    seeds = [r["seed"] for r in runs]
+    return sorted({s for s in seeds if seeds.count(s) > 1}, key=seed_order)
+
+
+def collect(roots: Sequence[Path], out: Path, include_partial: bool = False,
+            against: Sequence[tuple[str, str]] | None = None) -> tuple[list[dict], list[dict], list[dict]]:
+    """The runs a report averages, the reference runs of ``--against`` (:func:`split_against`), and the status
+    of every folder found under ``roots`` (each run counted once, ``out`` not searched), sorted by folder.
+    ``ValueError`` if no folder under ``roots`` holds a run."""
+    where = ", ".join(map(str, roots))
+    found, status, seen = [], [], set()
+    for one in roots:
+        runs_here, status_here = find_runs(one, exclude=out)
+        found += [r for r in runs_here if Path(r["folder"]).resolve() not in seen]
+        status += [x for x in status_here if Path(x["folder"]).resolve() not in seen]
+        seen |= {Path(r["folder"]).resolve() for r in runs_here} | {Path(x["folder"]).resolve() for x in status_here}
+    if not found and not status:
+        raise ValueError(f"no run folders (manifest.json + evaluations.csv) under {where}")
+    runs = [r for r in found if (r["finished"] or include_partial) and not never_updated(r)]
+    reference_runs: list[dict] = []
+    if against is not None and runs:
+        runs, reference_runs = split_against(runs, against)
+    in_reference = {id(r) for r in reference_runs}
+    for r in found:
+        last = int(column(r["rows"], "step")[-1])
+        if never_updated(r):
+            status.append({"folder": str(r["folder"]), "status": "no updates, left out",
+                           "detail": f"0 updates by step {last}: a random policy's returns (steps <= start_steps?)"})
+            continue
+        if id(r) in in_reference:
+            state = f"reference ({against_text(against)}), in versus.md only" + ("" if r["finished"] else ", partial")
+        elif r["finished"]:
+            state = "used"
+        else:
+            state = "used, partial" if include_partial else "partial, left out"
+        status.append({"folder": str(r["folder"]), "status": state,
+                       "detail": f"last evaluation at step {last} of {r['steps']}"})  # fmt: skip
+    status.sort(key=lambda x: x["folder"])
+    return runs, reference_runs, status

@@ -1,0 +1,377 @@
+"""The numbers of a report: intervals over seeds (Student t, Welch), the papers' comparisons, gains,
+rliable's aggregates and probabilities of improvement, and wall-time overhead."""
+
+from __future__ import annotations
+
+import csv
+import math
+import warnings
+from collections import defaultdict
+from collections.abc import Sequence
+from contextlib import contextmanager
+from itertools import combinations
+
+import numpy as np
+
+from ...provenance import unread_by
+from ...scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
+from ...scores import human_normalised as normalise_human
+from .runs import LAST, _twice, column, differing, final_score, seed_order
+
+MIN_CI_RUNS = 5
+"""Fewest runs per task for which a table shows a bootstrap interval (fewer: the point estimate alone)."""
+BOOTSTRAP_REPS = 2000
+"""Stratified-bootstrap replications of rliable's intervals (IQM, mean, median, probability of improvement)."""
+
+
+def t_quantile(df: int) -> float:
+    """Two-sided 95 % Student t quantile."""
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, df)) if df > 0 else math.nan
+
+
+def mean_ci(values: np.ndarray) -> tuple[float, float]:
+    """Mean and 95 % CI half-width over the first axis (NaN half-width for one value)."""
+    values = np.asarray(values, dtype=np.float64)
+    n = values.shape[0]
+    mean = values.mean(axis=0)
+    if n < 2:
+        return mean, np.full_like(mean, np.nan) if np.ndim(mean) else math.nan
+    half = t_quantile(n - 1) * values.std(axis=0, ddof=1) / math.sqrt(n)
+    return mean, half
+
+
+def welch_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """``mean(a) - mean(b)`` and its 95 % Welch interval (independent samples, unequal variances); NaN bounds
+    when neither sample varies (every seed alike on both sides: the t-interval is undefined)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    diff = float(a.mean() - b.mean())
+    se = math.sqrt(va + vb)
+    if se == 0.0:
+        return diff, math.nan, math.nan
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = t_quantile(df) * se
+    return diff, diff - half, diff + half
+
+
+TABLE3_KEYS = ("td_mean", "td_std", "q_mean", "q_std")
+
+
+def build_table(groups: dict, notes: dict | None = None) -> list[dict]:
+    notes = notes or {}
+    table = []
+    for (agent, env, sampler), runs in sorted(groups.items()):
+        finals = np.array([column(r["rows"], "return_mean")[-LAST:].mean() for r in runs])
+        mean, half = mean_ci(finals)
+        table.append({
+            "agent": agent, "env": env, "sampler": sampler, "seeds": len(runs),
+            "last_step": int(min(column(r["rows"], "step")[-1] for r in runs)),
+            "return_last10_mean": float(mean), "ci95": float(half),
+            "finished": sum(r["finished"] for r in runs),
+            "not_comparable": notes.get((agent, env, sampler), ""),
+        })  # fmt: skip
+    return table
+
+
+def gains(groups: dict, baselines=("uniform", "per")) -> list[dict]:
+    """Mean and median % gain (x - y) / |y| of each sampler's mean final score over each baseline's, over the
+    environments both ran (LAP/PAL Table 2)."""
+    finals = {k: np.mean([final_score(r) for r in runs]) for k, runs in groups.items()}
+    out = []
+    agents = sorted({a for a, _, _ in finals})
+    for agent in agents:
+        samplers = sorted({s for a, _, s in finals if a == agent})
+        for base in baselines:
+            for sampler in samplers:
+                if sampler == base:
+                    continue
+                envs = sorted(e for a, e, s in finals if a == agent and s == sampler and (agent, e, base) in finals)
+                vals = [(finals[(agent, e, sampler)] - finals[(agent, e, base)]) / abs(finals[(agent, e, base)])
+                        for e in envs if finals[(agent, e, base)] != 0]  # fmt: skip
+                if vals:
+                    seeds = min(min(len(groups[(agent, e, sampler)]), len(groups[(agent, e, base)])) for e in envs)
+                    out.append({"agent": agent, "sampler": sampler, "baseline": base, "envs": len(vals), "seeds": seeds,
+                                "mean_gain_pct": 100 * float(np.mean(vals)),
+                                "median_gain_pct": 100 * float(np.median(vals))})  # fmt: skip
+    return out
+
+
+CLAIMS = {"uniform": None, "per": ("lap", "pal", "pser", "ners"), "lap": ("pal",)}
+"""The comparisons the papers make, baseline -> samplers (None: every other): each sampler over uniform replay;
+LAP and PAL (LAP/PAL Tables 1-2), PSER (its Atari table) and NERS against PER; PAL against LAP, its uniform
+twin with the same expected gradient (LAP/PAL Theorem 1), where a P near 0.5 is the claim."""
+
+
+def _welch_row(x: np.ndarray, y: np.ndarray) -> dict:
+    """Mean final scores ``x`` minus ``y`` with the 95 % Welch interval, absolute and as % of |mean(y)|."""
+    diff, lo, hi = welch_ci(x, y)
+    scale = abs(float(y.mean()))
+    rel = [100 * v / scale if scale > 0 else math.nan for v in (diff, lo, hi)]
+    return {"difference": diff, "lo": lo, "hi": hi, "pct": rel[0], "pct_lo": rel[1], "pct_hi": rel[2]}
+
+
+def differences(groups: dict, claims: dict | None = None) -> list[dict]:
+    """Per agent and environment, for each comparison of ``claims`` (default :data:`CLAIMS`): the difference of
+    the mean final scores (:func:`final_score`) X - Y with its 95 % Welch interval over the seeds, absolute and
+    as a share of |Y's mean|; groups with at least 2 seeds each."""
+    rows = []
+    for baseline, samplers in (CLAIMS if claims is None else claims).items():
+        for (agent, env, sampler), runs in sorted(groups.items()):
+            base = groups.get((agent, env, baseline))
+            if sampler == baseline or base is None or (samplers is not None and sampler not in samplers):
+                continue
+            if len(runs) < 2 or len(base) < 2:
+                continue
+            x, y = np.array([final_score(r) for r in runs]), np.array([final_score(r) for r in base])
+            rows.append({"agent": agent, "env": env, "sampler": sampler, "baseline": baseline,
+                         "seeds": len(runs), "baseline_seeds": len(base), **_welch_row(x, y)})  # fmt: skip
+    return rows
+
+
+def _values(run: dict, keys: Sequence[str]):
+    """A run's recorded values of ``keys``: the value itself for one key, else the values joined by commas."""
+    values = [run["config"].get(key) for key in keys]
+    return values[0] if len(values) == 1 else ", ".join(map(str, values))
+
+
+def versus(groups: dict, reference: dict, keys: Sequence[str]) -> list[dict]:
+    """Per (agent, environment, sampler) with at least 2 runs on both sides: the mean final score of the compared
+    runs minus the reference runs', with its 95 % Welch interval, absolute and as a share of |the reference's
+    mean|.  A row whose runs differ in another setting than ``keys`` (the seed and the bookkeeping ones aside),
+    or hold one seed in two folders on a side, is marked not comparable instead."""
+    rows = []
+    for k, runs in sorted(groups.items()):
+        base = reference.get(k)
+        if base is None or len(runs) < 2 or len(base) < 2:
+            continue
+        unread = unread_by(k[2])
+        apart = differing([r["config"] for r in runs + base], skip=lambda c, u=unread: c in keys or c.startswith(u))
+        why = [f"they also differ in {c} ({', '.join(map(str, v))})" for c, v in apart.items()]
+        why += [f"seed {', '.join(map(str, _twice(side)))} twice {where}"
+                for side, where in ((runs, "among the compared runs"), (base, "among the reference runs"))
+                if _twice(side)]  # fmt: skip
+        x, y = np.array([final_score(r) for r in runs]), np.array([final_score(r) for r in base])
+        rows.append({"agent": k[0], "env": k[1], "sampler": k[2], "value": _values(runs[0], keys),
+                     "reference": _values(base[0], keys), "seeds": len(runs), "reference_seeds": len(base),
+                     "partial": sum(not r["finished"] for r in runs),
+                     "reference_partial": sum(not r["finished"] for r in base),
+                     "mean": float(x.mean()), "reference_mean": float(y.mean()), **_welch_row(x, y),
+                     "not_comparable": "; ".join(why)})
+    return rows
+
+
+def human_normalised(groups: dict) -> list[dict]:
+    """Per (agent, sampler): each game's human-normalised mean final score, and their mean and median
+    (PER/PSER convention, the PSER appendix's human and random scores)."""
+    per_key = defaultdict(dict)
+    for (agent, env, sampler), runs in groups.items():
+        game = atari_game(env)
+        if game is None or game not in SCORES:
+            continue
+        per_key[(agent, sampler)][game] = normalise_human(game, np.mean([final_score(r) for r in runs]))
+    out = []
+    for (agent, sampler), games in sorted(per_key.items()):
+        vals = np.array(list(games.values()))
+        out.append({"agent": agent, "sampler": sampler, "games": len(vals), "mean": float(vals.mean()),
+                    "median": float(np.median(vals)),
+                    "per_game": {g: float(v) for g, v in sorted(games.items())}})  # fmt: skip
+    return out
+
+
+@contextmanager
+def rliable_seeded(seed: int = 0):
+    """rliable's bootstraps draw their indices from NumPy's global generator (its ``random_state`` reaches
+    only arch's own generator): seed that for reproducible intervals, and give the caller its state back."""
+    saved = np.random.get_state()  # noqa: NPY002
+    np.random.seed(seed)  # noqa: NPY002
+    try:
+        with warnings.catch_warnings():  # arch's notice that random_state will become a NumPy Generator
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        np.random.set_state(saved)  # noqa: NPY002
+
+
+def aggregates(matrices: dict, reps: int | None = None) -> list[dict]:
+    """IQM, mean and median with 95 % stratified-bootstrap CIs (rliable) of :func:`score_matrices`' runs x tasks
+    matrices.
+
+    Tasks are the Atari games of an agent (human-normalised scores), its MinAtar games (normalised by
+    :func:`minatar_normalised`) or one other environment.  The bootstrap is seeded, so a report is reproducible.
+    Rows with fewer than :data:`MIN_CI_RUNS` runs carry ``ci_meaningful = False``.
+    """
+    from rliable import library as rly
+    from rliable import metrics
+
+    def agg(x):
+        return np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x), metrics.aggregate_median(x)])
+
+    rows = []
+    for (agent, domain), score_dict in matrices.items():
+        with rliable_seeded():
+            point, ci = rly.get_interval_estimates(score_dict, agg, reps=reps or BOOTSTRAP_REPS,
+                                                   random_state=np.random.RandomState(0))  # fmt: skip
+        for s in sorted(score_dict):
+            n, tasks = score_dict[s].shape
+            row = {"agent": agent, "domain": domain, "sampler": s, "runs": n, "tasks": tasks,
+                   "ci_meaningful": n >= MIN_CI_RUNS}  # fmt: skip
+            for i, m in enumerate(("iqm", "mean", "median")):
+                row.update({m: float(point[s][i]), f"{m}_lo": float(ci[s][0, i]), f"{m}_hi": float(ci[s][1, i])})
+            rows.append(row)
+    return rows
+
+
+def minatar_normalised(groups: dict) -> dict:
+    """``(agent, env, sampler) -> (scores - random) / (uniform - random)`` for MinAtar groups: 0 is random play
+    (:data:`prioritylab.scores.MINATAR_RANDOM`), 1 the mean final score of the same agent with ``uniform``
+    replay on that game.  Games without a uniform group, or whose uniform mean is not above random play,
+    are left out (nothing to normalise by)."""
+    out = {}
+    for (agent, env, sampler), runs in groups.items():
+        game = minatar_game(env)
+        base = groups.get((agent, env, "uniform"))
+        if game not in MINATAR_RANDOM or not base:
+            continue
+        random = MINATAR_RANDOM[game]
+        ref = float(np.mean([final_score(r) for r in base]))
+        if ref <= random:
+            continue
+        out[(agent, env, sampler)] = (np.array([final_score(r) for r in runs]) - random) / (ref - random)
+    return out
+
+
+def score_cells(groups: dict) -> dict:
+    """``(agent, domain) -> sampler -> task -> {seed: score}``: Atari games human-normalised, MinAtar games by
+    :func:`minatar_normalised`, any other environment a domain of its own (raw returns)."""
+    minatar = minatar_normalised(groups)
+    domains = defaultdict(lambda: defaultdict(dict))
+    for (agent, env, sampler), runs in groups.items():
+        game = atari_game(env)
+        scores = np.array([final_score(r) for r in runs])
+        if game is not None and game in SCORES:
+            domain, task, scores = "Atari (human-normalised)", game, normalise_human(game, scores)
+        elif minatar_game(env) is not None:
+            if (agent, env, sampler) not in minatar:
+                continue
+            domain, task, scores = "MinAtar (0 = random, 1 = uniform)", env, minatar[(agent, env, sampler)]
+        else:
+            domain, task = env, env
+        domains[(agent, domain)][sampler][task] = dict(zip((r["seed"] for r in runs), scores, strict=True))
+    return domains
+
+
+def _tasks(cells: dict) -> set:
+    """The tasks on which a sampler has at least 2 runs."""
+    return {t for t, seeds in cells.items() if len(seeds) >= 2}
+
+
+def _matrix(cells: dict, tasks: list) -> np.ndarray:
+    """runs x tasks: the sampler's lowest seeds, as many on each task as on its task with the fewest."""
+    n = min(len(cells[t]) for t in tasks)
+    return np.stack([np.array([cells[t][seed] for seed in sorted(cells[t], key=seed_order)[:n]]) for t in tasks], 1)
+
+
+def _most_cells(samplers: dict) -> tuple[list[str], list]:
+    """The samplers and tasks of a domain's tables: of every set of samplers, the one whose common tasks (each
+    sampler with at least 2 runs on each) give the most sampler-task cells, then the most samplers, then the most
+    tasks: a sampler run on few tasks (a pilot) is left out rather than cutting every other sampler's tasks, and a
+    task that only some samplers have reached is left out rather than every other sampler."""
+    names = sorted(s for s in samplers if _tasks(samplers[s]))
+    best, best_key = ([], []), (0, 0, 0)
+    for k in range(len(names), 0, -1):
+        for subset in combinations(names, k):
+            tasks = sorted(set.intersection(*(_tasks(samplers[s]) for s in subset)))
+            key = (len(subset) * len(tasks), len(subset), len(tasks))
+            if key > best_key:
+                best, best_key = (list(subset), tasks), key
+    return best
+
+
+def score_matrices(groups: dict, left_out: list[str] | None = None) -> dict:
+    """``(agent, domain) -> sampler -> runs x tasks`` score matrices for rliable (:func:`score_cells`).  The samplers
+    and tasks are chosen by :func:`_most_cells`; each sampler has its own seeds, its lowest, as many on each task as on
+    its task with the fewest (so one sampler's seeds never cut another's).  What is left out is appended to
+    ``left_out``, one line each."""
+    out = {}
+    for key, samplers in sorted(score_cells(groups).items()):
+        names, tasks = _most_cells(samplers)
+        if left_out is not None:
+            for s in sorted(set(samplers) - set(names)):
+                have = sorted(_tasks(samplers[s]))
+                left_out.append(f"{key[0]}, {key[1]}: {s} left out (at least 2 runs on {len(have)} task(s): "
+                                f"{', '.join(map(str, have)) or 'none'}; the others share {len(tasks)})")  # fmt: skip
+            every = sorted(set().union(*(samplers[s] for s in samplers)) - set(tasks))
+            for t in every:
+                left_out.append(f"{key[0]}, {key[1]}: task {t} left out (not every sampler has 2 runs on it)")
+        if names:
+            out[key] = {s: _matrix(samplers[s], tasks) for s in names}
+    return out
+
+
+def improvement(groups: dict, reps: int | None = None, claims: dict | None = None) -> list[dict]:
+    """rliable's probability of improvement P(X > Y) of sampler X over baseline Y for each comparison of
+    ``claims`` (default :data:`CLAIMS`), per (agent, domain), with its 95 % stratified-bootstrap interval
+    (seeded).  Each comparison uses the tasks on which both samplers have at least 2 runs, and each sampler's
+    own lowest seeds (as :func:`score_matrices`), whatever other samplers ran."""
+    cells = score_cells(groups)
+    rows = []
+    for baseline, samplers in (CLAIMS if claims is None else claims).items():
+        rows += _improvement(cells, reps or BOOTSTRAP_REPS, baseline, samplers)
+    return rows
+
+
+def _improvement(cells: dict, reps: int, baseline: str, samplers: tuple[str, ...] | None) -> list[dict]:
+    from rliable import library as rly
+    from rliable import metrics
+
+    rows = []
+    for (agent, domain), by_sampler in sorted(cells.items()):
+        if baseline not in by_sampler:
+            continue
+        pairs = {}
+        for s in sorted(by_sampler):
+            if s == baseline or (samplers is not None and s not in samplers):
+                continue
+            tasks = sorted(_tasks(by_sampler[s]) & _tasks(by_sampler[baseline]))
+            if tasks:
+                pairs[s] = (_matrix(by_sampler[s], tasks), _matrix(by_sampler[baseline], tasks))
+        if not pairs:
+            continue
+        with rliable_seeded():
+            point, ci = rly.get_interval_estimates(pairs, metrics.probability_of_improvement, reps=reps,
+                                                   random_state=np.random.RandomState(0))  # fmt: skip
+        for s, (x, y) in pairs.items():
+            n, tasks = min(x.shape[0], y.shape[0]), y.shape[1]
+            rows.append({"agent": agent, "domain": domain, "sampler": s, "baseline": baseline, "runs": n,
+                         "tasks": tasks, "p_improvement": float(np.squeeze(point[s])),
+                         "lo": float(np.squeeze(ci[s])[0]), "hi": float(np.squeeze(ci[s])[1]),
+                         "ci_meaningful": n >= MIN_CI_RUNS})  # fmt: skip
+    return rows
+
+
+def overhead(groups: dict) -> list[dict]:
+    """Wall time of each group's runs (the last ``timing.csv`` row) and its increase over uniform's, same agent
+    and env (LAP/PAL App. B, Table 3: run time and % increase)."""
+    walls = {}
+    for key, runs in groups.items():
+        times = []
+        for r in runs:
+            try:
+                with open(r["folder"] / "timing.csv", newline="") as fh:
+                    rows = list(csv.DictReader(fh))
+                times.append(float(rows[-1]["wall_time"]))
+            except (OSError, KeyError, IndexError, ValueError):
+                continue
+        if times:
+            walls[key] = times
+    out = []
+    for (agent, env, sampler), times in sorted(walls.items()):
+        mean, half = mean_ci(np.array(times))
+        base = walls.get((agent, env, "uniform"))
+        inc = 100 * (mean / np.mean(base) - 1) if base else math.nan
+        out.append({"agent": agent, "env": env, "sampler": sampler, "runs": len(times),
+                    "wall_minutes": float(mean) / 60, "ci95_minutes": float(half) / 60,
+                    "increase_over_uniform_pct": float(inc)})  # fmt: skip
+    return out

@@ -1,0 +1,201 @@
+"""The Markdown tables of a report, from :mod:`.stats`' rows."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+
+from .runs import last_values
+from .stats import MIN_CI_RUNS, TABLE3_KEYS, mean_ci, welch_ci
+
+
+def table_markdown(table: list[dict]) -> str:
+    lines = ["| agent | env | sampler | seeds | steps | return (last 10 evals) ± 95 % CI |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for t in table:
+        ci = "n/a (1 seed)" if math.isnan(t["ci95"]) else f"{t['ci95']:.1f}"
+        unfinished = "" if t["finished"] == t["seeds"] else f" ({t['seeds'] - t['finished']} partial)"
+        lines.append(f"| {t['agent']} | {t['env']} | {t['sampler']} | {t['seeds']}{unfinished} | {t['last_step']} "
+                     f"| {t['return_last10_mean']:.1f} ± {ci} |")  # fmt: skip
+    flagged = [t for t in table if t.get("not_comparable")]
+    if flagged:
+        lines.append("")
+        lines.append("**Not comparable** (left out of every other table and of the figures):")
+        lines += [f"- {t['agent']} {t['env']} {t['sampler']}: {t['not_comparable']}" for t in flagged]
+    return "\n".join(lines) + "\n"
+
+
+def ners_table3(groups: dict) -> str:
+    """NERS Table 3's statistics of the drawn transitions at the last evaluation, mean over seeds; with at least
+    :data:`MIN_CI_RUNS` seeds each cell also gives the 95 % t-interval half-width across seeds."""
+    lines = ["| agent | env | sampler | seeds | |TD error| mean | |TD error| std | Q mean | Q std |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for (agent, env, sampler), runs in sorted(groups.items()):
+        cells = []
+        for k, digits in zip(TABLE3_KEYS, (3, 3, 2, 2), strict=True):
+            mean, half = mean_ci(last_values(runs, k))
+            cells.append(f"{mean:.{digits}f} ± {half:.{digits}f}" if len(runs) >= MIN_CI_RUNS else f"{mean:.{digits}f}")
+        lines.append(f"| {agent} | {env} | {sampler} | {len(runs)} | " + " | ".join(cells) + " |")
+    if any(len(runs) >= MIN_CI_RUNS for runs in groups.values()):
+        lines += ["", "± : 95 % t-interval half-width across seeds."]
+    lines += table3_differences(groups, TABLE3_KEYS)
+    return "\n".join(lines) + "\n"
+
+
+NO_SPREAD = "(no interval: every seed alike on both sides)"
+
+
+def table3_differences(groups: dict, keys: tuple[str, ...]) -> list[str]:
+    """Lines of a table of every pair of samplers of an (agent, env) with at least :data:`MIN_CI_RUNS` seeds
+    each: the difference of each statistic's mean over seeds with its Welch 95 % interval, starred when the
+    interval excludes 0."""
+    by_task = defaultdict(dict)
+    for (agent, env, sampler), runs in groups.items():
+        if len(runs) >= MIN_CI_RUNS:
+            by_task[(agent, env)][sampler] = {k: last_values(runs, k) for k in keys}
+    lines = []
+    for (agent, env), samplers in sorted(by_task.items()):
+        names = sorted(samplers)
+        if len(names) < 2:
+            continue
+        lines += ["", f"Differences between samplers, {agent} on {env} (row sampler minus column sampler; "
+                  "Welch 95 % interval; * : the interval excludes 0; no spread: every seed alike on both sides, no "
+                  "interval):", "",
+                  "| pair | |TD error| mean | |TD error| std | Q mean | Q std |", "|---|---|---|---|---|"]  # fmt: skip
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                cells = []
+                for k in keys:
+                    d, lo, hi = welch_ci(samplers[a][k], samplers[b][k])
+                    star = "*" if lo > 0 or hi < 0 else ""
+                    cells.append(f"{d:.3g} [{lo:.3g}, {hi:.3g}]{star}" if math.isfinite(lo) else f"{d:.3g} (no spread)")
+                lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _percent(x: float) -> str:
+    """A signed whole percentage; one significant digit where that would round a non-zero value to 0."""
+    text = f"{x:+.0f}"
+    if x == 0 or text not in ("+0", "-0"):
+        return text
+    return f"{x:+.1g}" if abs(x) >= 0.01 else f"{x:+.2f}"
+
+
+def _intervals(r: dict) -> tuple[str, str]:
+    """A difference row's absolute and relative intervals as table text (:func:`_welch_row`'s fields)."""
+    if not math.isfinite(r["lo"]):
+        return NO_SPREAD, NO_SPREAD
+    return f"[{r['lo']:+.3g}, {r['hi']:+.3g}]", f"[{_percent(r['pct_lo'])}, {_percent(r['pct_hi'])}]"
+
+
+def differences_markdown(rows: list[dict]) -> str:
+    lines = ["| agent | env | sampler | vs | seeds | X - Y [95 % CI] | % of Y [95 % CI] |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        few = r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS
+        seeds = f"{r['seeds']} / {r['baseline_seeds']}" + (" (few seeds)" if few else "")
+        cis = _intervals(r)
+        lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['baseline']} | {seeds} | "
+                     f"{r['difference']:+.3g} {cis[0]} | {_percent(r['pct'])} % {cis[1]} |")  # fmt: skip
+    lines += ["", "Mean final score (last 10 evaluations) of X minus Y's, with the 95 % Welch t-interval over the "
+              "seeds (independent runs, unequal variances); the comparisons the papers make (CLAIMS)."]
+    if any(r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS for r in rows):
+        lines.append(f"(few seeds): fewer than {MIN_CI_RUNS} seeds on a side; the interval is not meaningful.")
+    return "\n".join(lines) + "\n"
+
+
+def gains_markdown(rows: list[dict]) -> str:
+    lines = ["| agent | sampler | vs | envs | seeds | mean % gain | median % gain |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        few = " (few seeds)" if r["seeds"] < MIN_CI_RUNS else ""
+        lines.append(f"| {r['agent']} | {r['sampler']} | {r['baseline']} | {r['envs']} | {r['seeds']}{few} | "
+                     f"{r['mean_gain_pct']:+.2f} % | {r['median_gain_pct']:+.2f} % |")  # fmt: skip
+    if any(r["seeds"] < MIN_CI_RUNS for r in rows):
+        lines += ["", f"(few seeds): a gain from fewer than {MIN_CI_RUNS} seeds per sampler is the difference of "
+                      "these runs, not an estimate one can rely on: seed-to-seed spread is often larger."]
+    return "\n".join(lines) + "\n"
+
+
+def interval(value: float, lo: float, hi: float, meaningful: bool) -> str:
+    """``value [lo, hi]``, or the value alone (marked) when the interval rests on too few runs."""
+    return f"{value:.3g} [{lo:.3g}, {hi:.3g}]" if meaningful else f"{value:.3g} (no CI)"
+
+
+FEW_RUNS_NOTE = (f"(no CI): fewer than {MIN_CI_RUNS} runs per task, too few for a meaningful bootstrap interval; "
+                 "the point estimate describes these runs only.")
+OVERHEAD_CAVEAT = ("**Caveat: wall times of sweep runs on a shared machine.** Each run's time includes whatever "
+                   "else ran beside it (other runs, tests, builds), so these rows are no measure of a sampler's "
+                   "cost; `prioritylab bench agent` measures that side by side (docs/benchmarks.md).")
+
+
+def overhead_markdown(rows: list[dict]) -> str:
+    lines = [OVERHEAD_CAVEAT, "",
+             "| agent | env | sampler | runs | wall time (min) ± 95 % CI | increase over uniform |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        ci = "" if math.isnan(r["ci95_minutes"]) else f" ± {r['ci95_minutes']:.2f}"
+        inc = "—" if math.isnan(r["increase_over_uniform_pct"]) or r["sampler"] == "uniform" else \
+            f"{r['increase_over_uniform_pct']:+.1f} %"
+        lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['runs']} | {r['wall_minutes']:.2f}{ci} "
+                     f"| {inc} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def versus_markdown(rows: list[dict], keys: Sequence[str]) -> str:
+    key = ", ".join(keys)
+    lines = [f"| agent | env | sampler | {key} | reference {key} | seeds | mean | reference mean | "
+             "difference [95 % CI] | % of reference [95 % CI] |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        few = r["seeds"] < MIN_CI_RUNS or r["reference_seeds"] < MIN_CI_RUNS
+        seeds = f"{r['seeds']} / {r['reference_seeds']}" + (" (few seeds)" if few else "")
+        if r["partial"] or r["reference_partial"]:
+            seeds += f" ({r['partial']} / {r['reference_partial']} partial)"
+        cis = ("not comparable: " + r["not_comparable"],) * 2 if r["not_comparable"] else _intervals(r)
+        lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['value']} | {r['reference']} | {seeds} | "
+                     f"{r['mean']:.3g} | {r['reference_mean']:.3g} | {r['difference']:+.3g} {cis[0]} | "
+                     f"{_percent(r['pct'])} % {cis[1]} |")  # fmt: skip
+    lines += ["", f"Each sampler's runs against its own runs at the reference {key}: the difference of the mean final "
+              "scores (last 10 evaluations) with the 95 % Welch t-interval over the seeds; every other table here "
+              "holds the compared runs only."]
+    return "\n".join(lines) + "\n"
+
+
+def status_markdown(status: list[dict]) -> str:
+    """``status.md``: every folder found, with what became of it."""
+    lines = ["| run folder | status | detail |", "|---|---|---|"]
+    lines += [f"| {x['folder']} | {x['status']} | {x['detail']} |" for x in status]
+    return "\n".join(lines) + "\n"
+
+
+def human_normalised_markdown(rows: list[dict]) -> str:
+    lines = ["| agent | sampler | games | mean | median |", "|---|---|---|---|---|"]
+    lines += [f"| {r['agent']} | {r['sampler']} | {r['games']} | {r['mean']:.3f} | {r['median']:.3f} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def aggregates_markdown(rows: list[dict], left_out: list[str]) -> str:
+    """rliable's IQM, mean and median rows, and what :func:`.stats.score_matrices` left out."""
+    lines = ["| agent | domain | sampler | runs x tasks | IQM [95 % CI] | mean [95 % CI] | median [95 % CI] |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [f"| {r['agent']} | {r['domain']} | {r['sampler']} | {r['runs']} x {r['tasks']} | "
+              + " | ".join(interval(r[m], r[m + "_lo"], r[m + "_hi"], r["ci_meaningful"])
+                           for m in ("iqm", "mean", "median"))
+              + " |" for r in rows]  # fmt: skip
+    if any(not r["ci_meaningful"] for r in rows):
+        lines += ["", FEW_RUNS_NOTE]
+    if left_out:
+        lines += ["", "Left out of these tables and the performance profiles (the samplers and tasks kept give the "
+                  "most sampler-task cells with at least 2 runs each; improvement.md compares each pair on the tasks "
+                  "both have):", ""] + [f"- {x}" for x in left_out]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def improvement_markdown(rows: list[dict]) -> str:
+    lines = ["| agent | domain | sampler | vs | runs x tasks | P(sampler > baseline) [95 % CI] |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r['agent']} | {r['domain']} | {r['sampler']} | {r['baseline']} | {r['runs']} x {r['tasks']} | "
+              f"{interval(r['p_improvement'], r['lo'], r['hi'], r['ci_meaningful'])} |" for r in rows]  # fmt: skip
+    if any(not r["ci_meaningful"] for r in rows):
+        lines += ["", FEW_RUNS_NOTE]
+    return "\n".join(lines) + "\n"
