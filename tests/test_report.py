@@ -426,7 +426,7 @@ def test_against_compares_each_sampler_with_its_own_runs_at_the_reference_value(
             fake_run(study, sampler, seed, [b] * 12, config={"rms_eps": 0.01})
     for seed in range(5):
         fake_run(study, "pser", seed, [6.0 + seed] * 12, config={"rms_eps": 0.01})
-    result = R.report([here, study], tmp_path / "out", against=("rms_eps", "1e-2"))  # 0.01 as a number
+    result = R.report([here, study], tmp_path / "out", against=[("rms_eps", "1e-2")])  # 0.01 as a number
     table = {t["sampler"]: (t["seeds"], t["return_last10_mean"]) for t in result["table"]}
     assert table == {"uniform": (5, pytest.approx(7.0)), "lap": (5, pytest.approx(7.66))}
     rows = {r["sampler"]: r for r in result["versus"]}
@@ -455,7 +455,7 @@ def test_against_keeps_the_samplers_that_do_not_read_the_setting_and_flags_other
         fake_run(runs, "uniform", seed, [6.0 + 0.1 * seed] * 12, config={"method.kappa": 0.01})
         fake_run(runs / "k1", "lap", seed, [7.0 + 0.1 * seed] * 12, config={"method.kappa": 1.0})
         fake_run(runs / "k001", "lap", seed, [2.0 + 0.1 * seed] * 12, config={"method.kappa": 0.01, "lr": 0.1})
-    result = R.report(runs, tmp_path / "out", against=("method.kappa", "0.01"))
+    result = R.report(runs, tmp_path / "out", against=[("method.kappa", "0.01")])
     assert {t["sampler"] for t in result["table"]} == {"uniform", "lap"}
     assert [(r["sampler"], r["not_comparable"]) for r in result["versus"]] == [
         ("lap", "they also differ in lr (None, 0.1)")]
@@ -475,7 +475,7 @@ def test_against_marks_copied_reference_runs_and_partial_runs_and_keeps_rows_of_
         fake_run(new, "uniform", seed, [6.0] * 12, config={"lr": 0.5})
     shutil.copytree(old / "td3_Hopper-v5_lap_s1", tmp_path / "backup" / "td3_Hopper-v5_lap_s1")
     result = R.report([new, old, tmp_path / "backup"], tmp_path / "out", include_partial=True,
-                      against=("method.kappa", "0.01"))
+                      against=[("method.kappa", "0.01")])
     row = result["versus"][0]
     assert (row["sampler"], row["seeds"], row["reference_seeds"], row["reference_partial"]) == ("lap", 3, 4, 1)
     assert row["not_comparable"] == "seed 1 twice among the reference runs"

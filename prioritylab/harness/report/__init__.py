@@ -81,13 +81,13 @@ from .runs import collect, grouped, incomparable
 
 
 def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False,
-           against: Sequence[tuple[str, str]] | tuple[str, str] | None = None) -> dict:
+           against: Sequence[tuple[str, str]] | None = None) -> dict:
     """Tables and figures in ``out`` from the run folders under ``root``: one folder, or several (a study's
-    runs beside another study's control runs, or single run folders), each run counted once.  ``against``: one
-    ``(SETTING, VALUE)`` pair or several (``--against``)."""
+    runs beside another study's control runs, or single run folders), each run counted once.  ``against``: the
+    ``(SETTING, VALUE)`` pairs of ``--against``."""
     roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+    against = list(against) if against else None
     if against is not None:
-        against = [tuple(against)] if isinstance(against[0], str) else [tuple(pair) for pair in against]
         keys = [key for key, _ in against]
         twice = sorted({key for key in keys if keys.count(key) > 1})
         if twice:

@@ -218,9 +218,9 @@ def _is_value(recorded_value, text: str) -> bool:
     return str(recorded_value) == text
 
 
-def against_text(against: Sequence[tuple[str, str]], sep: str = " and ") -> str:
+def against_text(against: Sequence[tuple[str, str]]) -> str:
     """``--against``'s settings as text: ``method.kappa = 0.01 and rms_eps = 1e-5``."""
-    return sep.join(f"{key} = {value}" for key, value in against)
+    return " and ".join(f"{key} = {value}" for key, value in against)
 
 
 def split_against(runs: list[dict], against: Sequence[tuple[str, str]]) -> tuple[list[dict], list[dict]]:
