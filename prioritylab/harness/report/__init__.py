@@ -68,7 +68,6 @@ the seeds on the evaluation steps every seed logged.  A Welch interval is undefi
 (shown as such) when no seed differs on either side.
 """
 
-
 from __future__ import annotations
 
 from collections.abc import Sequence
