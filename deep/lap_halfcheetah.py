@@ -8,6 +8,17 @@ table separates the samplers (Table 1, last 10 evaluations, 95 % CIs over 10 tri
 15,012.2 +- 885.4.  At 1M steps the gains are +9 % (LAP) and +11 % (PAL) over TD3; at a reduced
 budget only their direction can be checked.
 
+Power, worked out before the runs (``scripts/paper_power.py``, from Table 1's means and 95 % intervals over
+10 trials, each interval read as a t and as a normal one since the paper does not say which): if Table 1's
+effects and seed-to-seed spreads were the truth, a 5-seed Welch comparison would resolve LAP - TD3 (+9.3 %)
+with probability 0.35-0.45, PAL - TD3 (+10.6 %) with 0.32-0.40 and LAP - PER (+6.5 %) with 0.25-0.31, its
+95 % interval about +-10-15 % of TD3's score wide; 80 % power for LAP - TD3 needs 10-13 seeds a side.  So
+at 5 seeds "inconclusive" is the likely verdict even where the paper's gains hold (unless they are larger
+at 200k steps); what the study can do is exclude gains larger than its intervals.
+
+    python scripts/paper_power.py --trials 10 --seeds 5 --baseline td3 --pair lap:per --pair pal:per \
+        td3=13570.9,794.2 per=13927.8,683.9 lap=14836.5,532.2 pal=15012.2,885.4
+
 - ``paper``: 1M steps, evaluated every 5k steps (10 episodes), as in the paper (10 seeds there).
 - ``reduced``: 200k steps (20 % of the paper's 1M), the paper's 25k random start and settings
   (LAP/PAL Table 6), evaluated every 5k steps, one torch thread, checkpoints every 25k steps.  A
