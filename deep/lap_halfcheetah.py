@@ -8,6 +8,17 @@ table separates the samplers (Table 1, last 10 evaluations, 95 % CIs over 10 tri
 15,012.2 +- 885.4.  At 1M steps the gains are +9 % (LAP) and +11 % (PAL) over TD3; at a reduced
 budget only their direction can be checked.
 
+- ``paper``: 1M steps, evaluated every 5k steps (10 episodes), as in the paper (10 seeds there).
+- ``reduced``: 200k steps (20 % of the paper's 1M), the paper's 25k random start and settings
+  (LAP/PAL Table 6), evaluated every 5k steps, one torch thread, checkpoints every 25k steps.  A
+  TD3 update here runs at 150-210/s on a quiet core, so a run takes 20-25 minutes alone and about
+  twice that beside other work; 4 samplers x 5 seeds = 20 runs, about 8-15 core-hours.
+
+Queued seed by seed, so that a sweep stopped part-way has every sampler at the same seeds:
+
+    prioritylab sweep deep/lap_halfcheetah.py --budget reduced --seeds 5 --out runs/lap_halfcheetah
+    prioritylab report runs/lap_halfcheetah --out docs/results/lap_halfcheetah
+
 Power, worked out before the runs (``scripts/paper_power.py``, from Table 1's means and 95 % intervals over
 10 trials, each interval read as a t and as a normal one since the paper does not say which): if Table 1's
 effects and seed-to-seed spreads were the truth, a 5-seed Welch comparison would resolve LAP - TD3 (+9.3 %)
@@ -19,16 +30,11 @@ at 200k steps); what the study can do is exclude gains larger than its intervals
     python scripts/paper_power.py --trials 10 --seeds 5 --baseline td3 --pair lap:per --pair pal:per \
         td3=13570.9,794.2 per=13927.8,683.9 lap=14836.5,532.2 pal=15012.2,885.4
 
-- ``paper``: 1M steps, evaluated every 5k steps (10 episodes), as in the paper (10 seeds there).
-- ``reduced``: 200k steps (20 % of the paper's 1M), the paper's 25k random start and settings
-  (LAP/PAL Table 6), evaluated every 5k steps, one torch thread, checkpoints every 25k steps.  A
-  TD3 update here runs at 150-210/s on a quiet core, so a run takes 20-25 minutes alone and about
-  twice that beside other work; 4 samplers x 5 seeds = 20 runs, about 8-15 core-hours.
+The 5-seed grid is the first stage.  LAP's main claim, LAP over TD3, then gets seeds 5-12 for uniform and LAP
+alone (16 more runs, 13 a side, about 0.8 power by either reading):
 
-Queued seed by seed, so that a sweep stopped part-way has every sampler at the same seeds:
-
-    prioritylab sweep deep/lap_halfcheetah.py --budget reduced --seeds 5 --out runs/lap_halfcheetah
-    prioritylab report runs/lap_halfcheetah --out docs/results/lap_halfcheetah
+    prioritylab sweep deep/lap_halfcheetah.py --budget reduced --seeds 13 --only sampler=uniform \
+        --only sampler=lap --out runs/lap_halfcheetah
 """
 
 SAMPLERS = ("uniform", "per", "lap", "pal")
