@@ -330,6 +330,40 @@ def test_minatar_games_are_normalised_between_random_play_and_uniform(tmp_path):
     assert agg["per"]["mean"] == pytest.approx(0.5, abs=1e-12) and agg["uniform"]["mean"] == pytest.approx(1.0)
 
 
+def test_each_task_alone_keeps_its_own_seeds_when_another_task_has_fewer(tmp_path):
+    """Breakout with 5 seeds beside SpaceInvaders with 2 (a sweep part-way): the domain's tables take 2 seeds of
+    each (no interval), the by-task tables give Breakout its 5, exactly as a report of Breakout alone does."""
+    from prioritylab.scores import MINATAR_RANDOM
+
+    runs, alone = tmp_path / "runs", tmp_path / "alone"
+    for seed in range(5):
+        for sampler, gain in (("uniform", 4.0), ("per", 3.0 + 0.5 * seed)):
+            for root in (runs, alone):
+                fake_run(root, sampler, seed, [MINATAR_RANDOM["Breakout"] + gain + 0.1 * seed] * 10,
+                         env="MinAtar/Breakout-v1", agent="dqn")  # fmt: skip
+            if seed < 2:
+                fake_run(runs, sampler, seed, [MINATAR_RANDOM["SpaceInvaders"] + gain + seed] * 10,
+                         env="MinAtar/SpaceInvaders-v1", agent="dqn")  # fmt: skip
+    result = R.report(runs, tmp_path / "out")
+    assert {(r["sampler"], r["runs"], r["tasks"], r["ci_meaningful"]) for r in result["aggregates"]} == {
+        ("uniform", 2, 2, False), ("per", 2, 2, False)}
+    by_task = {(r["domain"].split(": ")[1], r["sampler"]): r for r in result["aggregates_by_task"]}
+    assert {k: (r["runs"], r["tasks"]) for k, r in by_task.items()} == {
+        ("MinAtar/Breakout-v1", "uniform"): (5, 1), ("MinAtar/Breakout-v1", "per"): (5, 1),
+        ("MinAtar/SpaceInvaders-v1", "uniform"): (2, 1), ("MinAtar/SpaceInvaders-v1", "per"): (2, 1)}
+    reference = {r["sampler"]: r for r in R.report(alone, tmp_path / "alone_out")["aggregates"]}
+    for sampler, r in reference.items():
+        mine = by_task[("MinAtar/Breakout-v1", sampler)]
+        keys = ("iqm", "iqm_lo", "iqm_hi", "mean")
+        assert [mine[k] for k in keys] == [r[k] for k in keys]
+    imp = {(r["domain"].split(": ")[1], r["sampler"]): (r["runs"], r["ci_meaningful"]) for r in
+           result["improvement_by_task"]}  # fmt: skip
+    assert imp == {("MinAtar/Breakout-v1", "per"): (5, True), ("MinAtar/SpaceInvaders-v1", "per"): (2, False)}
+    assert "Each task of the domain alone" in (tmp_path / "out" / "aggregates_by_task.md").read_text()
+    R.report(alone, tmp_path / "out")  # one task: no by-task tables, and none left from the report before
+    assert not any((tmp_path / "out").glob("*_by_task.*"))
+
+
 def test_atari_curves_mark_the_random_and_nearby_human_scores():
     import matplotlib
 

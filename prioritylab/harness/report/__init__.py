@@ -30,6 +30,9 @@ runs by (agent, environment, sampler) across seeds and writes:
   over ``uniform``, and of the comparisons the papers make (LAP, PAL, PSER and NERS
   over ``per``; PAL over ``lap``, where 0.5 is the claim: :data:`CLAIMS`), P(X > Y)
   over runs, averaged over tasks, with its bootstrap interval;
+* ``aggregates_by_task`` and ``improvement_by_task`` (``.md`` / ``.csv``), where a domain has several tasks:
+  the same for each task alone (``<domain>: <task>``), with that task's own seeds (the domain's tables
+  take each sampler's seeds as many on every task as on its task with the fewest);
 * ``differences.md`` / ``.csv``: per environment, for the same comparisons, the difference
   of the mean final scores with its 95 % Welch interval, absolute and as a share of the
   baseline's mean;
@@ -112,11 +115,14 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     if hn:
         write_csv(out / "human_normalised.csv", [{k: v for k, v in r.items() if k != "per_game"} for r in hn])
         (out / "human_normalised.md").write_text(tables.human_normalised_markdown(hn))
+    cells = stats.score_cells(comparable)
+    each_task = stats.task_cells(cells)
     left: list[str] = []
-    matrices = stats.score_matrices(comparable, left)
+    matrices = stats.score_matrices(cells, left)
     agg = stats.aggregates(matrices)
     write_csv(out / "aggregates.csv", agg)
     (out / "aggregates.md").write_text(tables.aggregates_markdown(agg, left))
+    agg_by_task = stats.aggregates(stats.score_matrices(each_task))
     diffs = stats.differences(comparable)
     write_csv(out / "differences.csv", diffs)
     (out / "differences.md").write_text(tables.differences_markdown(diffs))
@@ -128,9 +134,18 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     else:  # an earlier report's, with --against, into the same folder
         for name in ("versus.csv", "versus.md"):
             (out / name).unlink(missing_ok=True)
-    imp = stats.improvement(comparable)
+    imp = stats.improvement(cells)
     write_csv(out / "improvement.csv", imp)
     (out / "improvement.md").write_text(tables.improvement_markdown(imp))
+    imp_by_task = stats.improvement(each_task)
+    for name, rows, text in (("aggregates_by_task", agg_by_task, tables.aggregates_markdown(agg_by_task, [])),
+                             ("improvement_by_task", imp_by_task, tables.improvement_markdown(imp_by_task))):
+        if rows:
+            write_csv(out / f"{name}.csv", rows)
+            (out / f"{name}.md").write_text(text + "\n" + tables.BY_TASK_NOTE + "\n")
+        else:  # an earlier report's, of runs on several tasks, into the same folder
+            for suffix in (".csv", ".md"):
+                (out / f"{name}{suffix}").unlink(missing_ok=True)
     over = stats.overhead(comparable)
     (out / "overhead.md").write_text(tables.overhead_markdown(over))
 
@@ -146,7 +161,8 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
                     "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
     return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
             "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
-            "differences": diffs, "versus": versus_rows}
+            "differences": diffs, "versus": versus_rows, "aggregates_by_task": agg_by_task,
+            "improvement_by_task": imp_by_task}
 
 
 def _against_flags(against: list[tuple[str, str]]) -> str | list[str]:

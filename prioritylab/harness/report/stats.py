@@ -262,6 +262,22 @@ def score_cells(groups: dict) -> dict:
     return domains
 
 
+def task_cells(cells: dict) -> dict:
+    """Each task of a domain alone, for the domains of :func:`score_cells` with several tasks (some sampler with at
+    least 2 runs on each): ``(agent, "<domain>: <task>") -> sampler -> {task: {seed: score}}``.  A domain's pooled
+    tables take each sampler's seeds as many on every task as on its task with the fewest, so a task still
+    running (fewer seeds) would cut every other task's; these rows keep each task's own seeds."""
+    out = {}
+    for (agent, domain), samplers in sorted(cells.items()):
+        tasks = sorted(set().union(*(_tasks(by_task) for by_task in samplers.values())))
+        if len(tasks) < 2:
+            continue
+        for task in tasks:
+            out[(agent, f"{domain}: {task}")] = {s: {task: by_task[task]} for s, by_task in samplers.items()
+                                                 if task in by_task}  # fmt: skip
+    return out
+
+
 def _tasks(cells: dict) -> set:
     """The tasks on which a sampler has at least 2 runs."""
     return {t for t, seeds in cells.items() if len(seeds) >= 2}
@@ -289,13 +305,13 @@ def _most_cells(samplers: dict) -> tuple[list[str], list]:
     return best
 
 
-def score_matrices(groups: dict, left_out: list[str] | None = None) -> dict:
-    """``(agent, domain) -> sampler -> runs x tasks`` score matrices for rliable (:func:`score_cells`).  The samplers
-    and tasks are chosen by :func:`_most_cells`; each sampler has its own seeds, its lowest, as many on each task as on
-    its task with the fewest (so one sampler's seeds never cut another's).  What is left out is appended to
-    ``left_out``, one line each."""
+def score_matrices(cells: dict, left_out: list[str] | None = None) -> dict:
+    """``(agent, domain) -> sampler -> runs x tasks`` score matrices for rliable, from :func:`score_cells`' (or
+    :func:`task_cells`') cells.  The samplers and tasks are chosen by :func:`_most_cells`; each sampler has its own
+    seeds, its lowest, as many on each task as on its task with the fewest (so one sampler's seeds never cut
+    another's).  What is left out is appended to ``left_out``, one line each."""
     out = {}
-    for key, samplers in sorted(score_cells(groups).items()):
+    for key, samplers in sorted(cells.items()):
         names, tasks = _most_cells(samplers)
         if left_out is not None:
             for s in sorted(set(samplers) - set(names)):
@@ -310,12 +326,12 @@ def score_matrices(groups: dict, left_out: list[str] | None = None) -> dict:
     return out
 
 
-def improvement(groups: dict, reps: int | None = None, claims: dict | None = None) -> list[dict]:
+def improvement(cells: dict, reps: int | None = None, claims: dict | None = None) -> list[dict]:
     """rliable's probability of improvement P(X > Y) of sampler X over baseline Y for each comparison of
-    ``claims`` (default :data:`CLAIMS`), per (agent, domain), with its 95 % stratified-bootstrap interval
-    (seeded).  Each comparison uses the tasks on which both samplers have at least 2 runs, and each sampler's
-    own lowest seeds (as :func:`score_matrices`), whatever other samplers ran."""
-    cells = score_cells(groups)
+    ``claims`` (default :data:`CLAIMS`), per (agent, domain) of ``cells`` (:func:`score_cells`' or
+    :func:`task_cells`'), with its 95 % stratified-bootstrap interval (seeded).  Each comparison uses the tasks on
+    which both samplers have at least 2 runs, and each sampler's own lowest seeds (as :func:`score_matrices`),
+    whatever other samplers ran."""
     rows = []
     for baseline, samplers in (CLAIMS if claims is None else claims).items():
         rows += _improvement(cells, reps or BOOTSTRAP_REPS, baseline, samplers)

@@ -122,6 +122,9 @@ def interval(value: float, lo: float, hi: float, meaningful: bool) -> str:
     return f"{value:.3g} [{lo:.3g}, {hi:.3g}]" if meaningful else f"{value:.3g} (no CI)"
 
 
+BY_TASK_NOTE = ("Each task of the domain alone (`<domain>: <task>`), with its own seeds: the domain's rows take "
+                "each sampler's seeds as many on every task as on its task with the fewest, so a task with fewer seeds "
+                "(still running) cuts every other task's there.")
 FEW_RUNS_NOTE = (f"(no CI): fewer than {MIN_CI_RUNS} runs per task, too few for a meaningful bootstrap interval; "
                  "the point estimate describes these runs only.")
 OVERHEAD_CAVEAT = ("**Caveat: wall times of sweep runs on a shared machine.** Each run's time includes whatever "
