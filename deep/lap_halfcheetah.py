@@ -20,18 +20,19 @@ Queued seed by seed, so that a sweep stopped part-way has every sampler at the s
     prioritylab report runs/lap_halfcheetah --out docs/results/lap_halfcheetah
 
 Power, worked out before the runs (``scripts/paper_power.py``, from Table 1's means and 95 % intervals over
-10 trials, each interval read as a t and as a normal one since the paper does not say which): if Table 1's
-effects and seed-to-seed spreads were the truth, a 5-seed Welch comparison would resolve LAP - TD3 (+9.3 %)
-with probability 0.35-0.45, PAL - TD3 (+10.6 %) with 0.32-0.40 and LAP - PER (+6.5 %) with 0.25-0.31, its
-95 % interval about +-10-15 % of TD3's score wide; 80 % power for LAP - TD3 needs 10-13 seeds a side.  So
-at 5 seeds "inconclusive" is the likely verdict even where the paper's gains hold (unless they are larger
-at 200k steps); what the study can do is exclude gains larger than its intervals.
+10 trials, each interval read as a t and as a normal one since the paper does not say which; the Welch test
+simulated): if Table 1's effects and seed-to-seed spreads were the truth, a 5-seed Welch comparison would
+resolve LAP - TD3 (+9.3 %) with probability 0.34-0.43, PAL - TD3 (+10.6 %) with 0.29-0.37 and LAP - PER
+(+6.5 %) with 0.23-0.29, its 95 % interval about +-9-15 % of the baseline's score wide; 80 % power for
+LAP - TD3 needs 11-13 seeds a side.  So at 5 seeds "inconclusive" is the likely verdict even where the
+paper's gains hold (unless they are larger at 200k steps); what the study can do is exclude gains larger than
+its intervals.
 
     python scripts/paper_power.py --trials 10 --seeds 5 --baseline td3 --pair lap:per --pair pal:per \
         td3=13570.9,794.2 per=13927.8,683.9 lap=14836.5,532.2 pal=15012.2,885.4
 
 The 5-seed grid is the first stage.  LAP's main claim, LAP over TD3, then gets seeds 5-12 for uniform and LAP
-alone (16 more runs, 13 a side, about 0.8 power by either reading):
+alone (16 more runs; 13 a side give 0.81-0.90 power):
 
     prioritylab sweep deep/lap_halfcheetah.py --budget reduced --seeds 13 --only sampler=uniform \
         --only sampler=lap --out runs/lap_halfcheetah

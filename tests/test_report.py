@@ -540,27 +540,50 @@ def test_against_two_settings_compares_runs_that_differ_in_both(tmp_path):
         assert (rows[sampler]["lo"], rows[sampler]["hi"]) == (pytest.approx(lo), pytest.approx(hi))
         assert not rows[sampler]["not_comparable"]
     assert (rows["lap"]["value"], rows["lap"]["reference"]) == ("1.0, 0.01", "0.01, 1e-05")
-    assert (rows["uniform"]["value"], rows["uniform"]["reference"]) == ("0.01, 0.01", "0.01, 1e-05")
+    assert (rows["uniform"]["value"], rows["uniform"]["reference"]) == ("—, 0.01", "—, 1e-05")  # kappa unread
     assert "| method.kappa, rms_eps | reference method.kappa, rms_eps |" in (tmp_path / "out" / "versus.md").read_text()
     status = (tmp_path / "out" / "status.md").read_text()
-    assert status.count("reference (method.kappa = 0.01 and rms_eps = 1e-5), in versus.md only |") == 10
+    assert status.count("reference (method.kappa = 0.01 and rms_eps = 1e-5), in versus.md only |") == 5
+    assert status.count("reference (rms_eps = 1e-5), in versus.md only |") == 5  # uniform: the setting it reads
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["config"]["against"] == ["method.kappa=0.01", "rms_eps=1e-5"]
 
 
-@pytest.mark.parametrize(("flags", "message"), [
-    (["method.kappa=0.01", "rms_eps=1e-5"], "the other runs hold 2 values of method.kappa (1.0, 0.01)"),
-    (["rms_eps=1e-5", "rms_eps=0.01"], "--against gives rms_eps more than once"),
-    (["method.kappa=0.01", "rms_eps=0.5"], "no run was recorded with method.kappa = 0.01 and rms_eps = 0.5"),
-])
-def test_a_bad_pair_of_against_settings_is_a_one_line_error_before_anything_is_written(tmp_path, capsys, flags,
-                                                                                        message):
-    """Compared runs that differ from the reference in one setting beside runs that differ in both are no single
-    comparison; a setting given twice is no reference."""
+def test_reference_runs_without_compared_runs_are_named_in_versus(tmp_path):
+    """Uniform replay reads eps but not kappa: its eps-1e-5 runs are reference runs with nothing to compare them
+    with, so versus.md names them instead of dropping them silently."""
     for seed in range(3):
-        fake_run(tmp_path / "runs" / "a", "lap", seed, [1.0] * 12, config={"method.kappa": 1.0, "rms_eps": 0.01})
-        fake_run(tmp_path / "runs" / "b", "lap", seed, [1.0] * 12, config={"method.kappa": 0.01, "rms_eps": 0.01})
-        fake_run(tmp_path / "runs" / "c", "lap", seed, [1.0] * 12, config={"method.kappa": 0.01, "rms_eps": 1e-5})
+        fake_run(tmp_path / "a", "lap", seed, [7.0 + seed] * 12, config={"method.kappa": 1.0, "rms_eps": 0.01})
+        fake_run(tmp_path / "b", "lap", seed, [6.0 + seed] * 12, config={"method.kappa": 0.01, "rms_eps": 1e-5})
+        fake_run(tmp_path / "b", "uniform", seed, [5.0] * 12, config={"method.kappa": 0.01, "rms_eps": 1e-5})
+    result = R.report([tmp_path / "a", tmp_path / "b"], tmp_path / "out",
+                      against=[("method.kappa", "0.01"), ("rms_eps", "1e-5")])
+    assert [r["sampler"] for r in result["versus"]] == ["lap"]
+    text = (tmp_path / "out" / "versus.md").read_text()
+    assert "- td3 Hopper-v5 uniform: 3 reference run(s) against 0 compared" in text
+    with pytest.raises(ValueError, match="against takes \\(SETTING, VALUE\\) pairs"):
+        R.report(tmp_path / "a", tmp_path / "out2", against=("rms_eps", "0.01"))
+
+
+@pytest.mark.parametrize(("folders", "flags", "message"), [
+    ("abc", ["method.kappa=0.01", "rms_eps=1e-5"], "the other runs hold 2 values of method.kappa (1.0, 0.01)"),
+    ("bc", ["method.kappa=0.01", "rms_eps=1e-5"], "the compared runs hold method.kappa = 0.01 too, so it separates"),
+    ("cu", ["method.kappa=0.01"], "no compared run is of a sampler that reads method.kappa"),
+    ("abc", ["rms_eps=1e-5", "rms_eps=0.01"], "--against gives rms_eps more than once"),
+    ("abc", ["method.kappa=0.01", "rms_eps=0.5"], "no run was recorded with method.kappa = 0.01 and rms_eps = 0.5"),
+])
+def test_a_bad_set_of_against_settings_is_a_one_line_error_before_anything_is_written(tmp_path, capsys, folders,
+                                                                                       flags, message):
+    """Compared runs that differ from the reference in one setting beside runs that differ in both are no single
+    comparison; nor is a setting whose reference value the compared runs hold too, one no compared sampler
+    reads, or one given twice."""
+    settings = {"a": ("lap", 1.0, 0.01), "b": ("lap", 0.01, 0.01), "c": ("lap", 0.01, 1e-5),
+                "u": ("uniform", 0.01, 0.01)}
+    for folder in folders:
+        sampler, kappa, eps = settings[folder]
+        for seed in range(3):
+            fake_run(tmp_path / "runs" / folder, sampler, seed, [1.0] * 12,
+                     config={"method.kappa": kappa, "rms_eps": eps})  # fmt: skip
     args = [x for flag in flags for x in ("--against", flag)]
     with pytest.raises(SystemExit) as err:
         cli_main(["report", str(tmp_path / "runs"), *args, "--out", str(tmp_path / "out")])

@@ -88,6 +88,8 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     runs beside another study's control runs, or single run folders), each run counted once.  ``against``: the
     ``(SETTING, VALUE)`` pairs of ``--against``."""
     roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+    if against and isinstance(against[0], str):
+        raise ValueError(f"against takes (SETTING, VALUE) pairs, got {against!r}")
     against = list(against) if against else None
     if against is not None:
         keys = [key for key, _ in against]
@@ -112,50 +114,45 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     write_csv(out / "gains.csv", gain_rows)
     (out / "gains.md").write_text(tables.gains_markdown(gain_rows))
     hn = stats.human_normalised(comparable)
-    if hn:
-        write_csv(out / "human_normalised.csv", [{k: v for k, v in r.items() if k != "per_game"} for r in hn])
-        (out / "human_normalised.md").write_text(tables.human_normalised_markdown(hn))
+    _table(out, "human_normalised", [{k: v for k, v in r.items() if k != "per_game"} for r in hn],
+           tables.human_normalised_markdown(hn))
     cells = stats.score_cells(comparable)
     each_task = stats.task_cells(cells)
     left: list[str] = []
+    left_by_task: list[str] = []
     matrices = stats.score_matrices(cells, left)
     agg = stats.aggregates(matrices)
     write_csv(out / "aggregates.csv", agg)
     (out / "aggregates.md").write_text(tables.aggregates_markdown(agg, left))
-    agg_by_task = stats.aggregates(stats.score_matrices(each_task))
+    agg_by_task = stats.aggregates(stats.score_matrices(each_task, left_by_task))
+    _table(out, "aggregates_by_task", agg_by_task,
+           tables.aggregates_markdown(agg_by_task, left_by_task) + "\n" + tables.BY_TASK_NOTE + "\n")
     diffs = stats.differences(comparable)
     write_csv(out / "differences.csv", diffs)
     (out / "differences.md").write_text(tables.differences_markdown(diffs))
     versus_rows = []
     if against is not None:
-        versus_rows = stats.versus(groups, grouped(reference_runs), keys)
+        reference = grouped(reference_runs)
+        versus_rows = stats.versus(groups, reference, keys)
         write_csv(out / "versus.csv", versus_rows)
-        (out / "versus.md").write_text(tables.versus_markdown(versus_rows, keys))
-    else:  # an earlier report's, with --against, into the same folder
-        for name in ("versus.csv", "versus.md"):
-            (out / name).unlink(missing_ok=True)
+        (out / "versus.md").write_text(tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
+    else:
+        _table(out, "versus", [], "")
     imp = stats.improvement(cells)
     write_csv(out / "improvement.csv", imp)
     (out / "improvement.md").write_text(tables.improvement_markdown(imp))
     imp_by_task = stats.improvement(each_task)
-    for name, rows, text in (("aggregates_by_task", agg_by_task, tables.aggregates_markdown(agg_by_task, [])),
-                             ("improvement_by_task", imp_by_task, tables.improvement_markdown(imp_by_task))):
-        if rows:
-            write_csv(out / f"{name}.csv", rows)
-            (out / f"{name}.md").write_text(text + "\n" + tables.BY_TASK_NOTE + "\n")
-        else:  # an earlier report's, of runs on several tasks, into the same folder
-            for suffix in (".csv", ".md"):
-                (out / f"{name}{suffix}").unlink(missing_ok=True)
+    _table(out, "improvement_by_task", imp_by_task,
+           tables.improvement_markdown(imp_by_task) + "\n" + tables.BY_TASK_NOTE + "\n")
     over = stats.overhead(comparable)
     (out / "overhead.md").write_text(tables.overhead_markdown(over))
 
     figures = plots.plot_curves(comparable, out) + plots.plot_table3(comparable, out)
-    for (agent, domain), score_dict in matrices.items():
-        plots.plot_profiles(score_dict, agent, domain, out)
+    profiles = [plots.plot_profiles(score_dict, agent, domain, out) for (agent, domain), score_dict in matrices.items()]
     recorded_roots = str(roots[0]) if len(roots) == 1 else [str(r) for r in roots]
     write_manifest(out, {"runs": recorded_roots, "include_partial": include_partial, "n_runs": len(runs),
                          **({"against": _against_flags(against)} if against is not None else {})},
-                   {"figures": sorted(p.name for p in out.glob("*.png")),
+                   {"figures": sorted(p.name for p in figures + profiles),
                     "run_folders": [str(r["folder"]) for r in runs],
                     **({"reference_folders": [str(r["folder"]) for r in reference_runs]} if against else {}),
                     "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
@@ -163,6 +160,17 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
             "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
             "differences": diffs, "versus": versus_rows, "aggregates_by_task": agg_by_task,
             "improvement_by_task": imp_by_task}
+
+
+def _table(out: Path, name: str, rows: list[dict], text: str) -> None:
+    """``<name>.csv`` and ``<name>.md`` when there are rows; otherwise no such files, not even an earlier report's
+    in the same folder (a table this report's runs do not give)."""
+    if rows:
+        write_csv(out / f"{name}.csv", rows)
+        (out / f"{name}.md").write_text(text)
+    else:
+        for suffix in (".csv", ".md"):
+            (out / f"{name}{suffix}").unlink(missing_ok=True)
 
 
 def _against_flags(against: list[tuple[str, str]]) -> str | list[str]:

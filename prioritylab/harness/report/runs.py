@@ -227,12 +227,13 @@ def split_against(runs: list[dict], against: Sequence[tuple[str, str]]) -> tuple
     """``--against KEY=VALUE [--against KEY=VALUE ...]``: the runs compared and the reference runs, those recorded
     with every ``KEY`` = ``VALUE`` their sampler reads (a run whose sampler reads none of the keys is compared).
     ``ValueError`` if no run or every run is a reference run, if a run whose sampler reads a ``KEY`` has no record
-    of it, or if the compared runs hold more than one value of a ``KEY``."""
+    of it, or if the compared runs hold more than one value of a ``KEY``, none, or only ``VALUE`` (a ``KEY`` that
+    separates nothing)."""
     flag = " ".join(f"--against {key}={value}" for key, value in against)
     compared, reference = [], []
     others: dict[str, list] = {key: [] for key, _ in against}
     for r in runs:
-        read = [(key, value) for key, value in against if not key.startswith(unread_by(r["sampler"]))]
+        read = read_settings(r, against)
         for key, _ in read:
             if key not in r["config"]:
                 resolved = "method." + key.split(".", 1)[1] if key.startswith("replay.") else None
@@ -254,7 +255,19 @@ def split_against(runs: list[dict], against: Sequence[tuple[str, str]]) -> tuple
         if len(values) > 1:
             raise ValueError(f"{flag}: the other runs hold {len(values)} values of {key} "
                              f"({', '.join(map(repr, values))}); --against compares one value with the reference")
+    for key, value in against:
+        if not others[key]:
+            raise ValueError(f"{flag}: no compared run is of a sampler that reads {key}; there is nothing to compare "
+                             "the reference runs with")  # fmt: skip
+        if _is_value(others[key][0], value):
+            raise ValueError(f"{flag}: the compared runs hold {key} = {value} too, so it separates nothing; leave "
+                             f"--against {key}={value} out")  # fmt: skip
     return compared, reference
+
+
+def read_settings(run: dict, against: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs of ``--against`` whose setting the run's sampler reads."""
+    return [(key, value) for key, value in against if not key.startswith(unread_by(run["sampler"]))]
 
 
 def _twice(runs: list[dict]) -> list:
@@ -289,7 +302,8 @@ def collect(roots: Sequence[Path], out: Path, include_partial: bool = False,
                            "detail": f"0 updates by step {last}: a random policy's returns (steps <= start_steps?)"})
             continue
         if id(r) in in_reference:
-            state = f"reference ({against_text(against)}), in versus.md only" + ("" if r["finished"] else ", partial")
+            state = (f"reference ({against_text(read_settings(r, against))}), in versus.md only"
+                     + ("" if r["finished"] else ", partial"))
         elif r["finished"]:
             state = "used"
         else:

@@ -42,6 +42,12 @@ def mean_ci(values: np.ndarray) -> tuple[float, float]:
     return mean, half
 
 
+def welch_df(va: float, vb: float, na: int, nb: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of a difference of two means with squared standard errors ``va`` and
+    ``vb``, from ``na`` and ``nb`` runs."""
+    return (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+
+
 def welch_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     """``mean(a) - mean(b)`` and its 95 % Welch interval (independent samples, unequal variances); NaN bounds
     when neither sample varies (every seed alike on both sides: the t-interval is undefined)."""
@@ -51,8 +57,7 @@ def welch_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     se = math.sqrt(va + vb)
     if se == 0.0:
         return diff, math.nan, math.nan
-    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
-    half = t_quantile(df) * se
+    half = t_quantile(welch_df(va, vb, a.size, b.size)) * se
     return diff, diff - half, diff + half
 
 
@@ -131,9 +136,22 @@ def differences(groups: dict, claims: dict | None = None) -> list[dict]:
 
 
 def _values(run: dict, keys: Sequence[str]):
-    """A run's recorded values of ``keys``: the value itself for one key, else the values joined by commas."""
-    values = [run["config"].get(key) for key in keys]
+    """A run's recorded values of ``keys``: the value itself for one key, else the values joined by commas, with
+    "—" for a setting its sampler does not read."""
+    unread = unread_by(run["sampler"])
+    values = ["—" if key.startswith(unread) else run["config"].get(key) for key in keys]
     return values[0] if len(values) == 1 else ", ".join(map(str, values))
+
+
+def unpaired(groups: dict, reference: dict) -> list[str]:
+    """The (agent, environment, sampler) groups of the reference runs that :func:`versus` gives no row: no compared
+    runs of that sampler, or fewer than 2 runs on a side."""
+    out = []
+    for k, base in sorted(reference.items()):
+        runs = groups.get(k, [])
+        if len(runs) < 2 or len(base) < 2:
+            out.append(f"{k[0]} {k[1]} {k[2]}: {len(base)} reference run(s) against {len(runs)} compared")
+    return out
 
 
 def versus(groups: dict, reference: dict, keys: Sequence[str]) -> list[dict]:

@@ -145,7 +145,7 @@ def overhead_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def versus_markdown(rows: list[dict], keys: Sequence[str]) -> str:
+def versus_markdown(rows: list[dict], keys: Sequence[str], unpaired: Sequence[str] = ()) -> str:
     key = ", ".join(keys)
     lines = [f"| agent | env | sampler | {key} | reference {key} | seeds | mean | reference mean | "
              "difference [95 % CI] | % of reference [95 % CI] |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -161,6 +161,9 @@ def versus_markdown(rows: list[dict], keys: Sequence[str]) -> str:
     lines += ["", f"Each sampler's runs against its own runs at the reference {key}: the difference of the mean final "
               "scores (last 10 evaluations) with the 95 % Welch t-interval over the seeds; every other table here "
               "holds the compared runs only."]
+    if unpaired:
+        lines += ["", "Reference runs without a row (in no table; at least 2 runs a side are needed):", ""]
+        lines += [f"- {x}" for x in unpaired]
     return "\n".join(lines) + "\n"
 
 
@@ -187,6 +190,9 @@ def aggregates_markdown(rows: list[dict], left_out: list[str]) -> str:
               + " |" for r in rows]  # fmt: skip
     if any(not r["ci_meaningful"] for r in rows):
         lines += ["", FEW_RUNS_NOTE]
+    if not rows:
+        lines += ["", "No rows: no sampler has at least 2 finished runs on a task here (on MinAtar, a game also needs "
+                  "uniform runs above random play to normalise by)."]
     if left_out:
         lines += ["", "Left out of these tables and the performance profiles (the samplers and tasks kept give the "
                   "most sampler-task cells with at least 2 runs each; improvement.md compares each pair on the tasks "
@@ -201,4 +207,7 @@ def improvement_markdown(rows: list[dict]) -> str:
               f"{interval(r['p_improvement'], r['lo'], r['hi'], r['ci_meaningful'])} |" for r in rows]  # fmt: skip
     if any(not r["ci_meaningful"] for r in rows):
         lines += ["", FEW_RUNS_NOTE]
+    if not rows:
+        lines += ["", "No rows: no comparison the papers make (CLAIMS) has both samplers with at least 2 runs on a "
+                  "common task here."]
     return "\n".join(lines) + "\n"
