@@ -364,6 +364,23 @@ def test_each_task_alone_keeps_its_own_seeds_when_another_task_has_fewer(tmp_pat
     assert not any((tmp_path / "out").glob("*_by_task.*"))
 
 
+def test_a_sampler_short_of_runs_on_one_task_is_listed_in_that_tasks_rows(tmp_path):
+    from prioritylab.scores import MINATAR_RANDOM
+
+    runs = tmp_path / "runs"
+    for game in ("Breakout", "SpaceInvaders"):
+        for seed in range(2):
+            for sampler in ("uniform", "per") if game == "SpaceInvaders" and seed == 1 else ("uniform", "per", "pser"):
+                fake_run(runs, sampler, seed, [MINATAR_RANDOM[game] + 3.0 + seed] * 10, env=f"MinAtar/{game}-v1",
+                         agent="dqn")  # fmt: skip
+    result = R.report(runs, tmp_path / "out")
+    assert {(r["domain"].split(": ")[1], r["sampler"]) for r in result["aggregates_by_task"]} == {
+        ("MinAtar/Breakout-v1", s) for s in ("uniform", "per", "pser")} | {
+        ("MinAtar/SpaceInvaders-v1", s) for s in ("uniform", "per")}
+    text = (tmp_path / "out" / "aggregates_by_task.md").read_text()
+    assert "Left out of a task's rows" in text and "MinAtar/SpaceInvaders-v1: pser left out" in text
+
+
 def test_atari_curves_mark_the_random_and_nearby_human_scores():
     import matplotlib
 

@@ -126,7 +126,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     (out / "aggregates.md").write_text(tables.aggregates_markdown(agg, left))
     agg_by_task = stats.aggregates(stats.score_matrices(each_task, left_by_task))
     _table(out, "aggregates_by_task", agg_by_task,
-           tables.aggregates_markdown(agg_by_task, left_by_task) + "\n" + tables.BY_TASK_NOTE + "\n")
+           tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True) + "\n" + tables.BY_TASK_NOTE + "\n")
     diffs = stats.differences(comparable)
     write_csv(out / "differences.csv", diffs)
     (out / "differences.md").write_text(tables.differences_markdown(diffs))

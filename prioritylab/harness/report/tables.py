@@ -180,8 +180,9 @@ def human_normalised_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def aggregates_markdown(rows: list[dict], left_out: list[str]) -> str:
-    """rliable's IQM, mean and median rows, and what :func:`.stats.score_matrices` left out."""
+def aggregates_markdown(rows: list[dict], left_out: list[str], by_task: bool = False) -> str:
+    """rliable's IQM, mean and median rows, and what :func:`.stats.score_matrices` left out (``by_task``: of the
+    rows of :func:`.stats.task_cells`, one task each)."""
     lines = ["| agent | domain | sampler | runs x tasks | IQM [95 % CI] | mean [95 % CI] | median [95 % CI] |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     lines += [f"| {r['agent']} | {r['domain']} | {r['sampler']} | {r['runs']} x {r['tasks']} | "
@@ -193,7 +194,10 @@ def aggregates_markdown(rows: list[dict], left_out: list[str]) -> str:
     if not rows:
         lines += ["", "No rows: no sampler has at least 2 finished runs on a task here (on MinAtar, a game also needs "
                   "uniform runs above random play to normalise by)."]
-    if left_out:
+    if left_out and by_task:
+        lines += ["", "Left out of a task's rows (a sampler with fewer than 2 runs on it):", ""]
+        lines += [f"- {x}" for x in left_out]
+    elif left_out:
         lines += ["", "Left out of these tables and the performance profiles (the samplers and tasks kept give the "
                   "most sampler-task cells with at least 2 runs each; improvement.md compares each pair on the tasks "
                   "both have):", ""] + [f"- {x}" for x in left_out]  # fmt: skip
