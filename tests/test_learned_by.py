@@ -1,0 +1,45 @@
+"""``scripts/learned_by.py``: ``deep/minatar_budget.py``'s criterion applied to run folders, frame by frame."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from theory_scripts import load_script
+
+STUDY = Path(__file__).resolve().parents[1] / "docs" / "results" / "minatar_study" / "runs"
+
+
+def test_the_criterion_sorts_the_studys_seed_0_runs_as_the_specification_says(capsys):
+    """The specification's claim: Breakout and SpaceInvaders pass at 250k frames, Asterix, Seaquest and Freeway
+    do not (the committed seed-0 runs with uniform replay)."""
+    script = load_script("learned_by")
+    games = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+    assert script.main([str(STUDY / f"dqn_MinAtar-{g}-v1_uniform_s0") for g in games]) == 0
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[-1].strip(" |") for line in capsys.readouterr().out.splitlines()
+            if line.startswith("| dqn_")}  # fmt: skip
+    assert rows == {f"dqn_MinAtar-{g}-v1_uniform_s0": "yes" if g in ("Breakout", "SpaceInvaders") else "no"
+                    for g in games}  # fmt: skip
+
+
+def test_first_frame_is_where_the_window_first_reaches_the_bound():
+    script = load_script("learned_by")
+    steps = 25_000 * np.arange(1, 23)
+    returns = np.array([0.0] * 12 + [5.0] * 10)  # random 0.3: bound max(0.9, 1.3) = 1.3, three 5s in a window
+    first, last = script.learned_by(steps, returns, 0.3)
+    assert script.bound(0.3) == 1.3 and first == int(steps[14]) and last == 5.0
+    assert script.learned_by(steps[:9], returns[:9], 0.3)[0] is None  # fewer evaluations than a window
+    assert script.bound(4.08) == 3 * 4.08  # the ratio binds above random play 0.5
+
+
+def test_a_run_that_is_not_minatar_is_a_one_line_error(tmp_path, capsys):
+    script = load_script("learned_by")
+    folder = tmp_path / "td3_Hopper-v5_uniform_s0"
+    folder.mkdir()
+    (folder / "manifest.json").write_text(json.dumps({"config": {"agent": "td3", "env": "Hopper-v5",
+                                                                 "sampler": "uniform", "seed": 0, "steps": 100}}))
+    (folder / "evaluations.csv").write_text("step,return_mean\n100,1.0\n")
+    assert script.main([str(folder)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "Hopper-v5 is not a MinAtar game" in lines[0]
