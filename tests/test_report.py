@@ -381,6 +381,21 @@ def test_a_sampler_short_of_runs_on_one_task_is_listed_in_that_tasks_rows(tmp_pa
     assert "Left out of a task's rows" in text and "MinAtar/SpaceInvaders-v1: pser left out" in text
 
 
+def test_speed_compares_areas_and_sizes_a_twofold_speed_up(tmp_path):
+    """PER's runs are uniform's curve read at twice each step (a ramp to 10 over 20 evaluations that then holds):
+    their area exceeds uniform's by exactly what the last column says learning twice as fast would give."""
+    runs = tmp_path / "runs"
+    ramp = np.minimum(np.arange(1, 41) / 2.0, 10.0)  # 0.5, 1, ..., 10 at evaluation 20, then 10
+    for seed in range(5):
+        fake_run(runs, "uniform", seed, list(ramp + seed))
+        fake_run(runs, "per", seed, list(np.minimum(2 * np.arange(1, 41) / 2.0, 10.0) + seed))
+    row = next(r for r in R.report(runs, tmp_path / "out")["speed"] if r["sampler"] == "per")
+    expected = np.minimum(np.arange(1, 41), 10.0).mean() - ramp.mean()
+    assert row["difference"] == pytest.approx(expected, rel=1e-12) and row["twice_as_fast"] == pytest.approx(expected)
+    assert row["lo"] < expected < row["hi"]  # the seeds' offsets spread both sides alike
+    assert "Y twice as fast" in (tmp_path / "out" / "speed.md").read_text()
+
+
 def test_atari_curves_mark_the_random_and_nearby_human_scores():
     import matplotlib
 

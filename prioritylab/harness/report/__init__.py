@@ -36,6 +36,9 @@ runs by (agent, environment, sampler) across seeds and writes:
 * ``differences.md`` / ``.csv``: per environment, for the same comparisons, the difference
   of the mean final scores with its 95 % Welch interval, absolute and as a share of the
   baseline's mean;
+* ``speed.md`` / ``.csv``: the same comparisons of each run's mean return over all its evaluations (the
+  area under its learning curve, which rewards learning early), beside what the baseline would gain if it
+  learned twice as fast (its mean curve read at twice each step): PER's "learning is twice as fast";
 * ``versus.md`` / ``.csv`` (with ``--against SETTING=VALUE``): each sampler's runs against its own runs
   recorded with ``SETTING = VALUE`` (another optimiser eps, another kappa), the difference of the mean final
   scores with its 95 % Welch interval; the reference runs are in no other table, and the runs of a sampler
@@ -130,6 +133,9 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     diffs = stats.differences(comparable)
     write_csv(out / "differences.csv", diffs)
     (out / "differences.md").write_text(tables.differences_markdown(diffs))
+    fast = stats.speed(comparable)
+    write_csv(out / "speed.csv", fast)
+    (out / "speed.md").write_text(tables.speed_markdown(fast))
     versus_rows = []
     if against is not None:
         reference = grouped(reference_runs)
@@ -158,7 +164,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
                     "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
     return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
             "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
-            "differences": diffs, "versus": versus_rows, "aggregates_by_task": agg_by_task,
+            "differences": diffs, "speed": fast, "versus": versus_rows, "aggregates_by_task": agg_by_task,
             "improvement_by_task": imp_by_task}
 
 

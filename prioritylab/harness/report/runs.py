@@ -201,6 +201,12 @@ def final_score(run: dict) -> float:
     return float(column(run["rows"], "return_mean")[-LAST:].mean())
 
 
+def area(run: dict) -> float:
+    """Mean return over all the run's evaluations: the area under its learning curve per evaluation, which
+    rewards learning early as well as ending high (the speed PER reports: "learning is twice as fast")."""
+    return float(column(run["rows"], "return_mean").mean())
+
+
 def _is_value(recorded_value, text: str) -> bool:
     """Whether a recorded setting equals ``text`` as given on the command line: numbers as numbers (1e-5 is
     1e-05), other values as the manifest's JSON writes them (``false``, ``null``, ``[256, 128]``) or as Python

@@ -16,7 +16,7 @@ import numpy as np
 from ...provenance import unread_by
 from ...scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
 from ...scores import human_normalised as normalise_human
-from .runs import LAST, _twice, column, differing, final_score, seed_order
+from .runs import LAST, _twice, aligned, area, column, differing, final_score, seed_order
 
 MIN_CI_RUNS = 5
 """Fewest runs per task for which a table shows a bootstrap interval (fewer: the point estimate alone)."""
@@ -117,10 +117,10 @@ def _welch_row(x: np.ndarray, y: np.ndarray) -> dict:
     return {"difference": diff, "lo": lo, "hi": hi, "pct": rel[0], "pct_lo": rel[1], "pct_hi": rel[2]}
 
 
-def differences(groups: dict, claims: dict | None = None) -> list[dict]:
+def differences(groups: dict, claims: dict | None = None, score=final_score) -> list[dict]:
     """Per agent and environment, for each comparison of ``claims`` (default :data:`CLAIMS`): the difference of
-    the mean final scores (:func:`final_score`) X - Y with its 95 % Welch interval over the seeds, absolute and
-    as a share of |Y's mean|; groups with at least 2 seeds each."""
+    the mean scores X - Y (``score``: :func:`final_score`, or :func:`area` for :func:`speed`) with its 95 % Welch
+    interval over the seeds, absolute and as a share of |Y's mean|; groups with at least 2 seeds each."""
     rows = []
     for baseline, samplers in (CLAIMS if claims is None else claims).items():
         for (agent, env, sampler), runs in sorted(groups.items()):
@@ -129,9 +129,30 @@ def differences(groups: dict, claims: dict | None = None) -> list[dict]:
                 continue
             if len(runs) < 2 or len(base) < 2:
                 continue
-            x, y = np.array([final_score(r) for r in runs]), np.array([final_score(r) for r in base])
+            x, y = np.array([score(r) for r in runs]), np.array([score(r) for r in base])
             rows.append({"agent": agent, "env": env, "sampler": sampler, "baseline": baseline,
                          "seeds": len(runs), "baseline_seeds": len(base), **_welch_row(x, y)})  # fmt: skip
+    return rows
+
+
+def twice_as_fast(runs: list[dict]) -> float:
+    """How much :func:`area` would grow if these runs learned twice as fast: their mean curve read at twice each
+    evaluation step (at its last step beyond the end, where it is taken to stay), minus the curve itself, averaged
+    over the evaluation steps every run logged."""
+    steps, values = aligned(runs, "return_mean")
+    mean = values.mean(axis=0)
+    return float(np.interp(np.minimum(2 * steps, steps[-1]), steps, mean).mean() - mean.mean())
+
+
+def speed(groups: dict, claims: dict | None = None) -> list[dict]:
+    """:func:`differences` of :func:`area`, the mean return over all evaluations, with what Y's runs would gain
+    if they learned twice as fast (:func:`twice_as_fast`), the size of PER's claim in these units."""
+    rows = differences(groups, claims, score=area)
+    for r in rows:
+        base = groups[(r["agent"], r["env"], r["baseline"])]
+        scale = abs(float(np.mean([area(x) for x in base])))
+        r["twice_as_fast"] = twice_as_fast(base)
+        r["twice_as_fast_pct"] = 100 * r["twice_as_fast"] / scale if scale > 0 else math.nan
     return rows
 
 

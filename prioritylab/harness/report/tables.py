@@ -105,6 +105,25 @@ def differences_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def speed_markdown(rows: list[dict]) -> str:
+    lines = ["| agent | env | sampler | vs | seeds | area X - Y [95 % CI] | % of Y's area [95 % CI] | "
+             "Y twice as fast |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        few = r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS
+        seeds = f"{r['seeds']} / {r['baseline_seeds']}" + (" (few seeds)" if few else "")
+        cis = _intervals(r)
+        lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['baseline']} | {seeds} | "
+                     f"{r['difference']:+.3g} {cis[0]} | {_percent(r['pct'])} % {cis[1]} | "
+                     f"{r['twice_as_fast']:+.3g} ({_percent(r['twice_as_fast_pct'])} %) |")  # fmt: skip
+    lines += ["", "Area: a run's mean return over all its evaluations, which rewards learning early as well as ending "
+              "high. X minus Y with the 95 % Welch t-interval over the seeds, for the comparisons the papers make "
+              "(CLAIMS). Last column: what Y's area would gain if Y learned twice as fast (its mean curve read at "
+              "twice each step, held at its end), the size of PER's \"learning is twice as fast\" in these units."]
+    if any(r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS for r in rows):
+        lines.append(f"(few seeds): fewer than {MIN_CI_RUNS} seeds on a side; the interval is not meaningful.")
+    return "\n".join(lines) + "\n"
+
+
 def gains_markdown(rows: list[dict]) -> str:
     lines = ["| agent | sampler | vs | envs | seeds | mean % gain | median % gain |", "|---|---|---|---|---|---|---|"]
     for r in rows:
