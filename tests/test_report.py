@@ -475,8 +475,8 @@ def test_several_run_folders_are_reported_together_and_each_run_counted_once(tmp
 
 
 def test_a_percentage_near_zero_keeps_its_sign_and_a_decimal():
-    assert [tables._percent(x) for x in (-0.46, 0.3, 0.0, -0.5, -0.04, 12.4, -7.6)] == \
-        ["-0.5", "+0.3", "+0", "-0.5", "-0.04", "+12", "-8"]
+    assert [tables._percent(x) for x in (-0.46, 0.3, 0.0, -0.5, -0.04, 12.4, -7.6, -1.77e-5)] == \
+        ["-0.5", "+0.3", "+0", "-0.5", "-0.04", "+12", "-8", "-2e-05"]
 
 
 def test_against_compares_each_sampler_with_its_own_runs_at_the_reference_value(tmp_path):

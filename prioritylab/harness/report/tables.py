@@ -79,7 +79,7 @@ def _percent(x: float) -> str:
     text = f"{x:+.0f}"
     if x == 0 or text not in ("+0", "-0"):
         return text
-    return f"{x:+.1g}" if abs(x) >= 0.01 else f"{x:+.2f}"
+    return f"{x:+.1g}"
 
 
 def _intervals(r: dict) -> tuple[str, str]:
