@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -641,3 +642,13 @@ def test_a_bad_against_is_a_one_line_error_before_anything_is_written(tmp_path, 
     assert err.value.code == 2 and len(lines) == 1 and message in lines[0], lines
     out = tmp_path / "out"
     assert not (out.exists() and any(out.iterdir()))  # at most the checked, empty --out folder
+
+
+def test_every_committed_report_was_made_from_a_clean_tree():
+    """A committed report's manifest names the commit whose code made it: that holds only when the tree had no
+    other changes (its own folder aside), so every report in docs/results records ``git_dirty: false``."""
+    root = Path(__file__).resolve().parents[1] / "docs" / "results"
+    reports = [p for p in sorted(root.rglob("manifest.json")) if "run_folders" in json.loads(p.read_text())]
+    assert len(reports) >= 7
+    dirty = [str(p.relative_to(root)) for p in reports if json.loads(p.read_text()).get("git_dirty") is not False]
+    assert dirty == []
