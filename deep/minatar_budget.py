@@ -9,7 +9,8 @@ baseline), seed 0, for 1M frames, 20 % of the MinAtar paper's 5M (Young & Tian, 
 five-seed study on it would cost here.
 
 The criterion, fixed before these runs: a game is learned by frame F when the mean of the 10 evaluations
-up to F (a 250k-frame window) is at least 3 times random play's score and at least 1 point above it.
+up to F (the study's final-score window in evaluations: 250k frames at this specification's 25k spacing, 125k at
+the study's 12.5k) is at least 3 times random play's score and at least 1 point above it.
 The first frame it can name is the 10th evaluation's (250k frames here); ``scripts/learned_by.py`` applies it to
 run folders.  It sorts the study's 250k-frame seed-0 runs as the study did (tested): Breakout (6.6 against 0.3) and
 SpaceInvaders (24.0 against 4.1) pass; Asterix (1.0 against 0.4), Seaquest (0.5 against 0.1) and Freeway

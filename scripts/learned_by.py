@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         end = int(steps[-1]) if steps.size else 0
         partial = "" if run["finished"] else f" (partial: {end} of {run['steps']})"
         when = f"{first:,}" if first is not None else f"not by {end:,}"
-        print(f"| {name}{partial} | {random:g} | {bound(random):.2f} | {when} | {last:.2f} | "
-              f"{'yes' if last >= bound(random) else 'no'} |")
+        at_end = "—" if last != last else "yes" if last >= bound(random) else "no"  # NaN: fewer than a window
+        print(f"| {name}{partial} | {random:g} | {bound(random):.2f} | {when} | {last:.2f} | {at_end} |")
     return 0
 
 

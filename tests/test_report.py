@@ -384,17 +384,35 @@ def test_a_sampler_short_of_runs_on_one_task_is_listed_in_that_tasks_rows(tmp_pa
 
 def test_speed_compares_areas_and_sizes_a_twofold_speed_up(tmp_path):
     """PER's runs are uniform's curve read at twice each step (a ramp to 10 over 20 evaluations that then holds):
-    their area exceeds uniform's by exactly what the last column says learning twice as fast would give."""
+    their area exceeds uniform's by exactly the gain of learning twice as fast, X - (Y twice as fast) is 0, and
+    the smallest speed-up the interval excludes is above 2.  LAP's runs are uniform's: every speed-up of uniform
+    gains more than LAP's interval allows only above 1."""
     runs = tmp_path / "runs"
     ramp = np.minimum(np.arange(1, 41) / 2.0, 10.0)  # 0.5, 1, ..., 10 at evaluation 20, then 10
     for seed in range(5):
-        fake_run(runs, "uniform", seed, list(ramp + seed))
-        fake_run(runs, "per", seed, list(np.minimum(2 * np.arange(1, 41) / 2.0, 10.0) + seed))
-    row = next(r for r in R.report(runs, tmp_path / "out")["speed"] if r["sampler"] == "per")
+        fake_run(runs, "uniform", seed, list(ramp + 0.1 * seed))
+        fake_run(runs, "per", seed, list(np.minimum(np.arange(1, 41), 10.0) + 0.1 * seed))
+        fake_run(runs, "lap", seed, list(ramp + 0.1 * seed))
+    rows = {r["sampler"]: r for r in R.report(runs, tmp_path / "out")["speed"] if r["baseline"] == "uniform"}
     expected = np.minimum(np.arange(1, 41), 10.0).mean() - ramp.mean()
-    assert row["difference"] == pytest.approx(expected, rel=1e-12) and row["twice_as_fast"] == pytest.approx(expected)
-    assert row["lo"] < expected < row["hi"]  # the seeds' offsets spread both sides alike
-    assert "Y twice as fast" in (tmp_path / "out" / "speed.md").read_text()
+    per = rows["per"]
+    assert per["difference"] == pytest.approx(expected, rel=1e-12) and per["twice_as_fast"] == pytest.approx(expected)
+    assert per["twice_as_fast_pct"] == pytest.approx(100 * expected / (ramp.mean() + 0.2))  # mean offset 0.2
+    assert per["vs_twice"] == pytest.approx(0, abs=1e-12) and per["vs_twice_lo"] < 0 < per["vs_twice_hi"]
+    assert per["excluded_speed_up"] > 2
+    assert rows["lap"]["difference"] == 0 and 1 < rows["lap"]["excluded_speed_up"] < 2
+    text = (tmp_path / "out" / "speed.md").read_text()
+    assert "Y twice as fast: gain" in text and "x and more |" in text
+
+
+def test_a_twofold_speed_up_holds_a_curve_still_rising_at_its_end():
+    """The area at twice the speed reads the curve at 2, 4, ... and holds its last value beyond the end."""
+    from prioritylab.harness.report.runs import area
+
+    rows = [{"step": str(100 * i), "return_mean": str(float(i))} for i in range(1, 21)]
+    run = {"rows": rows}
+    assert area(run) == pytest.approx(10.5) and area(run, 1.0) == area(run)
+    assert area(run, 2.0) == pytest.approx(np.minimum(2 * np.arange(1, 21), 20).mean())  # 2, 4, ..., 20, 20, ...
 
 
 def test_atari_curves_mark_the_random_and_nearby_human_scores():

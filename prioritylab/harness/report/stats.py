@@ -16,7 +16,7 @@ import numpy as np
 from ...provenance import unread_by
 from ...scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
 from ...scores import human_normalised as normalise_human
-from .runs import LAST, _twice, aligned, area, column, differing, final_score, seed_order
+from .runs import LAST, _twice, area, column, differing, final_score, seed_order
 
 MIN_CI_RUNS = 5
 """Fewest runs per task for which a table shows a bootstrap interval (fewer: the point estimate alone)."""
@@ -135,24 +135,30 @@ def differences(groups: dict, claims: dict | None = None, score=final_score) -> 
     return rows
 
 
-def twice_as_fast(runs: list[dict]) -> float:
-    """How much :func:`area` would grow if these runs learned twice as fast: their mean curve read at twice each
-    evaluation step (at its last step beyond the end, where it is taken to stay), minus the curve itself, averaged
-    over the evaluation steps every run logged."""
-    steps, values = aligned(runs, "return_mean")
-    mean = values.mean(axis=0)
-    return float(np.interp(np.minimum(2 * steps, steps[-1]), steps, mean).mean() - mean.mean())
+SPEED_UP = 2.0
+"""The speed-up :func:`speed` tests: PER's "on aggregate, learning is twice as fast" (PER section 6, Figs. 4, 8)."""
+FACTORS = np.round(np.arange(1.05, 4.0001, 0.05), 2)
+"""The speed-ups :func:`speed` tries for the smallest one the interval of the areas excludes."""
 
 
 def speed(groups: dict, claims: dict | None = None) -> list[dict]:
-    """:func:`differences` of :func:`area`, the mean return over all evaluations, with what Y's runs would gain
-    if they learned twice as fast (:func:`twice_as_fast`), the size of PER's claim in these units."""
+    """:func:`differences` of :func:`area`, the mean return over all evaluations, and two readings of a speed-up:
+    what Y's area would gain if Y learned :data:`SPEED_UP` times as fast (each Y run's curve read at twice each
+    step), with the Welch interval of X's areas minus those (below 0: X is slower than that), and the smallest
+    speed-up of Y in :data:`FACTORS` whose gain exceeds the upper end of the interval of X - Y (1 when that end is
+    below 0, X behind Y; NaN if none)."""
     rows = differences(groups, claims, score=area)
     for r in rows:
         base = groups[(r["agent"], r["env"], r["baseline"])]
-        scale = abs(float(np.mean([area(x) for x in base])))
-        r["twice_as_fast"] = twice_as_fast(base)
-        r["twice_as_fast_pct"] = 100 * r["twice_as_fast"] / scale if scale > 0 else math.nan
+        x = np.array([area(run) for run in groups[(r["agent"], r["env"], r["sampler"])]])
+        y = float(np.mean([area(run) for run in base]))
+        fast = np.array([area(run, SPEED_UP) for run in base])
+        gain = float(fast.mean()) - y
+        d, lo, hi = welch_ci(x, fast)
+        beyond = [1.0] if r["hi"] < 0 else [f for f in FACTORS if np.mean([area(run, f) for run in base]) - y > r["hi"]]
+        r.update({"twice_as_fast": gain, "twice_as_fast_pct": 100 * gain / abs(y) if y != 0 else math.nan,
+                  "vs_twice": d, "vs_twice_lo": lo, "vs_twice_hi": hi,
+                  "excluded_speed_up": float(beyond[0]) if beyond else math.nan})  # fmt: skip
     return rows
 
 
