@@ -144,9 +144,9 @@ FACTORS = np.round(np.arange(1.05, 4.0001, 0.05), 2)
 def speed(groups: dict, claims: dict | None = None) -> list[dict]:
     """:func:`differences` of :func:`area`, the mean return over all evaluations, and two readings of a speed-up:
     what Y's area would gain if Y learned :data:`SPEED_UP` times as fast (each Y run's curve read at twice each
-    step), with the Welch interval of X's areas minus those (below 0: X is slower than that), and the smallest
-    speed-up of Y in :data:`FACTORS` whose gain exceeds the upper end of the interval of X - Y (1 when that end is
-    below 0, X behind Y; NaN if none)."""
+    step), with the Welch interval of X's areas minus those (wholly below 0: X learns less than twice as fast),
+    and the smallest speed-up of Y in :data:`FACTORS` for which that interval lies wholly below 0 (1 when X's
+    areas are below Y's own; NaN if none)."""
     rows = differences(groups, claims, score=area)
     for r in rows:
         base = groups[(r["agent"], r["env"], r["baseline"])]
@@ -155,7 +155,8 @@ def speed(groups: dict, claims: dict | None = None) -> list[dict]:
         fast = np.array([area(run, SPEED_UP) for run in base])
         gain = float(fast.mean()) - y
         d, lo, hi = welch_ci(x, fast)
-        beyond = [1.0] if r["hi"] < 0 else [f for f in FACTORS if np.mean([area(run, f) for run in base]) - y > r["hi"]]
+        beyond = [1.0] if r["hi"] < 0 else [
+            f for f in FACTORS if welch_ci(x, np.array([area(run, f) for run in base]))[2] < 0]
         r.update({"twice_as_fast": gain, "twice_as_fast_pct": 100 * gain / abs(y) if y != 0 else math.nan,
                   "vs_twice": d, "vs_twice_lo": lo, "vs_twice_hi": hi,
                   "excluded_speed_up": float(beyond[0]) if beyond else math.nan})  # fmt: skip

@@ -126,7 +126,7 @@ def speed_markdown(rows: list[dict]) -> str:
               "value beyond its end (which understates a run still improving there); the gain is the size of PER's "
               "\"learning is twice as fast\" in these units, and an interval of X - (Y twice as fast) wholly below 0 "
               "says X learns less than twice as fast as Y. Speed-up excluded: the smallest factor (in steps of 0.05, "
-              "up to 4) by which Y's runs sped up gain more than the upper end of the interval of X - Y."]
+              "up to 4) for which the interval of X - (Y that much faster) lies wholly below 0."]
     if any(r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS for r in rows):
         lines.append(f"(few seeds): fewer than {MIN_CI_RUNS} seeds on a side; the interval is not meaningful.")
     return "\n".join(lines) + "\n"
