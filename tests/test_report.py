@@ -79,6 +79,26 @@ def test_table3_figure_is_drawn_where_the_runs_log_the_four_statistics(tmp_path)
     assert "table3_td3_Hopper-v5.png" in figures
 
 
+def test_a_report_into_a_reused_folder_removes_the_figures_of_groups_no_longer_there(tmp_path):
+    """An earlier report's figure of a group the runs no longer hold would read as current; a figure the report
+    did not draw (one drawn by hand beside it) stays."""
+    for seed in range(2):
+        fake_run(tmp_path / "runs", "uniform", seed, [1.0] * 12)
+        fake_run(tmp_path / "walker", "uniform", seed, [1.0] * 12, env="Walker2d-v5")
+    out = tmp_path / "out"
+    R.report([tmp_path / "runs", tmp_path / "walker"], out)
+    (out / "kappa_curves.png").write_bytes(b"drawn by hand")
+    (out / "curves_td3_Ant-v5.png").write_bytes(b"not listed by the earlier report")
+    assert (out / "curves_td3_Walker2d-v5.png").exists() and (out / "diagnostics_td3_Walker2d-v5.png").exists()
+    R.report(tmp_path / "runs", out)
+    assert not (out / "curves_td3_Walker2d-v5.png").exists() and not (out / "diagnostics_td3_Walker2d-v5.png").exists()
+    assert (out / "curves_td3_Hopper-v5.png").exists() and (out / "kappa_curves.png").read_bytes() == b"drawn by hand"
+    assert (out / "curves_td3_Ant-v5.png").exists()
+    figures = json.loads((out / "manifest.json").read_text())["figures"]
+    assert all(name.startswith(plots.FIGURE_PREFIXES) and (out / name).exists() for name in figures)
+    assert "curves_td3_Hopper-v5.png" in figures and not any("Walker2d" in name for name in figures)
+
+
 def test_welch_interval_matches_scipy():
     rng = np.random.default_rng(3)
     a, b = rng.normal(1.0, 1.0, 7), rng.normal(0.0, 3.0, 10)

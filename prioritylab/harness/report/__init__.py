@@ -51,7 +51,9 @@ runs by (agent, environment, sampler) across seeds and writes:
   partial (no ``finished.json``), left out as a run that never updated (0
   updates: a random policy's returns), skipped as corrupt (with the reason), or
   empty (a folder with no ``manifest.json`` and no ``evaluations.csv``);
-* ``manifest.json``: the command, commit, package versions and the run folders used.
+* ``manifest.json``: the command, commit, package versions, the run folders used and the figures drawn.  A
+  report into a folder that holds an earlier report removes the figures that one drew and this one does not
+  (a group no longer there); figures it did not draw, such as one drawn by hand, stay.
 
 A final score is the mean return over a run's last 10 evaluations.  Partial runs are
 listed and never averaged in, unless ``--include-partial`` (then they are marked).
@@ -76,6 +78,7 @@ the seeds on the evaluation steps every seed logged.  A Welch interval is undefi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -100,6 +103,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
         if twice:
             raise ValueError(f"--against gives {', '.join(twice)} more than once; give each setting once")
     runs, reference_runs, status = collect(roots, out, include_partial, against)
+    earlier_figures = _drawn_before(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "status.md").write_text(tables.status_markdown(status))
     if not runs:
@@ -155,10 +159,13 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
 
     figures = plots.plot_curves(comparable, out) + plots.plot_table3(comparable, out)
     profiles = [plots.plot_profiles(score_dict, agent, domain, out) for (agent, domain), score_dict in matrices.items()]
+    drawn = {p.name for p in figures + profiles}
+    for name in earlier_figures - drawn:
+        (out / name).unlink(missing_ok=True)
     recorded_roots = str(roots[0]) if len(roots) == 1 else [str(r) for r in roots]
     write_manifest(out, {"runs": recorded_roots, "include_partial": include_partial, "n_runs": len(runs),
                          **({"against": _against_flags(against)} if against is not None else {})},
-                   {"figures": sorted(p.name for p in figures + profiles),
+                   {"figures": sorted(drawn),
                     "run_folders": [str(r["folder"]) for r in runs],
                     **({"reference_folders": [str(r["folder"]) for r in reference_runs]} if against else {}),
                     "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
@@ -177,6 +184,20 @@ def _table(out: Path, name: str, rows: list[dict], text: str) -> None:
     else:
         for suffix in (".csv", ".md"):
             (out / f"{name}{suffix}").unlink(missing_ok=True)
+
+
+def _drawn_before(out: Path) -> set[str]:
+    """The figures an earlier report drew in ``out``, as its ``manifest.json`` lists them, that this report draws
+    again or removes (a group no longer there).  Only the report's own names count (``plots.FIGURE_PREFIXES``): a
+    figure drawn by hand into the folder stays, as does everything when there is no readable manifest."""
+    try:
+        listed = json.loads((out / "manifest.json").read_text()).get("figures", [])
+    except (OSError, ValueError, AttributeError):
+        return set()
+    if not isinstance(listed, list):
+        return set()
+    return {name for name in listed if isinstance(name, str) and Path(name).name == name
+            and name.endswith(".png") and name.startswith(plots.FIGURE_PREFIXES)}
 
 
 def _against_flags(against: list[tuple[str, str]]) -> str | list[str]:

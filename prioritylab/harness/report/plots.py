@@ -17,6 +17,9 @@ from .stats import TABLE3_KEYS, mean_ci, rliable_seeded
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
 PROFILE_REPS = 500
 """Bootstrap replications of the performance profiles' bands."""
+FIGURE_PREFIXES = ("curves_", "diagnostics_", "table3_", "profiles_")
+"""How the name of every figure the report draws begins (a later report into the same folder removes those of an
+earlier one that it does not draw again)."""
 PANELS = ("ess_mean", "age_median", "coverage", "top1_share", "prob_n_p99", "td_mean", "q_mean", "weight_mean")
 
 
