@@ -51,6 +51,11 @@ def test_table_is_the_mean_and_t_interval_of_the_last_ten_evaluations(tmp_path):
     assert row["finished"] == 2 and row["seeds"] == 3
     text = (tmp_path / "out" / "table.md").read_text()
     assert "(1 partial)" in text and "n/a (1 seed)" in text
+    for name in ("table", "differences", "speed", "gains", "aggregates", "improvement", "overhead", "ners_table3"):
+        assert (tmp_path / "out" / f"{name}.md").read_text().startswith("**1 of the 4 runs here are partial**")
+    assert "partial" not in (tmp_path / "out" / "status.md").read_text().splitlines()[0]
+    R.report(tmp_path / "runs", tmp_path / "finished_only")
+    assert "runs here are partial" not in (tmp_path / "finished_only" / "differences.md").read_text()
     t3 = (tmp_path / "out" / "ners_table3.md").read_text()
     assert "| td3 | Hopper-v5 | per | 3 | 1.500 | 0.100 | 10.00 | 2.00 |" in t3
     assert (tmp_path / "out" / "curves_td3_Hopper-v5.png").stat().st_size > 0

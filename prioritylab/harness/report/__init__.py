@@ -56,7 +56,8 @@ runs by (agent, environment, sampler) across seeds and writes:
   (a group no longer there); figures it did not draw, such as one drawn by hand, stay.
 
 A final score is the mean return over a run's last 10 evaluations.  Partial runs are
-listed and never averaged in, unless ``--include-partial`` (then they are marked).
+listed and never averaged in, unless ``--include-partial`` (then ``table.md`` marks them
+and every table begins with a line that counts them).
 A corrupt or truncated ``manifest.json`` / ``evaluations.csv`` (a row with fewer or
 more fields than the header, or a last row without its line end) is reported by name
 and skipped.
@@ -109,20 +110,25 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     if not runs:
         raise ValueError(f"no finished runs under {', '.join(map(str, roots))} (see {out / 'status.md'}; "
                          "--include-partial uses the others)")  # fmt: skip
+    partial = tables.partial_note(runs)
+
+    def write(name: str, text: str) -> None:
+        (out / name).write_text(partial + text)
+
     groups = grouped(runs)
     notes = incomparable(groups)
     comparable = {k: v for k, v in groups.items() if k not in notes}
 
     table = stats.build_table(groups, notes)
     write_csv(out / "table.csv", table)
-    (out / "table.md").write_text(tables.table_markdown(table))
-    (out / "ners_table3.md").write_text(tables.ners_table3(comparable))
+    write("table.md", tables.table_markdown(table))
+    write("ners_table3.md", tables.ners_table3(comparable))
     gain_rows = stats.gains(comparable)
     write_csv(out / "gains.csv", gain_rows)
-    (out / "gains.md").write_text(tables.gains_markdown(gain_rows))
+    write("gains.md", tables.gains_markdown(gain_rows))
     hn = stats.human_normalised(comparable)
     _table(out, "human_normalised", [{k: v for k, v in r.items() if k != "per_game"} for r in hn],
-           tables.human_normalised_markdown(hn))
+           tables.human_normalised_markdown(hn), partial)
     cells = stats.score_cells(comparable)
     each_task = stats.task_cells(cells)
     left: list[str] = []
@@ -130,32 +136,32 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     matrices = stats.score_matrices(cells, left)
     agg = stats.aggregates(matrices)
     write_csv(out / "aggregates.csv", agg)
-    (out / "aggregates.md").write_text(tables.aggregates_markdown(agg, left))
+    write("aggregates.md", tables.aggregates_markdown(agg, left))
     agg_by_task = stats.aggregates(stats.score_matrices(each_task, left_by_task))
-    _table(out, "aggregates_by_task", agg_by_task,
-           tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True) + "\n" + tables.BY_TASK_NOTE + "\n")
+    by_task_text = tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True)
+    _table(out, "aggregates_by_task", agg_by_task, by_task_text + "\n" + tables.BY_TASK_NOTE + "\n", partial)
     diffs = stats.differences(comparable)
     write_csv(out / "differences.csv", diffs)
-    (out / "differences.md").write_text(tables.differences_markdown(diffs))
+    write("differences.md", tables.differences_markdown(diffs))
     fast = stats.speed(comparable)
     write_csv(out / "speed.csv", fast)
-    (out / "speed.md").write_text(tables.speed_markdown(fast))
+    write("speed.md", tables.speed_markdown(fast))
     versus_rows = []
     if against is not None:
         reference = grouped(reference_runs)
         versus_rows = stats.versus(groups, reference, keys)
         write_csv(out / "versus.csv", versus_rows)
-        (out / "versus.md").write_text(tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
+        write("versus.md", tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
     else:
         _table(out, "versus", [], "")
     imp = stats.improvement(cells)
     write_csv(out / "improvement.csv", imp)
-    (out / "improvement.md").write_text(tables.improvement_markdown(imp))
+    write("improvement.md", tables.improvement_markdown(imp))
     imp_by_task = stats.improvement(each_task)
     _table(out, "improvement_by_task", imp_by_task,
-           tables.improvement_markdown(imp_by_task) + "\n" + tables.BY_TASK_NOTE + "\n")
+           tables.improvement_markdown(imp_by_task) + "\n" + tables.BY_TASK_NOTE + "\n", partial)
     over = stats.overhead(comparable)
-    (out / "overhead.md").write_text(tables.overhead_markdown(over))
+    write("overhead.md", tables.overhead_markdown(over))
 
     figures = plots.plot_curves(comparable, out) + plots.plot_table3(comparable, out)
     profiles = [plots.plot_profiles(score_dict, agent, domain, out) for (agent, domain), score_dict in matrices.items()]
@@ -175,12 +181,12 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
             "improvement_by_task": imp_by_task}
 
 
-def _table(out: Path, name: str, rows: list[dict], text: str) -> None:
+def _table(out: Path, name: str, rows: list[dict], text: str, partial: str = "") -> None:
     """``<name>.csv`` and ``<name>.md`` when there are rows; otherwise no such files, not even an earlier report's
     in the same folder (a table this report's runs do not give)."""
     if rows:
         write_csv(out / f"{name}.csv", rows)
-        (out / f"{name}.md").write_text(text)
+        (out / f"{name}.md").write_text(partial + text)
     else:
         for suffix in (".csv", ".md"):
             (out / f"{name}{suffix}").unlink(missing_ok=True)

@@ -194,6 +194,17 @@ def versus_markdown(rows: list[dict], keys: Sequence[str], unpaired: Sequence[st
     return "\n".join(lines) + "\n"
 
 
+def partial_note(runs: list[dict]) -> str:
+    """The line every table of a report that averages partial runs in (``--include-partial``) begins with; empty
+    when every run finished."""
+    n = sum(not r["finished"] for r in runs)
+    if not n:
+        return ""
+    return (f"**{n} of the {len(runs)} runs here are partial** (no `finished.json`, averaged in by "
+            "`--include-partial`): a partial run's final score is its last 10 evaluations so far, and its area "
+            "under the learning curve covers only the evaluations it reached. `status.md` names them.\n\n")
+
+
 def status_markdown(status: list[dict]) -> str:
     """``status.md``: every folder found, with what became of it."""
     lines = ["| run folder | status | detail |", "|---|---|---|"]
