@@ -86,7 +86,7 @@ from pathlib import Path
 from ..._cli import check_output_dir, fail
 from ...results import write_csv, write_manifest
 from . import plots, stats, tables
-from .runs import collect, grouped, incomparable
+from .runs import against_flags, collect, grouped, incomparable
 
 
 def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False,
@@ -170,7 +170,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
         (out / name).unlink(missing_ok=True)
     recorded_roots = str(roots[0]) if len(roots) == 1 else [str(r) for r in roots]
     write_manifest(out, {"runs": recorded_roots, "include_partial": include_partial, "n_runs": len(runs),
-                         **({"against": _against_flags(against)} if against is not None else {})},
+                         **({"against": _recorded_against(against)} if against is not None else {})},
                    {"figures": sorted(drawn),
                     "run_folders": [str(r["folder"]) for r in runs],
                     **({"reference_folders": [str(r["folder"]) for r in reference_runs]} if against else {}),
@@ -206,9 +206,9 @@ def _drawn_before(out: Path) -> set[str]:
             and name.endswith(".png") and name.startswith(plots.FIGURE_PREFIXES)}
 
 
-def _against_flags(against: list[tuple[str, str]]) -> str | list[str]:
+def _recorded_against(against: list[tuple[str, str]]) -> str | list[str]:
     """``--against``'s values as the manifest records them: one ``SETTING=VALUE``, or a list of them."""
-    flags = ["=".join(pair) for pair in against]
+    flags = against_flags(against)
     return flags[0] if len(flags) == 1 else flags
 
 

@@ -234,13 +234,18 @@ def against_text(against: Sequence[tuple[str, str]]) -> str:
     return " and ".join(f"{key} = {value}" for key, value in against)
 
 
+def against_flags(against: Sequence[tuple[str, str]]) -> list[str]:
+    """``--against``'s values as given: ``["method.kappa=0.01", "rms_eps=1e-5"]``."""
+    return ["=".join(pair) for pair in against]
+
+
 def split_against(runs: list[dict], against: Sequence[tuple[str, str]]) -> tuple[list[dict], list[dict]]:
     """``--against KEY=VALUE [--against KEY=VALUE ...]``: the runs compared and the reference runs, those recorded
     with every ``KEY`` = ``VALUE`` their sampler reads (a run whose sampler reads none of the keys is compared).
     ``ValueError`` if no run or every run is a reference run, if a run whose sampler reads a ``KEY`` has no record
     of it, or if the compared runs hold more than one value of a ``KEY``, none, or only ``VALUE`` (a ``KEY`` that
     separates nothing)."""
-    flag = " ".join(f"--against {key}={value}" for key, value in against)
+    flag = " ".join(f"--against {text}" for text in against_flags(against))
     compared, reference = [], []
     others: dict[str, list] = {key: [] for key, _ in against}
     for r in runs:
