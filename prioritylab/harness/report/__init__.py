@@ -80,7 +80,7 @@ the seeds on the evaluation steps every seed logged.  A Welch interval is undefi
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..._cli import check_output_dir, fail
@@ -113,6 +113,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     partial = tables.partial_note(runs)
 
     def write(name: str, text: str) -> None:
+        """Every table's markdown goes through here, so that each begins with the partial-runs line."""
         (out / name).write_text(partial + text)
 
     groups = grouped(runs)
@@ -128,7 +129,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     write("gains.md", tables.gains_markdown(gain_rows))
     hn = stats.human_normalised(comparable)
     _table(out, "human_normalised", [{k: v for k, v in r.items() if k != "per_game"} for r in hn],
-           tables.human_normalised_markdown(hn), partial)
+           tables.human_normalised_markdown(hn), write)
     cells = stats.score_cells(comparable)
     each_task = stats.task_cells(cells)
     left: list[str] = []
@@ -139,7 +140,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     write("aggregates.md", tables.aggregates_markdown(agg, left))
     agg_by_task = stats.aggregates(stats.score_matrices(each_task, left_by_task))
     by_task_text = tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True)
-    _table(out, "aggregates_by_task", agg_by_task, by_task_text + "\n" + tables.BY_TASK_NOTE + "\n", partial)
+    _table(out, "aggregates_by_task", agg_by_task, by_task_text + "\n" + tables.BY_TASK_NOTE + "\n", write)
     diffs = stats.differences(comparable)
     write_csv(out / "differences.csv", diffs)
     write("differences.md", tables.differences_markdown(diffs))
@@ -153,13 +154,13 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
         write_csv(out / "versus.csv", versus_rows)
         write("versus.md", tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
     else:
-        _table(out, "versus", [], "")
+        _table(out, "versus", [], "", write)
     imp = stats.improvement(cells)
     write_csv(out / "improvement.csv", imp)
     write("improvement.md", tables.improvement_markdown(imp))
     imp_by_task = stats.improvement(each_task)
     _table(out, "improvement_by_task", imp_by_task,
-           tables.improvement_markdown(imp_by_task) + "\n" + tables.BY_TASK_NOTE + "\n", partial)
+           tables.improvement_markdown(imp_by_task) + "\n" + tables.BY_TASK_NOTE + "\n", write)
     over = stats.overhead(comparable)
     write("overhead.md", tables.overhead_markdown(over))
 
@@ -181,12 +182,12 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
             "improvement_by_task": imp_by_task}
 
 
-def _table(out: Path, name: str, rows: list[dict], text: str, partial: str = "") -> None:
-    """``<name>.csv`` and ``<name>.md`` when there are rows; otherwise no such files, not even an earlier report's
-    in the same folder (a table this report's runs do not give)."""
+def _table(out: Path, name: str, rows: list[dict], text: str, write: Callable[[str, str], None]) -> None:
+    """``<name>.csv`` and ``<name>.md`` (through the report's ``write``) when there are rows; otherwise no such
+    files, not even an earlier report's in the same folder (a table this report's runs do not give)."""
     if rows:
         write_csv(out / f"{name}.csv", rows)
-        (out / f"{name}.md").write_text(partial + text)
+        write(f"{name}.md", text)
     else:
         for suffix in (".csv", ".md"):
             (out / f"{name}{suffix}").unlink(missing_ok=True)

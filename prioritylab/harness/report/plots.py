@@ -17,10 +17,19 @@ from .stats import TABLE3_KEYS, mean_ci, rliable_seeded
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
 PROFILE_REPS = 500
 """Bootstrap replications of the performance profiles' bands."""
-FIGURE_PREFIXES = ("curves_", "diagnostics_", "table3_", "profiles_")
+FIGURE_KINDS = ("curves", "diagnostics", "table3", "profiles")
+"""The figures the report draws, each named ``<kind>_<agent>_<what>.png`` by :func:`figure_path`."""
+FIGURE_PREFIXES = tuple(f"{kind}_" for kind in FIGURE_KINDS)
 """How the name of every figure the report draws begins (a later report into the same folder removes those of an
 earlier one that it does not draw again)."""
 PANELS = ("ess_mean", "age_median", "coverage", "top1_share", "prob_n_p99", "td_mean", "q_mean", "weight_mean")
+
+
+def figure_path(out: Path, kind: str, agent: str, what: str) -> Path:
+    """The one place a report figure's name is made: ``<kind>_<agent>_<what>.png``, ``/`` in ``what`` as ``-``."""
+    if kind not in FIGURE_KINDS:
+        raise ValueError(f"figure kind {kind!r} is not one of {FIGURE_KINDS}")
+    return out / f"{kind}_{agent}_{what.replace('/', '-')}.png"
 
 
 def smooth(y: np.ndarray, window: int = SMOOTH) -> np.ndarray:
@@ -68,7 +77,7 @@ def plot_table3(groups: dict, out: Path) -> list[Path]:
                      "statistics)", fontsize=10)  # fmt: skip
         fig.text(0.01, -0.02, "Dots: each seed; square and bar: mean over seeds with its 95 % t-interval.",
                  fontsize=7, ha="left", va="top")  # fmt: skip
-        path = out / f"table3_{agent}_{env.replace('/', '-')}.png"
+        path = figure_path(out, "table3", agent, env)
         save_figure(fig, path)
         plt.close(fig)
         written.append(path)
@@ -103,7 +112,6 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
     for (agent, env, sampler), runs in groups.items():
         by_task[(agent, env)][sampler] = runs
     for (agent, env), samplers in sorted(by_task.items()):
-        name = env.replace("/", "-")
         fig, ax = plt.subplots(figsize=(6.5, 4.2))
         lo, hi = np.inf, -np.inf
         for k, (sampler, runs) in enumerate(sorted(samplers.items())):
@@ -127,7 +135,7 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
         caption = ("Thick: mean over seeds; band: 95 % t-interval of the mean; faint: each seed. "
                    "The y axis spans the seeds' values, so a wide band (few seeds) runs off it.")
         fig.text(0.01, -0.02, caption, fontsize=7, ha="left", va="top")
-        path = out / f"curves_{agent}_{name}.png"
+        path = figure_path(out, "curves", agent, env)
         save_figure(fig, path)
         plt.close(fig)
         written.append(path)
@@ -151,7 +159,7 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
             ax.axis("off")
         axes.flat[0].legend(fontsize=7)
         fig.suptitle(f"Replay diagnostics, {agent.upper()} on {env} (docs/diagnostics.md)", fontsize=10)
-        path = out / f"diagnostics_{agent}_{name}.png"
+        path = figure_path(out, "diagnostics", agent, env)
         save_figure(fig, path)
         plt.close(fig)
         written.append(path)
@@ -180,8 +188,7 @@ def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path) -> Path:
     ax.set_title(f"Performance profile, {agent.upper()} on {domain}", fontsize=10)
     ax.legend(fontsize=8)
     fig.text(0.01, -0.02, "Band: 95 % stratified-bootstrap interval (rliable).", fontsize=7, ha="left", va="top")
-    name = domain.split(" ")[0].replace("/", "-")
-    path = out / f"profiles_{agent}_{name}.png"
+    path = figure_path(out, "profiles", agent, domain.split(" ")[0])
     save_figure(fig, path)
     plt.close(fig)
     return path
