@@ -104,6 +104,14 @@ def test_a_report_into_a_reused_folder_removes_the_figures_of_groups_no_longer_t
     assert "curves_td3_Hopper-v5.png" in figures and not any("Walker2d" in name for name in figures)
 
 
+def test_figure_names_come_from_one_place():
+    path = plots.figure_path(Path("o"), "curves", "dqn", "MinAtar/Breakout-v1")
+    assert path == Path("o/curves_dqn_MinAtar-Breakout-v1.png")
+    assert plots.FIGURE_PREFIXES == tuple(f"{kind}_" for kind in plots.FIGURE_KINDS)
+    with pytest.raises(ValueError, match="'kappa'"):
+        plots.figure_path(Path("o"), "kappa", "dqn", "Breakout")
+
+
 def test_welch_interval_matches_scipy():
     rng = np.random.default_rng(3)
     a, b = rng.normal(1.0, 1.0, 7), rng.normal(0.0, 3.0, 10)
