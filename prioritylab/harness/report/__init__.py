@@ -130,9 +130,9 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     hn = stats.human_normalised(comparable)
     _table(out, "human_normalised", [{k: v for k, v in r.items() if k != "per_game"} for r in hn],
            tables.human_normalised_markdown(hn), write)
-    cells = stats.score_cells(comparable)
-    each_task = stats.task_cells(cells)
     left: list[str] = []
+    cells = stats.score_cells(comparable, left)
+    each_task = stats.task_cells(cells)
     left_by_task: list[str] = []
     matrices = stats.score_matrices(cells, left)
     agg = stats.aggregates(matrices)

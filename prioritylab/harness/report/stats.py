@@ -269,29 +269,41 @@ def aggregates(matrices: dict, reps: int | None = None) -> list[dict]:
     return rows
 
 
-def minatar_normalised(groups: dict) -> dict:
+MINATAR_DOMAIN = "MinAtar (0 = random, 1 = uniform)"
+
+
+def minatar_normalised(groups: dict, left_out: list[str] | None = None) -> dict:
     """``(agent, env, sampler) -> (scores - random) / (uniform - random)`` for MinAtar groups: 0 is random play
     (:data:`prioritylab.scores.MINATAR_RANDOM`), 1 the mean final score of the same agent with ``uniform``
     replay on that game.  Games without a uniform group, or whose uniform mean is not above random play,
-    are left out (nothing to normalise by)."""
+    are left out (nothing to normalise by), each named once in ``left_out`` with its reason."""
     out = {}
-    for (agent, env, sampler), runs in groups.items():
+    skipped = {}
+    for (agent, env, sampler), runs in sorted(groups.items()):
         game = minatar_game(env)
-        base = groups.get((agent, env, "uniform"))
-        if game not in MINATAR_RANDOM or not base:
+        if game not in MINATAR_RANDOM:
             continue
+        base = groups.get((agent, env, "uniform"))
         random = MINATAR_RANDOM[game]
+        if not base:
+            skipped[(agent, env)] = "no uniform runs to normalise by"
+            continue
         ref = float(np.mean([final_score(r) for r in base]))
         if ref <= random:
+            skipped[(agent, env)] = (f"uniform's mean final score {ref:.3g} is not above random play's {random:.3g}: "
+                                     "nothing to normalise by")  # fmt: skip
             continue
         out[(agent, env, sampler)] = (np.array([final_score(r) for r in runs]) - random) / (ref - random)
+    if left_out is not None:
+        left_out += [f"{agent}, {MINATAR_DOMAIN}: task {env} left out ({why})" for (agent, env), why in skipped.items()]
     return out
 
 
-def score_cells(groups: dict) -> dict:
+def score_cells(groups: dict, left_out: list[str] | None = None) -> dict:
     """``(agent, domain) -> sampler -> task -> {seed: score}``: Atari games human-normalised, MinAtar games by
-    :func:`minatar_normalised`, any other environment a domain of its own (raw returns)."""
-    minatar = minatar_normalised(groups)
+    :func:`minatar_normalised` (the games it cannot normalise appended to ``left_out``), any other environment a
+    domain of its own (raw returns)."""
+    minatar = minatar_normalised(groups, left_out)
     domains = defaultdict(lambda: defaultdict(dict))
     for (agent, env, sampler), runs in groups.items():
         game = atari_game(env)
@@ -301,7 +313,7 @@ def score_cells(groups: dict) -> dict:
         elif minatar_game(env) is not None:
             if (agent, env, sampler) not in minatar:
                 continue
-            domain, task, scores = "MinAtar (0 = random, 1 = uniform)", env, minatar[(agent, env, sampler)]
+            domain, task, scores = MINATAR_DOMAIN, env, minatar[(agent, env, sampler)]
         else:
             domain, task = env, env
         domains[(agent, domain)][sampler][task] = dict(zip((r["seed"] for r in runs), scores, strict=True))
