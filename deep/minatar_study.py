@@ -14,8 +14,9 @@ env seeded with seed + 100; the paper itself reports training returns).
 
 ``reduced``: 250k frames a run, 5 % of the paper's 5M, with the paper's schedule unchanged (the
 exploration decay ends at 105k frames, so the last 145k frames learn at epsilon 0.1), evaluated every
-12.5k frames (20 evaluations), one torch thread, checkpoints every 50k frames.  A run takes 11-16
-minutes on one core of this 2-core machine (median 13; about 330 frames/s with an update per frame).
+12.5k frames (20 evaluations), one torch thread, checkpoints every 50k frames.  A run takes 11-27
+minutes on one core of this 2-core machine shared with other work (median 14; about 300 frames/s with an update
+per frame).
 
 The reduced grid holds the games on which DQN with uniform replay clearly leaves random play within
 250k frames, measured with seed 0 (mean of the last 10 evaluations against random play,
@@ -23,7 +24,7 @@ The reduced grid holds the games on which DQN with uniform replay clearly leaves
 against 4.1.  On the other three it has not: Asterix 1.0 against 0.4, Seaquest 0.5 against 0.1,
 Freeway 0.25 against 0.36 (the per-run files are in docs/results/minatar_study/runs).  A sampler
 study on a game the agent has not begun to learn compares noise, so those three games stay in the
-``paper`` grid only; 2 games x 5 samplers x 5 seeds = 50 reduced runs, about 11 core-hours here.
+``paper`` grid only; 2 games x 5 samplers x 5 seeds = 50 reduced runs, 12.5 core-hours here.
 
 ``deep/minatar_study_ddqn.py`` is the same grid with Double DQN (LAP Table 7's sampler settings), an
 optional second queue.
