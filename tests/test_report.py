@@ -710,3 +710,125 @@ def test_every_committed_report_was_made_from_a_clean_tree():
     assert len(reports) >= 7
     dirty = [str(p.relative_to(root)) for p in reports if json.loads(p.read_text()).get("git_dirty") is not False]
     assert dirty == []
+
+
+def test_a_run_folder_without_its_manifest_is_named_not_dropped(tmp_path):
+    runs = tmp_path / "runs"
+    for seed in range(3):
+        fake_run(runs, "per", seed, [1.0] * 10)
+    (runs / "td3_Hopper-v5_per_s2" / "manifest.json").unlink()
+    result = R.report(runs, tmp_path / "out")
+    assert next(t for t in result["table"] if t["sampler"] == "per")["seeds"] == 2
+    status = (tmp_path / "out" / "status.md").read_text()
+    assert "td3_Hopper-v5_per_s2" in status and "no manifest, left out" in status
+
+
+def test_every_comparison_the_runs_cannot_give_is_named(tmp_path):
+    """Three seeds of uniform and lap, one of per and pal: the tables compare lap with uniform only, and name the
+    five comparisons of the papers (CLAIMS) they cannot make, with the reason."""
+    runs = tmp_path / "runs"
+    for seed in range(3):
+        for sampler in ("uniform", "lap"):
+            fake_run(runs, sampler, seed, [1.0 + seed] * 10)
+    for sampler in ("per", "pal"):
+        fake_run(runs, sampler, 0, [1.0] * 10)
+    result = R.report(runs, tmp_path / "out")
+    assert {(r["sampler"], r["baseline"]) for r in result["differences"]} == {("lap", "uniform")}
+    for name in ("differences", "speed"):
+        text = (tmp_path / "out" / f"{name}.md").read_text()
+        assert "td3 Hopper-v5 pal vs uniform: 1 / 3 seeds, fewer than 2 on a side" in text
+        assert "td3 Hopper-v5 lap vs per: 3 / 1 seeds" in text and "td3 Hopper-v5 pal vs lap: 1 / 3 seeds" in text
+        assert "per vs uniform: 1 / 3 seeds" in text and "pal vs per: 1 / 1 seeds" in text
+    improvement = (tmp_path / "out" / "improvement.md").read_text()
+    assert "td3, Hopper-v5: pal vs uniform (no task with at least 2 runs of each)" in improvement
+    assert "| lap | uniform |" in improvement
+
+
+def test_gains_name_the_environments_a_row_leaves_out(tmp_path):
+    runs = tmp_path / "runs"
+    for seed in range(2):
+        fake_run(runs, "uniform", seed, [0.0] * 10, env="Walker2d-v5")  # baseline 0: no % gain
+        for env in ("Hopper-v5", "Ant-v5"):
+            fake_run(runs, "uniform", seed, [2.0] * 10, env=env)
+        for env in ("Hopper-v5", "Ant-v5", "Walker2d-v5", "Humanoid-v5"):
+            fake_run(runs, "lap", seed, [3.0] * 10, env=env)
+    rows = R.report(runs, tmp_path / "out")["gains"]
+    assert next(r for r in rows if r["sampler"] == "lap" and r["baseline"] == "uniform")["envs"] == 2
+    text = (tmp_path / "out" / "gains.md").read_text()
+    assert "td3 lap vs uniform: Walker2d-v5 left out (uniform's mean final score there is 0: no % gain)" in text
+    assert "td3 lap vs uniform: Humanoid-v5 left out (no uniform runs there)" in text
+
+
+def test_human_normalised_names_games_without_scores_and_different_game_sets(tmp_path):
+    runs = tmp_path / "runs"
+    for seed in range(2):
+        for env in ("ALE/Pong-v5", "ALE/Breakout-v5", "ALE/Surround-v5"):
+            fake_run(runs, "uniform", seed, [1.0] * 10, env=env, agent="dqn")
+        fake_run(runs, "per", seed, [1.0] * 10, env="ALE/Pong-v5", agent="dqn")
+    R.report(runs, tmp_path / "out")
+    text = (tmp_path / "out" / "human_normalised.md").read_text()
+    assert "ALE/Surround-v5: no human and random scores" in text
+    assert "dqn per: its mean and median are over Pong (the samplers ran different games)" in text
+    assert "dqn uniform: its mean and median are over Breakout, Pong" in text
+
+
+def test_overhead_names_each_run_whose_timing_it_cannot_use(tmp_path):
+    runs = tmp_path / "runs"
+    for seed in range(3):
+        fake_run(runs, "uniform", seed, [1.0] * 10, wall=600.0)
+        fake_run(runs, "per", seed, [1.0] * 12, wall=660.0)  # its timing.csv ends at step 1000, before 1200
+    (runs / "td3_Hopper-v5_uniform_s1" / "timing.csv").unlink()
+    (runs / "td3_Hopper-v5_uniform_s2" / "timing.csv").write_text("step,wall_time\n1000,abc\n")
+    rows = {r["sampler"]: r for r in R.report(runs, tmp_path / "out")["overhead"]}
+    assert rows["uniform"]["runs"] == 1 and "per" not in rows
+    text = (tmp_path / "out" / "overhead.md").read_text()
+    assert "td3_Hopper-v5_uniform_s1: no readable timing.csv" in text
+    assert "td3_Hopper-v5_uniform_s2: timing.csv without a wall_time and step in its last row" in text
+    assert "td3_Hopper-v5_per_s0: its timing.csv ends at step 1000, its last evaluation at 1200" in text
+
+
+def test_table3_names_samplers_in_no_pair_and_statistics_not_logged(tmp_path):
+    runs = tmp_path / "runs"
+    for seed in range(5):
+        fake_run(runs, "uniform", seed, [1.0] * 12)
+        fake_run(runs, "ners", seed, [1.0] * 12, extra={"q_std": "nan"} if seed == 0 else None)
+    for seed in range(4):
+        fake_run(runs, "per", seed, [1.0] * 12)
+    R.report(runs, tmp_path / "out")
+    t3 = (tmp_path / "out" / "ners_table3.md").read_text()
+    assert "In no pair (fewer than 5 seeds): per (4)." in t3
+    line = next(x for x in t3.splitlines() if x.startswith("| ners − uniform |"))
+    assert line.endswith("| — (not logged by every seed) |"), line
+
+
+def test_a_curve_cut_to_its_shortest_seed_says_so(tmp_path, monkeypatch):
+    captions = {}
+
+    def keep(fig, path):
+        captions[path.name] = " ".join(t.get_text() for t in fig.texts)
+
+    monkeypatch.setattr(plots, "save_figure", keep)
+    runs = tmp_path / "runs"
+    fake_run(runs, "per", 0, [1.0] * 12)
+    fake_run(runs, "per", 1, [1.0] * 4, finished=False)
+    fake_run(runs, "uniform", 0, [1.0] * 12)
+    R.report(runs, tmp_path / "out", include_partial=True)
+    assert "Cut to the evaluations every seed logged (a seed stopped early): per at step 400." in \
+        captions["curves_td3_Hopper-v5.png"]
+
+
+def test_seeds_the_pooled_tables_do_not_use_are_named(tmp_path):
+    from prioritylab.scores import MINATAR_RANDOM
+
+    runs = tmp_path / "runs"
+    for game, seeds in (("Breakout", 4), ("SpaceInvaders", 2)):
+        for seed in range(seeds):
+            for sampler, gain in (("uniform", 4.0), ("per", 3.0)):
+                fake_run(runs, sampler, seed, [MINATAR_RANDOM[game] + gain + seed] * 10, env=f"MinAtar/{game}-v1",
+                         agent="dqn")  # fmt: skip
+    fake_run(runs, "uniform", 0, [1.0] * 10, env="MinAtar/Pong-v1", agent="dqn")
+    R.report(runs, tmp_path / "out")
+    text = (tmp_path / "out" / "aggregates.md").read_text()
+    assert "per on MinAtar/Breakout-v1: 2 of its 4 seeds unused" in text
+    assert "uniform on MinAtar/Breakout-v1: 2 of its 4 seeds unused" in text and "SpaceInvaders-v1: 2 of" not in text
+    assert "task MinAtar/Pong-v1 left out (no random-play score" in text

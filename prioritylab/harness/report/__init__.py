@@ -49,8 +49,8 @@ runs by (agent, environment, sampler) across seeds and writes:
   so these are no measure of a sampler's cost (``prioritylab bench agent`` is);
 * ``status.md``: every run folder found, and whether it was used, left out as
   partial (no ``finished.json``), left out as a run that never updated (0
-  updates: a random policy's returns), skipped as corrupt (with the reason), or
-  empty (a folder with no ``manifest.json`` and no ``evaluations.csv``);
+  updates: a random policy's returns), skipped as corrupt (with the reason), left out
+  for want of a ``manifest.json`` beside its ``evaluations.csv``, or empty (neither file);
 * ``manifest.json``: the command, commit, package versions, the run folders used and the figures drawn.  A
   report into a folder that holds an earlier report removes the figures that one drew and this one does not
   (a group no longer there); figures it did not draw, such as one drawn by hand, stay.
@@ -71,10 +71,15 @@ whose ``finished.json`` names another last step than its ``evaluations.csv`` end
 (a cut or replaced file) is corrupt.  The rliable tables take each sampler's own seeds
 (its lowest, as many on each task) on the samplers and tasks that give the most
 sampler-task cells with at least 2 runs each, and list in ``aggregates.md`` what they
-leave out (a sampler run on few tasks, a task only some samplers have reached); the
+leave out (a sampler run on few tasks, a task only some samplers have reached, the seeds
+beyond a sampler's fewest on a task, a MinAtar game with nothing to normalise by); the
 probability of improvement compares each pair on the tasks both ran.  The curves align
-the seeds on the evaluation steps every seed logged.  A Welch interval is undefined
-(shown as such) when no seed differs on either side.
+the seeds on the evaluation steps every seed logged, and a figure says where that cut a
+curve short.  A Welch interval is undefined (shown as such) when no seed differs on either
+side.  Nothing is left out in silence: each table ends with what it could not use and why
+(a comparison of the papers without 2 seeds a side, an environment whose baseline is 0 or
+absent, an Atari game without human and random scores, a run whose ``timing.csv`` is
+missing or ends early, a sampler with too few seeds for NERS Table 3's pairs).
 """
 
 from __future__ import annotations
@@ -124,12 +129,14 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     write_csv(out / "table.csv", table)
     write("table.md", tables.table_markdown(table))
     write("ners_table3.md", tables.ners_table3(comparable))
-    gain_rows = stats.gains(comparable)
+    gains_left: list[str] = []
+    gain_rows = stats.gains(comparable, left_out=gains_left)
     write_csv(out / "gains.csv", gain_rows)
-    write("gains.md", tables.gains_markdown(gain_rows))
-    hn = stats.human_normalised(comparable)
+    write("gains.md", tables.gains_markdown(gain_rows, gains_left))
+    hn_left: list[str] = []
+    hn = stats.human_normalised(comparable, hn_left)
     _table(out, "human_normalised", [{k: v for k, v in r.items() if k != "per_game"} for r in hn],
-           tables.human_normalised_markdown(hn), write)
+           tables.human_normalised_markdown(hn, hn_left), write)
     left: list[str] = []
     cells = stats.score_cells(comparable, left)
     each_task = stats.task_cells(cells)
@@ -141,12 +148,13 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     agg_by_task = stats.aggregates(stats.score_matrices(each_task, left_by_task))
     by_task_text = tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True)
     _table(out, "aggregates_by_task", agg_by_task, by_task_text + "\n" + tables.BY_TASK_NOTE + "\n", write)
-    diffs = stats.differences(comparable)
+    not_compared: list[str] = []
+    diffs = stats.differences(comparable, left_out=not_compared)
     write_csv(out / "differences.csv", diffs)
-    write("differences.md", tables.differences_markdown(diffs))
+    write("differences.md", tables.differences_markdown(diffs, not_compared))
     fast = stats.speed(comparable)
     write_csv(out / "speed.csv", fast)
-    write("speed.md", tables.speed_markdown(fast))
+    write("speed.md", tables.speed_markdown(fast, not_compared))
     versus_rows = []
     if against is not None:
         reference = grouped(reference_runs)
@@ -155,14 +163,17 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
         write("versus.md", tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
     else:
         _table(out, "versus", [], "", write)
-    imp = stats.improvement(cells)
+    imp_left: list[str] = []
+    imp = stats.improvement(cells, left_out=imp_left)
     write_csv(out / "improvement.csv", imp)
-    write("improvement.md", tables.improvement_markdown(imp))
-    imp_by_task = stats.improvement(each_task)
+    write("improvement.md", tables.improvement_markdown(imp, imp_left))
+    imp_by_task_left: list[str] = []
+    imp_by_task = stats.improvement(each_task, left_out=imp_by_task_left)
     _table(out, "improvement_by_task", imp_by_task,
-           tables.improvement_markdown(imp_by_task) + "\n" + tables.BY_TASK_NOTE + "\n", write)
-    over = stats.overhead(comparable)
-    write("overhead.md", tables.overhead_markdown(over))
+           tables.improvement_markdown(imp_by_task, imp_by_task_left) + "\n" + tables.BY_TASK_NOTE + "\n", write)
+    no_timing: list[str] = []
+    over = stats.overhead(comparable, no_timing)
+    write("overhead.md", tables.overhead_markdown(over, no_timing))
 
     figures = plots.plot_curves(comparable, out) + plots.plot_table3(comparable, out)
     profiles = [plots.plot_profiles(score_dict, agent, domain, out) for (agent, domain), score_dict in matrices.items()]

@@ -114,9 +114,12 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
     for (agent, env), samplers in sorted(by_task.items()):
         fig, ax = plt.subplots(figsize=(6.5, 4.2))
         lo, hi = np.inf, -np.inf
+        cut = []
         for k, (sampler, runs) in enumerate(sorted(samplers.items())):
             color = f"C{k}"
             steps, values = aligned(runs, "return_mean")
+            if any(len(r["rows"]) > steps.size for r in runs):
+                cut.append(f"{sampler} at step {int(steps[-1]) if steps.size else 0}")
             values = np.stack([smooth(v) for v in values])
             mean, half = mean_ci(values)
             ax.plot(steps, mean, color=color, lw=1.8, label=f"{sampler} ({len(runs)} seed{'s' * (len(runs) > 1)})")
@@ -134,6 +137,9 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
         ax.legend(fontsize=8)
         caption = ("Thick: mean over seeds; band: 95 % t-interval of the mean; faint: each seed. "
                    "The y axis spans the seeds' values, so a wide band (few seeds) runs off it.")
+        if cut:
+            caption += ("\nCut to the evaluations every seed logged (a seed stopped early): " + ", ".join(cut)
+                        + ".")  # fmt: skip
         fig.text(0.01, -0.02, caption, fontsize=7, ha="left", va="top")
         path = figure_path(out, "curves", agent, env)
         save_figure(fig, path)

@@ -76,7 +76,8 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
     """Every run folder under ``root`` (a ``manifest.json`` beside an ``evaluations.csv``): the readable
     runs, and the status of each folder found (``used`` is decided later; ``corrupt`` with its reason;
     ``empty`` for a folder without subfolders that holds neither file, ``no evaluations`` for a run's
-    manifest without an ``evaluations.csv``); ``exclude`` (the report's own folder) is not searched."""
+    manifest without an ``evaluations.csv``, ``no manifest`` for an ``evaluations.csv`` without one);
+    ``exclude`` (the report's own folder) is not searched."""
     runs, status = [], []
     skip = exclude.resolve() if exclude is not None else None
     for manifest in sorted(root.rglob("manifest.json")):
@@ -95,13 +96,17 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
             runs.append(read_run(folder))
         except ValueError as err:
             status.append({"folder": str(folder), "status": "corrupt", "detail": str(err)})
-    for folder in sorted(p for p in root.rglob("*") if p.is_dir()):
+    for folder in [root, *sorted(p for p in root.rglob("*") if p.is_dir())]:
         if skip is not None and (folder.resolve() == skip or skip in folder.resolve().parents):
             continue
         inside_run = any((parent / "manifest.json").exists() for parent in (folder, *folder.parents)
                          if parent == root or root in parent.parents)  # fmt: skip
-        if not inside_run and not any(p.is_dir() for p in folder.iterdir()) and \
-                not (folder / "evaluations.csv").exists():
+        if inside_run:
+            continue
+        if (folder / "evaluations.csv").exists():
+            status.append({"folder": str(folder), "status": "no manifest, left out",
+                           "detail": "evaluations.csv without manifest.json (whose settings these are is unknown)"})
+        elif not any(p.is_dir() for p in folder.iterdir()):
             files = sorted(p.name for p in folder.iterdir())
             status.append({"folder": str(folder), "status": "empty, left out",
                            "detail": "no manifest.json and no evaluations.csv"

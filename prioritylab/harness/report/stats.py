@@ -80,9 +80,10 @@ def build_table(groups: dict, notes: dict | None = None) -> list[dict]:
     return table
 
 
-def gains(groups: dict, baselines=("uniform", "per")) -> list[dict]:
+def gains(groups: dict, baselines=("uniform", "per"), left_out: list[str] | None = None) -> list[dict]:
     """Mean and median % gain (x - y) / |y| of each sampler's mean final score over each baseline's, over the
-    environments both ran (LAP/PAL Table 2)."""
+    environments both ran (LAP/PAL Table 2).  An environment a sampler ran but the baseline did not, or where
+    the baseline's mean is 0 (no % gain), is named in ``left_out``."""
     finals = {k: np.mean([final_score(r) for r in runs]) for k, runs in groups.items()}
     out = []
     agents = sorted({a for a, _, _ in finals})
@@ -92,9 +93,15 @@ def gains(groups: dict, baselines=("uniform", "per")) -> list[dict]:
             for sampler in samplers:
                 if sampler == base:
                     continue
-                envs = sorted(e for a, e, s in finals if a == agent and s == sampler and (agent, e, base) in finals)
+                ran = sorted(e for a, e, s in finals if a == agent and s == sampler)
+                envs = [e for e in ran if finals.get((agent, e, base), 0) != 0]
                 vals = [(finals[(agent, e, sampler)] - finals[(agent, e, base)]) / abs(finals[(agent, e, base)])
-                        for e in envs if finals[(agent, e, base)] != 0]  # fmt: skip
+                        for e in envs]  # fmt: skip
+                if left_out is not None:
+                    left_out += [f"{agent} {sampler} vs {base}: {e} left out ({base}'s mean final score there is 0: "
+                                 "no % gain)" if (agent, e, base) in finals else
+                                 f"{agent} {sampler} vs {base}: {e} left out (no {base} runs there)"
+                                 for e in ran if e not in envs]  # fmt: skip
                 if vals:
                     seeds = min(min(len(groups[(agent, e, sampler)]), len(groups[(agent, e, base)])) for e in envs)
                     out.append({"agent": agent, "sampler": sampler, "baseline": base, "envs": len(vals), "seeds": seeds,
@@ -117,17 +124,22 @@ def _welch_row(x: np.ndarray, y: np.ndarray) -> dict:
     return {"difference": diff, "lo": lo, "hi": hi, "pct": rel[0], "pct_lo": rel[1], "pct_hi": rel[2]}
 
 
-def differences(groups: dict, claims: dict | None = None, score=final_score) -> list[dict]:
+def differences(groups: dict, claims: dict | None = None, score=final_score,
+                left_out: list[str] | None = None) -> list[dict]:
     """Per agent and environment, for each comparison of ``claims`` (default :data:`CLAIMS`): the difference of
     the mean scores X - Y (``score``: :func:`final_score`, or :func:`area` for :func:`speed`) with its 95 % Welch
-    interval over the seeds, absolute and as a share of |Y's mean|; groups with at least 2 seeds each."""
+    interval over the seeds, absolute and as a share of |Y's mean|; groups with at least 2 seeds each.  A
+    comparison not made (Y never ran there, or fewer than 2 seeds on a side) is named in ``left_out``."""
     rows = []
     for baseline, samplers in (CLAIMS if claims is None else claims).items():
         for (agent, env, sampler), runs in sorted(groups.items()):
-            base = groups.get((agent, env, baseline))
-            if sampler == baseline or base is None or (samplers is not None and sampler not in samplers):
+            if sampler == baseline or (samplers is not None and sampler not in samplers):
                 continue
+            base = groups.get((agent, env, baseline), [])
             if len(runs) < 2 or len(base) < 2:
+                if left_out is not None:
+                    why = f"{len(runs)} / {len(base)} seeds, fewer than 2 on a side" if base else f"no {baseline} runs"
+                    left_out.append(f"{agent} {env} {sampler} vs {baseline}: {why}")
                 continue
             x, y = np.array([score(r) for r in runs]), np.array([score(r) for r in base])
             rows.append({"agent": agent, "env": env, "sampler": sampler, "baseline": baseline,
@@ -141,13 +153,13 @@ FACTORS = np.round(np.arange(1.05, 4.0001, 0.05), 2)
 """The speed-ups :func:`speed` tries for the smallest one the interval of the areas excludes."""
 
 
-def speed(groups: dict, claims: dict | None = None) -> list[dict]:
+def speed(groups: dict, claims: dict | None = None, left_out: list[str] | None = None) -> list[dict]:
     """:func:`differences` of :func:`area`, the mean return over all evaluations, and two readings of a speed-up:
     what Y's area would gain if Y learned :data:`SPEED_UP` times as fast (each Y run's curve read at twice each
     step), with the Welch interval of X's areas minus those (wholly below 0: X learns less than twice as fast),
     and the smallest speed-up of Y in :data:`FACTORS` for which that interval lies wholly below 0 (1 when X's
-    areas are below Y's own; NaN if none)."""
-    rows = differences(groups, claims, score=area)
+    areas are below Y's own; NaN if none).  Comparisons not made are named in ``left_out``, as there."""
+    rows = differences(groups, claims, score=area, left_out=left_out)
     for r in rows:
         base = groups[(r["agent"], r["env"], r["baseline"])]
         x = np.array([area(run) for run in groups[(r["agent"], r["env"], r["sampler"])]])
@@ -208,15 +220,26 @@ def versus(groups: dict, reference: dict, keys: Sequence[str]) -> list[dict]:
     return rows
 
 
-def human_normalised(groups: dict) -> list[dict]:
+def human_normalised(groups: dict, left_out: list[str] | None = None) -> list[dict]:
     """Per (agent, sampler): each game's human-normalised mean final score, and their mean and median
-    (PER/PSER convention, the PSER appendix's human and random scores)."""
+    (PER/PSER convention, the PSER appendix's human and random scores).  An Atari game without those scores is
+    named in ``left_out``, and so is each sampler's set of games where an agent's samplers ran different ones."""
     per_key = defaultdict(dict)
-    for (agent, env, sampler), runs in groups.items():
+    for (agent, env, sampler), runs in sorted(groups.items()):
         game = atari_game(env)
-        if game is None or game not in SCORES:
+        if game is None:
+            continue
+        if game not in SCORES:
+            if left_out is not None and f"{env}: no human and random scores" not in left_out:
+                left_out.append(f"{env}: no human and random scores")
             continue
         per_key[(agent, sampler)][game] = normalise_human(game, np.mean([final_score(r) for r in runs]))
+    if left_out is not None:
+        for agent in sorted({a for a, _ in per_key}):
+            sets = {s: sorted(g) for (a, s), g in per_key.items() if a == agent}
+            if len({tuple(g) for g in sets.values()}) > 1:
+                left_out += [f"{agent} {s}: its mean and median are over {', '.join(g)} (the samplers ran different "
+                             "games)" for s, g in sorted(sets.items())]  # fmt: skip
     out = []
     for (agent, sampler), games in sorted(per_key.items()):
         vals = np.array(list(games.values()))
@@ -281,7 +304,10 @@ def minatar_normalised(groups: dict, left_out: list[str] | None = None) -> dict:
     skipped = {}
     for (agent, env, sampler), runs in sorted(groups.items()):
         game = minatar_game(env)
+        if game is None:
+            continue
         if game not in MINATAR_RANDOM:
+            skipped[(agent, env)] = "no random-play score for it in prioritylab.scores.MINATAR_RANDOM"
             continue
         base = groups.get((agent, env, "uniform"))
         random = MINATAR_RANDOM[game]
@@ -379,38 +405,47 @@ def score_matrices(cells: dict, left_out: list[str] | None = None) -> dict:
             every = sorted(set().union(*(samplers[s] for s in samplers)) - set(tasks))
             for t in every:
                 left_out.append(f"{key[0]}, {key[1]}: task {t} left out (not every sampler has 2 runs on it)")
+            for s in names:
+                n = min(len(samplers[s][t]) for t in tasks)
+                left_out += [f"{key[0]}, {key[1]}: {s} on {t}: {len(samplers[s][t]) - n} of its {len(samplers[s][t])} "
+                             f"seeds unused (a sampler takes as many seeds on every task as on its task with the "
+                             f"fewest, {n})" for t in tasks if len(samplers[s][t]) > n]  # fmt: skip
         if names:
             out[key] = {s: _matrix(samplers[s], tasks) for s in names}
     return out
 
 
-def improvement(cells: dict, reps: int | None = None, claims: dict | None = None) -> list[dict]:
+def improvement(cells: dict, reps: int | None = None, claims: dict | None = None,
+                left_out: list[str] | None = None) -> list[dict]:
     """rliable's probability of improvement P(X > Y) of sampler X over baseline Y for each comparison of
     ``claims`` (default :data:`CLAIMS`), per (agent, domain) of ``cells`` (:func:`score_cells`' or
     :func:`task_cells`'), with its 95 % stratified-bootstrap interval (seeded).  Each comparison uses the tasks on
     which both samplers have at least 2 runs, and each sampler's own lowest seeds (as :func:`score_matrices`),
-    whatever other samplers ran."""
+    whatever other samplers ran.  A comparison not made (no task with at least 2 runs of each) is named in
+    ``left_out``."""
     rows = []
     for baseline, samplers in (CLAIMS if claims is None else claims).items():
-        rows += _improvement(cells, reps or BOOTSTRAP_REPS, baseline, samplers)
+        rows += _improvement(cells, reps or BOOTSTRAP_REPS, baseline, samplers, left_out)
     return rows
 
 
-def _improvement(cells: dict, reps: int, baseline: str, samplers: tuple[str, ...] | None) -> list[dict]:
+def _improvement(cells: dict, reps: int, baseline: str, samplers: tuple[str, ...] | None,
+                 left_out: list[str] | None) -> list[dict]:
     from rliable import library as rly
     from rliable import metrics
 
     rows = []
     for (agent, domain), by_sampler in sorted(cells.items()):
-        if baseline not in by_sampler:
-            continue
         pairs = {}
         for s in sorted(by_sampler):
             if s == baseline or (samplers is not None and s not in samplers):
                 continue
-            tasks = sorted(_tasks(by_sampler[s]) & _tasks(by_sampler[baseline]))
+            tasks = sorted(_tasks(by_sampler[s]) & _tasks(by_sampler.get(baseline, {})))
             if tasks:
                 pairs[s] = (_matrix(by_sampler[s], tasks), _matrix(by_sampler[baseline], tasks))
+            elif left_out is not None:
+                why = "no task with at least 2 runs of each" if baseline in by_sampler else f"no {baseline} runs"
+                left_out.append(f"{agent}, {domain}: {s} vs {baseline} ({why})")
         if not pairs:
             continue
         with rliable_seeded():
@@ -425,19 +460,29 @@ def _improvement(cells: dict, reps: int, baseline: str, samplers: tuple[str, ...
     return rows
 
 
-def overhead(groups: dict) -> list[dict]:
+def overhead(groups: dict, left_out: list[str] | None = None) -> list[dict]:
     """Wall time of each group's runs (the last ``timing.csv`` row) and its increase over uniform's, same agent
-    and env (LAP/PAL App. B, Table 3: run time and % increase)."""
+    and env (LAP/PAL App. B, Table 3: run time and % increase).  A run whose ``timing.csv`` is missing, unreadable
+    or ends before its last evaluation is left out, named in ``left_out`` with its reason."""
     walls = {}
-    for key, runs in groups.items():
+    for key, runs in sorted(groups.items()):
         times = []
         for r in runs:
+            why = None
             try:
                 with open(r["folder"] / "timing.csv", newline="") as fh:
-                    rows = list(csv.DictReader(fh))
-                times.append(float(rows[-1]["wall_time"]))
-            except (OSError, KeyError, IndexError, ValueError):
-                continue
+                    last = list(csv.DictReader(fh))[-1]
+                wall, step = float(last["wall_time"]), float(last["step"])
+                if step != column(r["rows"], "step")[-1]:
+                    why = f"its timing.csv ends at step {last['step']}, its last evaluation at {r['rows'][-1]['step']}"
+            except OSError:
+                why = "no readable timing.csv"
+            except (KeyError, IndexError, TypeError, ValueError):
+                why = "timing.csv without a wall_time and step in its last row"
+            if why is None:
+                times.append(wall)
+            elif left_out is not None:
+                left_out.append(f"{r['folder']}: {why}")
         if times:
             walls[key] = times
     out = []

@@ -6,6 +6,8 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 
+import numpy as np
+
 from .runs import last_values
 from .stats import MIN_CI_RUNS, TABLE3_KEYS, mean_ci, welch_ci
 
@@ -50,10 +52,12 @@ def table3_differences(groups: dict, keys: tuple[str, ...]) -> list[str]:
     """Lines of a table of every pair of samplers of an (agent, env) with at least :data:`MIN_CI_RUNS` seeds
     each: the difference of each statistic's mean over seeds with its Welch 95 % interval, starred when the
     interval excludes 0."""
-    by_task = defaultdict(dict)
-    for (agent, env, sampler), runs in groups.items():
+    by_task, few = defaultdict(dict), defaultdict(list)
+    for (agent, env, sampler), runs in sorted(groups.items()):
         if len(runs) >= MIN_CI_RUNS:
             by_task[(agent, env)][sampler] = {k: last_values(runs, k) for k in keys}
+        else:
+            few[(agent, env)].append(f"{sampler} ({len(runs)})")
     lines = []
     for (agent, env), samplers in sorted(by_task.items()):
         names = sorted(samplers)
@@ -69,8 +73,15 @@ def table3_differences(groups: dict, keys: tuple[str, ...]) -> list[str]:
                 for k in keys:
                     d, lo, hi = welch_ci(samplers[a][k], samplers[b][k])
                     star = "*" if lo > 0 or hi < 0 else ""
-                    cells.append(f"{d:.3g} [{lo:.3g}, {hi:.3g}]{star}" if math.isfinite(lo) else f"{d:.3g} (no spread)")
+                    if math.isfinite(lo):
+                        cells.append(f"{d:.3g} [{lo:.3g}, {hi:.3g}]{star}")
+                    elif np.isnan(samplers[a][k]).any() or np.isnan(samplers[b][k]).any():
+                        cells.append("— (not logged by every seed)")
+                    else:
+                        cells.append(f"{d:.3g} (no spread)")
                 lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
+        if few[(agent, env)]:
+            lines += ["", f"In no pair (fewer than {MIN_CI_RUNS} seeds): {', '.join(few[(agent, env)])}."]
     return lines
 
 
@@ -89,7 +100,10 @@ def _intervals(r: dict) -> tuple[str, str]:
     return f"[{r['lo']:+.3g}, {r['hi']:+.3g}]", f"[{_percent(r['pct_lo'])}, {_percent(r['pct_hi'])}]"
 
 
-def differences_markdown(rows: list[dict]) -> str:
+NOT_COMPARED = "Not compared (a comparison the papers make that these runs cannot give)"
+
+
+def differences_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
     lines = ["| agent | env | sampler | vs | seeds | X - Y [95 % CI] | % of Y [95 % CI] |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -102,10 +116,11 @@ def differences_markdown(rows: list[dict]) -> str:
               "seeds (independent runs, unequal variances); the comparisons the papers make (CLAIMS)."]
     if any(r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS for r in rows):
         lines.append(f"(few seeds): fewer than {MIN_CI_RUNS} seeds on a side; the interval is not meaningful.")
+    lines += left_out_lines(NOT_COMPARED, left_out)
     return "\n".join(lines) + "\n"
 
 
-def speed_markdown(rows: list[dict]) -> str:
+def speed_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
     lines = ["| agent | env | sampler | vs | seeds | area X - Y [95 % CI] | % of Y's area [95 % CI] | "
              "Y twice as fast: gain | X - (Y twice as fast) [95 % CI] | speed-up of Y excluded |",
              "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -129,10 +144,11 @@ def speed_markdown(rows: list[dict]) -> str:
               "up to 4) for which the interval of X - (Y that much faster) lies wholly below 0."]
     if any(r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS for r in rows):
         lines.append(f"(few seeds): fewer than {MIN_CI_RUNS} seeds on a side; the interval is not meaningful.")
+    lines += left_out_lines(NOT_COMPARED, left_out)
     return "\n".join(lines) + "\n"
 
 
-def gains_markdown(rows: list[dict]) -> str:
+def gains_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
     lines = ["| agent | sampler | vs | envs | seeds | mean % gain | median % gain |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         few = " (few seeds)" if r["seeds"] < MIN_CI_RUNS else ""
@@ -141,6 +157,7 @@ def gains_markdown(rows: list[dict]) -> str:
     if any(r["seeds"] < MIN_CI_RUNS for r in rows):
         lines += ["", f"(few seeds): a gain from fewer than {MIN_CI_RUNS} seeds per sampler is the difference of "
                       "these runs, not an estimate one can rely on: seed-to-seed spread is often larger."]
+    lines += left_out_lines("Environments left out of a row", left_out)
     return "\n".join(lines) + "\n"
 
 
@@ -159,7 +176,12 @@ OVERHEAD_CAVEAT = ("**Caveat: wall times of sweep runs on a shared machine.** Ea
                    "cost; `prioritylab bench agent` measures that side by side (docs/benchmarks.md).")
 
 
-def overhead_markdown(rows: list[dict]) -> str:
+def left_out_lines(title: str, items: Sequence[str]) -> list[str]:
+    """A table's list of what it leaves out, each with its reason (nothing when nothing is)."""
+    return ["", f"{title}:", ""] + [f"- {x}" for x in items] if items else []
+
+
+def overhead_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
     lines = [OVERHEAD_CAVEAT, "",
              "| agent | env | sampler | runs | wall time (min) ± 95 % CI | increase over uniform |",
              "|---|---|---|---|---|---|"]  # fmt: skip
@@ -169,6 +191,7 @@ def overhead_markdown(rows: list[dict]) -> str:
             f"{r['increase_over_uniform_pct']:+.1f} %"
         lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['runs']} | {r['wall_minutes']:.2f}{ci} "
                      f"| {inc} |")  # fmt: skip
+    lines += left_out_lines("Runs left out of this table", left_out)
     return "\n".join(lines) + "\n"
 
 
@@ -212,9 +235,10 @@ def status_markdown(status: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def human_normalised_markdown(rows: list[dict]) -> str:
+def human_normalised_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
     lines = ["| agent | sampler | games | mean | median |", "|---|---|---|---|---|"]
     lines += [f"| {r['agent']} | {r['sampler']} | {r['games']} | {r['mean']:.3f} | {r['median']:.3f} |" for r in rows]
+    lines += left_out_lines("Games left out, and samplers compared over different games", left_out)
     return "\n".join(lines) + "\n"
 
 
@@ -242,7 +266,7 @@ def aggregates_markdown(rows: list[dict], left_out: list[str], by_task: bool = F
     return "\n".join(lines) + "\n"
 
 
-def improvement_markdown(rows: list[dict]) -> str:
+def improvement_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
     lines = ["| agent | domain | sampler | vs | runs x tasks | P(sampler > baseline) [95 % CI] |",
              "|---|---|---|---|---|---|"]
     lines += [f"| {r['agent']} | {r['domain']} | {r['sampler']} | {r['baseline']} | {r['runs']} x {r['tasks']} | "
@@ -252,4 +276,5 @@ def improvement_markdown(rows: list[dict]) -> str:
     if not rows:
         lines += ["", "No rows: no comparison the papers make (CLAIMS) has both samplers with at least 2 runs on a "
                   "common task here."]
+    lines += left_out_lines(NOT_COMPARED, left_out)
     return "\n".join(lines) + "\n"
