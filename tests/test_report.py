@@ -455,7 +455,7 @@ def test_a_twofold_speed_up_holds_a_curve_still_rising_at_its_end():
     assert area(run, 2.0) == pytest.approx(np.minimum(2 * np.arange(1, 21), 20).mean())  # 2, 4, ..., 20, 20, ...
 
 
-def test_atari_curves_mark_the_random_and_nearby_human_scores():
+def test_curves_mark_random_play_and_a_nearby_human_score():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -469,7 +469,10 @@ def test_atari_curves_mark_the_random_and_nearby_human_scores():
     assert [line.get_ydata()[0] for line in ax2.get_lines()] == [-20.7, 14.6]
     fig3, ax3 = plt.subplots()
     assert plots._reference_scores(ax3, "Hopper-v5", 1.0, 2.0) == (1.0, 2.0) and not ax3.get_lines()
-    for f in (fig, fig2, fig3):
+    fig4, ax4 = plt.subplots()  # MinAtar: random play's score (0.435 on Asterix), the y range grown to hold it
+    assert plots._reference_scores(ax4, "MinAtar/Asterix-v1", 1.0, 20.0) == (0.435, 20.0)
+    assert [line.get_ydata()[0] for line in ax4.get_lines()] == [0.435]
+    for f in (fig, fig2, fig3, fig4):
         plt.close(f)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ...results import save_figure
-from ...scores import SCORES, atari_game
+from ...scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
 from .runs import aligned, last_values
 from .stats import TABLE3_KEYS, mean_ci, rliable_seeded
 
@@ -85,8 +85,14 @@ def plot_table3(groups: dict, out: Path) -> list[Path]:
 
 
 def _reference_scores(ax, env: str, lo: float, hi: float) -> tuple[float, float]:
-    """On an Atari game, dotted lines at the random agent's score and, when it is within twice the curves'
-    range of them, the human's (PSER appendix table); the y range grows to hold them."""
+    """A dotted line at random play's score: on an Atari game the random agent's and, when it is within twice the
+    curves' range of them, the human's (PSER appendix table); on a MinAtar game random play's
+    (:data:`prioritylab.scores.MINATAR_RANDOM`).  The y range grows to hold them."""
+    game = minatar_game(env)
+    if game in MINATAR_RANDOM:
+        random = MINATAR_RANDOM[game]
+        ax.axhline(random, color="0.45", ls=":", lw=1.2, label=f"random play ({random:g})")
+        return min(lo, random), max(hi, random)
     game = atari_game(env)
     if game is None or game not in SCORES:
         return lo, hi
