@@ -153,13 +153,14 @@ FACTORS = np.round(np.arange(1.05, 4.0001, 0.05), 2)
 """The speed-ups :func:`speed` tries for the smallest one the interval of the areas excludes."""
 
 
-def speed(groups: dict, claims: dict | None = None, left_out: list[str] | None = None) -> list[dict]:
+def speed(groups: dict, claims: dict | None = None) -> list[dict]:
     """:func:`differences` of :func:`area`, the mean return over all evaluations, and two readings of a speed-up:
     what Y's area would gain if Y learned :data:`SPEED_UP` times as fast (each Y run's curve read at twice each
     step), with the Welch interval of X's areas minus those (wholly below 0: X learns less than twice as fast),
     and the smallest speed-up of Y in :data:`FACTORS` for which that interval lies wholly below 0 (1 when X's
-    areas are below Y's own; NaN if none).  Comparisons not made are named in ``left_out``, as there."""
-    rows = differences(groups, claims, score=area, left_out=left_out)
+    areas are below Y's own; NaN if none).  It makes the comparisons :func:`differences` makes, so that
+    function's ``left_out`` names those it does not."""
+    rows = differences(groups, claims, score=area)
     for r in rows:
         base = groups[(r["agent"], r["env"], r["baseline"])]
         x = np.array([area(run) for run in groups[(r["agent"], r["env"], r["sampler"])]])
