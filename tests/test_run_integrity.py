@@ -24,6 +24,7 @@ import pytest
 import torch
 
 from prioritylab.cli import main as cli_main
+from prioritylab.deep import run as run_mod
 from prioritylab.deep import td3
 from prioritylab.harness import report as R
 from prioritylab.harness.report import runs as report_runs
@@ -339,6 +340,22 @@ def test_two_trains_into_one_folder_one_is_refused_naming_the_holder(tmp_path):
     steps = [int(line.split(",")[0]) for line in (tmp_path / FOLDER / "evaluations.csv").read_text().splitlines()[1:]]
     every = manifest["config"]["eval_every"]
     assert steps == list(range(every, 601, every))  # the evaluations come from the run the manifest describes
+
+
+def test_a_run_refused_by_the_lock_leaves_the_folder_the_holder_made_meanwhile(tmp_path, monkeypatch):
+    # two runs start into one new folder: both see no folder, the other makes it and locks it first
+    folder, held = tmp_path / FOLDER, []
+    made = run_mod.check_output_dir
+
+    def made_and_locked_by_another(path, option):
+        made(path, option=option)
+        held.append(run_mod.RunLock(path).acquire())  # a second open file description: flock refuses this one
+
+    monkeypatch.setattr(run_mod, "check_output_dir", made_and_locked_by_another)
+    with pytest.raises(run_mod.SettingsError, match=f"in use by another run \\(pid {os.getpid()}\\)"):
+        run_mod.prepare_dir(folder, resume=False, overwrite=False)
+    assert sorted(p.name for p in folder.iterdir()) == [run_mod.LOCK]  # the holder's folder and lock file stay
+    held[0].release()
 
 
 # ---- 4. a killed sweep takes its runs with it ----

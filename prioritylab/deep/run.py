@@ -224,7 +224,9 @@ def remove_stale_temporaries(path: Path) -> list[Path]:
 
 def prepare_dir(path: Path, resume: bool, overwrite: bool) -> RunLock:
     """Check the run folder before any work: writable, not in use by another process (its lock, which is
-    returned held), and not holding a run we would clobber.  A refused run leaves no folder behind."""
+    returned held), and not holding a run we would clobber.  A run refused for its folder's contents leaves
+    no folder behind; one refused for the lock leaves the folder to its holder, which may have made it
+    between this process's look and its lock."""
     if resume and not (path / CHECKPOINT).exists():  # checked before the folder is created
         raise SettingsError(f"--resume: {path} holds no checkpoint to resume from")
     existed = path.exists()
@@ -232,14 +234,13 @@ def prepare_dir(path: Path, resume: bool, overwrite: bool) -> RunLock:
         check_output_dir(path, option="output folder")
     except ValueError as err:
         raise SettingsError(str(err)) from None
-    lock = RunLock(path)
+    lock = RunLock(path).acquire()  # refused: the folder is another run's, even if this process made it
     try:
-        lock.acquire()
         _check_contents(path, resume, overwrite)
     except SettingsError:
-        lock.release()
-        if not existed:
+        if not existed:  # removed while the lock is held, so no run of its own can be in it
             discard_new_dir(path)
+        lock.release()
         raise
     remove_stale_temporaries(path)
     return lock
