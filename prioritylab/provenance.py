@@ -16,7 +16,7 @@ command that continues it) read them alike:
 
 from __future__ import annotations
 
-RESUMABLE = ("out", "resume", "overwrite", "progress", "stop_after", "threads", "device", "checkpoint_every",
+RESUMABLE = ("out", "resume", "overwrite", "restart", "progress", "stop_after", "threads", "device", "checkpoint_every",
              "allow_no_updates")  # fmt: skip
 """Settings a resumption may change: where and how the run is kept (the thread count is checked against the
 checkpoint's on its own).  The device may change too: a run moved from the CPU to a GPU continues, but not

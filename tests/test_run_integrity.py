@@ -358,6 +358,42 @@ def test_a_run_refused_by_the_lock_leaves_the_folder_the_holder_made_meanwhile(t
     held[0].release()
 
 
+@pytest.mark.parametrize("holds", ["a checkpoint", "a finished run"])
+def test_restart_deletes_nothing_once_another_process_has_run_the_folder(tmp_path, capsys, holds):
+    # a sweep passes --restart for a run it saw stopped before its first checkpoint; by the time the run holds the
+    # lock another process may have resumed or finished it, and that run's files must survive
+    steps = ["--steps", "600", "--eval-every", "200", "--checkpoint-every", "200"]
+    stop = ["--stop-after", "250"] if holds == "a checkpoint" else []
+    assert cli_main(["train", "td3", *TINY, "--out", str(tmp_path), *steps, *stop]) == 0
+    folder = tmp_path / FOLDER
+    before = run_files(folder)
+    capsys.readouterr()
+    assert cli_main(["train", "td3", *TINY, "--out", str(tmp_path), *steps, "--restart"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert f"now holds {holds}" in line and "nothing was deleted" in line
+    assert run_files(folder) == before
+
+
+def test_a_start_afresh_deletes_finished_json_first(tmp_path, monkeypatch):
+    # a start afresh killed while it deletes the old run's files must not leave a folder that looks finished
+    folder = tmp_path / FOLDER
+    folder.mkdir()
+    for name in ("finished.json", "checkpoint.pt", "evaluations.csv", "manifest.json"):
+        (folder / name).write_text("{}")
+    deleted = []
+    real = Path.unlink
+    monkeypatch.setattr(Path, "unlink", lambda self, *a, **k: (deleted.append(self.name), real(self, *a, **k)))
+    run_mod.prepare_dir(folder, resume=False, overwrite=True).release()
+    assert deleted[0] == "finished.json" and set(deleted) >= {"checkpoint.pt", "evaluations.csv", "manifest.json"}
+
+
+def test_one_of_resume_overwrite_and_restart(tmp_path, capsys):
+    for pair in (("--resume", "--restart"), ("--overwrite", "--restart"), ("--resume", "--overwrite")):
+        assert cli_main(["train", "td3", *TINY, "--out", str(tmp_path), "--steps", "100", *pair]) == 2
+        assert "not several" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
 # ---- 4. a killed sweep takes its runs with it ----
 
 SPEC = """

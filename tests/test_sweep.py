@@ -95,7 +95,7 @@ def test_a_run_killed_before_its_first_checkpoint_starts_again(tmp_path, capsys)
     assert cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 0
     listed = capsys.readouterr().out
     assert listed.startswith(f"{sys.executable} -m prioritylab train td3")
-    assert listed.splitlines()[0].endswith("--overwrite  # restart")
+    assert listed.splitlines()[0].endswith("--restart  # restart")
     assert cli_main(["sweep", str(spec), "--out", str(out)]) == 0
     assert json.loads((out / "sweep.json").read_text())["runs"]["td3_Pendulum-v1_per_s0"]["status"] == "finished"
     assert (folder / "evaluations.csv").read_bytes() == whole  # the same seed, the same run

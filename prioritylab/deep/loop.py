@@ -249,7 +249,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     check_replay_memory(spec, cfg, env)
     folder = run_dir(cfg, spec.name)
     existed = folder.exists()
-    lock = prepare_dir(folder, cfg.resume, cfg.overwrite)
+    lock = prepare_dir(folder, cfg.resume, cfg.overwrite, cfg.restart)
     try:
         # from here on SIGINT/SIGTERM ask for a stop at an episode end with a checkpoint, even one that arrives
         # while the run is still being set up (after its manifest is written, a sweep may stop it at any time)

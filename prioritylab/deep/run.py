@@ -55,7 +55,8 @@ DIGEST = CHECKPOINT + ".sha256"
 EVALS = "evaluations.csv"
 TIMING = "timing.csv"
 LOCK = ".lock"
-RUN_FILES = (CHECKPOINT, DIGEST, EVALS, TIMING, "manifest.json", "finished.json", "tb")
+RUN_FILES = ("finished.json", CHECKPOINT, DIGEST, EVALS, TIMING, "manifest.json", "tb")
+"""A run's files, ``finished.json`` first: a start afresh killed while deleting them leaves no run looking finished."""
 MAX_COUNT = 2**62  # steps and slots are int64 counters in the replay and the checkpoint
 MAX_SEED = 2**32 - 101  # the evaluation env is seeded with seed + 100: both stay 32-bit seeds
 MEMINFO = "/proc/meminfo"
@@ -85,6 +86,9 @@ class RunSettings:
     """Continue the run in the folder from its checkpoint."""
     overwrite: bool = False
     """Delete a previous run in the folder and start afresh."""
+    restart: bool = False
+    """Start afresh a run stopped before its first checkpoint (what a sweep passes for one): refused, deleting
+    nothing, if by the time this run holds the folder's lock it holds a checkpoint or a finished run."""
     eval_every: int = 5000
     """Evaluate every this many environment steps (LAP App. D: 5k)."""
     eval_episodes: int = 10
@@ -137,8 +141,8 @@ def check_common(cfg: RunSettings) -> None:
                             f"got {cfg.seed!r}")  # fmt: skip
     if cfg.stop_after is not None and not 0 < cfg.stop_after <= MAX_COUNT:
         raise SettingsError(f"stop_after must be positive and at most 2**62, got {cfg.stop_after!r}")
-    if cfg.resume and cfg.overwrite:
-        raise SettingsError("give --resume or --overwrite, not both")
+    if cfg.resume + cfg.overwrite + cfg.restart > 1:
+        raise SettingsError("give one of --resume, --overwrite and --restart, not several")
     if not 0 <= cfg.threads <= 4096:
         raise SettingsError(f"threads must be in [0, 4096], got {cfg.threads}")
     size = getattr(cfg, "buffer_size", None)
@@ -215,14 +219,14 @@ def remove_stale_temporaries(path: Path) -> list[Path]:
     Called with the run's lock held, so no live writer owns them.
     """
     stale = []
-    for name in (*RUN_FILES, "manifest.json"):
+    for name in RUN_FILES:
         for tmp in path.glob(f".{name}.*.tmp"):
             tmp.unlink(missing_ok=True)
             stale.append(tmp)
     return stale
 
 
-def prepare_dir(path: Path, resume: bool, overwrite: bool) -> RunLock:
+def prepare_dir(path: Path, resume: bool, overwrite: bool, restart: bool = False) -> RunLock:
     """Check the run folder before any work: writable, not in use by another process (its lock, which is
     returned held), and not holding a run we would clobber.  A run refused for its folder's contents leaves
     no folder behind; one refused for the lock leaves the folder to its holder, which may have made it
@@ -236,7 +240,7 @@ def prepare_dir(path: Path, resume: bool, overwrite: bool) -> RunLock:
         raise SettingsError(str(err)) from None
     lock = RunLock(path).acquire()  # refused: the folder is another run's, even if this process made it
     try:
-        _check_contents(path, resume, overwrite)
+        _check_contents(path, resume, overwrite, restart)
     except SettingsError:
         if not existed:  # removed while the lock is held, so no run of its own can be in it
             discard_new_dir(path)
@@ -252,14 +256,18 @@ def discard_new_dir(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _check_contents(path: Path, resume: bool, overwrite: bool) -> None:
+def _check_contents(path: Path, resume: bool, overwrite: bool, restart: bool = False) -> None:
     finished = (path / "finished.json").exists()
     started = (path / CHECKPOINT).exists() or (path / EVALS).exists()
     if resume:
         if not (path / CHECKPOINT).exists():
             raise SettingsError(f"--resume: {path} holds no checkpoint to resume from")
         return
-    if overwrite:
+    if restart and (finished or (path / CHECKPOINT).exists()):  # another process ran it since it was looked at
+        held = "a finished run" if finished else "a checkpoint"
+        raise SettingsError(f"--restart: {path} now holds {held}, so another process ran it meanwhile; "
+                            "nothing was deleted (pass --resume or --overwrite)")  # fmt: skip
+    if overwrite or restart:
         for name in RUN_FILES:
             target = path / name
             if target.is_dir():

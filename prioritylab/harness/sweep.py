@@ -17,7 +17,8 @@ before any run, or, if another sweep finishes it meanwhile, is recorded as such
 in ``sweep.json`` and fails the sweep); an
 interrupted one (a checkpoint, no ``finished.json``) resumes from its
 checkpoint; one interrupted before its first checkpoint has nothing to resume
-and starts again from scratch (``--overwrite``).  A run that crashes is recorded with its exit code and the end of
+and starts again from scratch (``--restart``, which deletes nothing if another
+process has run it meanwhile).  A run that crashes is recorded with its exit code and the end of
 its error output in ``sweep.json``, and the sweep goes on.  ``--jobs`` runs
 that many at once in a local process pool; ``--backend ray`` submits the same
 commands to a Ray cluster (``pip install 'prioritylab[ray]'``).
@@ -156,7 +157,7 @@ def check_recorded(jobs: list[dict]) -> None:
         except ValueError as err:
             raise ValueError(f"run {job['name']}: {err}") from None
         if status(job) not in ("finished", "resume"):
-            continue  # new, or started again from scratch with --overwrite
+            continue  # new, or started again from scratch with --restart
         manifest = job["folder"] / "manifest.json"
         try:
             changed = changed_settings(json.loads(manifest.read_text()), now)
@@ -177,7 +178,7 @@ def command(job: dict) -> list[str]:
     if state == "resume":
         args.append("--resume")
     elif state == "restart":
-        args.append("--overwrite")
+        args.append("--restart")
     return [sys.executable, "-m", "prioritylab", *args]
 
 
