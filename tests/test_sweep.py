@@ -114,7 +114,7 @@ def test_a_run_another_sweep_finished_meanwhile_is_skipped(tmp_path, monkeypatch
     checked = []
     monkeypatch.setattr(sweep, "run_local", fake_run)
     monkeypatch.setattr(sweep, "check_recorded", checked.append)  # "b" ran with this sweep's settings
-    results = sweep.run_sweep(jobs, 1, "local", None, tmp_path / "sweep.json")
+    results, _ = sweep.run_sweep(jobs, 1, "local", None, tmp_path / "sweep.json")
     assert len(started) == 1 and checked == [[jobs[1]]]
     assert results == {"a": {"status": "finished", "exit_code": 0}, "b": {"status": "finished (skipped)"}}
 
@@ -136,7 +136,7 @@ def test_a_run_another_sweep_finished_meanwhile_with_other_settings_is_not_count
         return rc
 
     monkeypatch.setattr(sweep, "run_local", run_then_other_sweep_finishes_seed_1)
-    results = sweep.run_sweep(jobs, 1, "local", None, out / "sweep.json")
+    results, _ = sweep.run_sweep(jobs, 1, "local", None, out / "sweep.json")
     assert results["td3_Pendulum-v1_per_s0"] == {"status": "finished", "exit_code": 0}
     late = results["td3_Pendulum-v1_per_s1"]
     assert late["status"] == "finished elsewhere with other settings" and late["exit_code"] == sweep.OTHER_SETTINGS

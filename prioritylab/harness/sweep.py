@@ -254,11 +254,6 @@ def _run_job(job: dict, cwd: str | None = None) -> tuple[int | None, str]:
     return run_local(command(job), cwd)
 
 
-def stopped_by_signal(record: Path) -> int | None:
-    """The signal that stopped the sweep which wrote ``record`` (``sweep.json``), or None."""
-    return json.loads(record.read_text()).get("stopped_by_signal")
-
-
 def outcome(rc: int) -> str:
     if rc == 0:
         return "finished"
@@ -271,7 +266,11 @@ def outcome(rc: int) -> str:
     return "crashed"
 
 
-def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, record: Path) -> dict:
+def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
+              record: Path) -> tuple[dict, int | None]:  # fmt: skip
+    """Run the jobs, recording each outcome in ``record`` (``sweep.json``); the outcomes, and the signal that
+    stopped this sweep (None if none did: kept here, since another sweep into the same folder may rewrite
+    ``record``)."""
     todo = [j for j in jobs if status(j) != "finished"]
     stopped_by = None
     results = {j["name"]: {"status": "finished (skipped)"} for j in jobs if status(j) == "finished"}
@@ -314,7 +313,7 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None, 
     bar.close()
     write_json(record, {"started": started, "runs": results,
                         **({"stopped_by_signal": stopped_by} if stopped_by is not None else {})})  # fmt: skip
-    return results
+    return results, stopped_by
 
 
 def register(subparsers) -> None:
@@ -363,8 +362,7 @@ def _main(args) -> int:
         check_output_dir(args.out)
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
-    results = run_sweep(jobs, args.jobs, args.backend, args.address, args.out / "sweep.json")
-    signum = stopped_by_signal(args.out / "sweep.json")
+    results, signum = run_sweep(jobs, args.jobs, args.backend, args.address, args.out / "sweep.json")
     if signum is not None:
         print(f"sweep stopped by signal {signum}; the runs wrote their checkpoints: re-run the same command to "
               f"resume them (see {args.out}/sweep.json)", file=sys.stderr)  # fmt: skip
