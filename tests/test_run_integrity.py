@@ -358,6 +358,21 @@ def test_a_run_refused_by_the_lock_leaves_the_folder_the_holder_made_meanwhile(t
     held[0].release()
 
 
+def test_a_lock_on_a_lock_file_removed_meanwhile_is_refused(tmp_path, monkeypatch):
+    # another run opened, then removed, the folder it had made; the lock on the removed file would be no one's lock
+    folder = tmp_path / FOLDER
+    folder.mkdir()
+    real = run_mod.fcntl.flock
+
+    def removed_first(fd, op):
+        shutil.rmtree(folder)
+        return real(fd, op)
+
+    monkeypatch.setattr(run_mod.fcntl, "flock", removed_first)
+    with pytest.raises(run_mod.SettingsError, match="was removed by another run as this one started"):
+        run_mod.RunLock(folder).acquire()
+
+
 @pytest.mark.parametrize("holds", ["a checkpoint", "a finished run"])
 def test_restart_deletes_nothing_once_another_process_has_run_the_folder(tmp_path, capsys, holds):
     # a sweep passes --restart for a run it saw stopped before its first checkpoint; by the time the run holds the

@@ -182,7 +182,8 @@ class RunLock:
     The holder writes its pid into the file; a second process is refused with one line naming it.
     The kernel drops the lock when the holder exits, however it exits (a kill included), so a stale
     file never blocks a run.  ``.lock`` stays in the folder (removing it would let a waiting process
-    lock a file nobody else sees).
+    lock a file nobody else sees); the one removal, of a new folder a refused run made, is caught: a lock
+    taken on a file no longer at ``.lock`` is refused.
     """
 
     def __init__(self, folder: Path):
@@ -201,6 +202,13 @@ class RunLock:
                 raise SettingsError(f"{self.folder} is in use by another run (pid {holder}); "
                                     "wait for it to end or stop it first") from None  # fmt: skip
             raise SettingsError(f"cannot lock {path}: {err.strerror or err}") from None
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if not same:  # another run removed the folder it had made between this open and this lock
+            os.close(fd)
+            raise SettingsError(f"{self.folder} was removed by another run as this one started; start it again")
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
