@@ -119,6 +119,20 @@ def test_a_run_another_sweep_finished_meanwhile_is_skipped(tmp_path, monkeypatch
     assert results == {"a": {"status": "finished", "exit_code": 0}, "b": {"status": "finished (skipped)"}}
 
 
+def test_a_run_refused_because_another_sweep_finished_it_as_it_started_is_skipped(tmp_path, monkeypatch):
+    jobs = [{"name": "a", "folder": tmp_path / "a", "args": ["train", "td3"]}]
+
+    def finished_by_another_then_refused(cmd, cwd=None):
+        (tmp_path / "a").mkdir()
+        (tmp_path / "a" / "finished.json").write_text("{}")  # another sweep finished "a" as this one started it
+        return 2, "a already holds a finished run; pass --overwrite to replace it"
+
+    monkeypatch.setattr(sweep, "run_local", finished_by_another_then_refused)
+    monkeypatch.setattr(sweep, "check_recorded", lambda jobs: None)  # it ran with this sweep's settings
+    results, _ = sweep.run_sweep(jobs, 1, "local", None, tmp_path / "sweep.json")
+    assert results == {"a": {"status": "finished (skipped)"}}
+
+
 def test_a_run_another_sweep_finished_meanwhile_with_other_settings_is_not_counted(tmp_path, monkeypatch, capsys):
     """The settings of a run found finished when its turn comes are checked again, as at the sweep's start."""
     one = SPEC.replace("common}]\n", "common}][:1]\n")

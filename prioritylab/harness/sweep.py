@@ -54,6 +54,7 @@ from ..results import write_json
 
 BUDGETS = ("reduced", "paper")
 NOT_STARTED = -1  # exit code recorded for a run the sweep did not start because it was stopped
+REFUSED = 2  # exit code of a train refused before any work (a setting, its folder's lock or contents)
 OTHER_SETTINGS = -2  # exit code recorded for a run another sweep finished, meanwhile, with other settings
 _children: dict[int, subprocess.Popen] = {}  # the running ``prioritylab train`` processes, by pid
 _children_lock = threading.Lock()
@@ -246,12 +247,20 @@ def _run_job(job: dict, cwd: str | None = None) -> tuple[int | None, str]:
     if _stopping.is_set():
         return NOT_STARTED, ""
     if status(job) == "finished":
-        try:
-            check_recorded([job])
-        except ValueError as err:
-            return OTHER_SETTINGS, str(err)
-        return None, ""
-    return run_local(command(job), cwd)
+        return _finished_elsewhere(job)
+    rc, err = run_local(command(job), cwd)
+    if rc == REFUSED and status(job) == "finished":  # refused because another sweep finished it meanwhile
+        return _finished_elsewhere(job)
+    return rc, err
+
+
+def _finished_elsewhere(job: dict) -> tuple[int | None, str]:
+    """A run found finished that this sweep did not run: skipped (None), or ``OTHER_SETTINGS`` with the clash."""
+    try:
+        check_recorded([job])
+    except ValueError as err:
+        return OTHER_SETTINGS, str(err)
+    return None, ""
 
 
 def outcome(rc: int) -> str:
