@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import shutil
@@ -15,6 +16,7 @@ from scipy import stats
 from prioritylab.cli import main as cli_main
 from prioritylab.harness import report as R
 from prioritylab.harness.report import plots, tables
+from prioritylab.harness.report import runs as report_runs
 from prioritylab.harness.report import stats as report_stats
 
 
@@ -181,6 +183,30 @@ def test_partial_and_corrupt_runs_are_listed_and_never_averaged_in(tmp_path):
     assert text.count("| corrupt |") == 2 and "| partial, left out |" in text
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert len(manifest["run_folders"]) == 2 and len(manifest["not_used"]) == 3 and manifest["git_commit"]
+
+
+def test_a_run_that_finishes_while_the_report_reads_it_is_partial_not_corrupt(tmp_path, monkeypatch):
+    fake_run(tmp_path, "per", 0, [1.0] * 5, finished=False)
+    folder = tmp_path / "td3_Hopper-v5_per_s0"
+    real_open = open
+
+    def finishing_open(path, *args, **kwargs):  # the run writes its last row and finished.json as it is read
+        fh = real_open(path, *args, **kwargs)
+        if Path(path).name == "evaluations.csv" and not (folder / "finished.json").exists():
+            text = fh.read()
+            with real_open(path, "a") as out:
+                out.write("600,1.0,1.0,0.5,0.1,10.0,2.0\n")
+            (folder / "finished.json").write_text(json.dumps({"step": 600}))
+            fh.close()
+            return io.StringIO(text)
+        return fh
+
+    monkeypatch.setattr("builtins.open", finishing_open)
+    run = report_runs.read_run(folder)
+    assert not run["finished"] and len(run["rows"]) == 5  # read as the partial run it was when read
+    monkeypatch.undo()
+    run = report_runs.read_run(folder)
+    assert run["finished"] and len(run["rows"]) == 6
 
 
 def test_gain_tables_follow_lap_table_2(tmp_path):

@@ -31,6 +31,13 @@ def read_run(folder: Path) -> dict:
     for key in ("agent", "env", "sampler"):
         if not isinstance(config.get(key), str):
             raise ValueError(f"{manifest}: config has no {key}")
+    finished = folder / "finished.json"
+    ended, was_finished = None, finished.exists()
+    if was_finished:  # read before the evaluations: a run that finishes meanwhile is then read as partial
+        try:
+            ended = json.loads(finished.read_text())["step"]
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            raise ValueError(f"{finished}: not readable JSON with the run's last step ({err!r})") from None
     evals = folder / "evaluations.csv"
     try:
         with open(evals, newline="") as fh:
@@ -56,19 +63,14 @@ def read_run(folder: Path) -> dict:
         last = step
     if config.get("diagnostics") is False:  # its columns then hold no replay statistics (DQN's q_mean is its
         rows = [{**row, **{k: "nan" for k in DIAGNOSTICS if k in row}} for row in rows]  # batch's, not Table 3's)
-    finished = folder / "finished.json"
-    if finished.exists():
-        try:
-            ended = json.loads(finished.read_text())["step"]
-        except (OSError, ValueError, TypeError, KeyError) as err:
-            raise ValueError(f"{finished}: not readable JSON with the run's last step ({err!r})") from None
+    if was_finished:  # finished.json is written after the last row, so that row was in the file read above
         if not isinstance(ended, (int, float)) or ended != last:
             raise ValueError(f"{evals}: ends at step {rows[-1]['step']}, but {finished.name} says the run ended at "
                              f"step {ended!r} (a cut or replaced evaluations.csv?)")  # fmt: skip
     return {
         "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
         "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
-        "finished": finished.exists(), "config": recorded(recorded_manifest),
+        "finished": was_finished, "config": recorded(recorded_manifest),
     }  # fmt: skip
 
 
