@@ -324,9 +324,11 @@ def test_a_resume_keeps_the_runs_first_record_and_adds_its_own(tmp_path):
 
 
 def test_two_trains_into_one_folder_one_is_refused_naming_the_holder(tmp_path):
-    first = subprocess.Popen(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200"), env=env(), cwd=ROOT,
+    # long enough (a few seconds of training) that the second reaches the lock while the first still holds it,
+    # on a loaded machine too; were the first already finished, the second would be refused for that instead
+    first = subprocess.Popen(train_cmd(tmp_path, "--steps", "2400", "--eval-every", "800"), env=env(), cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    second = subprocess.Popen(train_cmd(tmp_path, "--steps", "600", "--eval-every", "300"), env=env(), cwd=ROOT,
+    second = subprocess.Popen(train_cmd(tmp_path, "--steps", "2400", "--eval-every", "1200"), env=env(), cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     procs = {first.pid: first, second.pid: second}
     outs = {pid: p.communicate(timeout=180) for pid, p in procs.items()}
@@ -339,7 +341,7 @@ def test_two_trains_into_one_folder_one_is_refused_naming_the_holder(tmp_path):
     manifest = json.loads((tmp_path / FOLDER / "manifest.json").read_text())
     steps = [int(line.split(",")[0]) for line in (tmp_path / FOLDER / "evaluations.csv").read_text().splitlines()[1:]]
     every = manifest["config"]["eval_every"]
-    assert steps == list(range(every, 601, every))  # the evaluations come from the run the manifest describes
+    assert steps == list(range(every, 2401, every))  # the evaluations come from the run the manifest describes
 
 
 def test_a_run_refused_by_the_lock_leaves_the_folder_the_holder_made_meanwhile(tmp_path, monkeypatch):
