@@ -278,7 +278,7 @@ COMMITTED = [  # specification, study folder, seeds, at least this many finished
     ("minatar_study.py", "minatar_study", 5, 50),
     ("minatar_lap_eps.py", "minatar_lap_eps", 5, 20),
     ("minatar_lap_kappa.py", "minatar_lap_kappa", 5, 10),
-    ("minatar_budget.py", "minatar_budget", 1, 2),
+    ("minatar_budget.py", "minatar_budget", 1, 3),
 ]
 
 
