@@ -248,6 +248,30 @@ def test_the_digest_names_the_checkpoint_on_disk_at_every_point_of_a_save(tmp_pa
     assert torch.equal(torch.load(path)["x"], torch.arange(5))
 
 
+def test_two_saves_cut_off_before_their_renames_leave_a_checkpoint_the_digest_lists(tmp_path, monkeypatch):
+    """Each save is cut off after its swap record is written and before its rename: the checkpoint on disk
+    is still the first one, and the second swap record must name it, not the never-written second one."""
+    path = tmp_path / "checkpoint.pt"
+    run_mod.save_atomic({"x": torch.arange(4)}, path)
+    real_replace = os.replace
+
+    def replace_then_die(src, dst):
+        if Path(dst) == path:
+            raise KeyboardInterrupt  # the swap record is written; the checkpoint's rename never happens
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_then_die)
+    for value in (5, 6):
+        with pytest.raises(KeyboardInterrupt):
+            run_mod.save_atomic({"x": torch.arange(value)}, path)
+    monkeypatch.setattr(os, "replace", real_replace)
+    run_mod.verify_checkpoint(path)  # the first checkpoint, which the second swap record names as replaced
+    assert torch.equal(torch.load(path)["x"], torch.arange(4))
+    run_mod.save_atomic({"x": torch.arange(7)}, path)  # a save that completes leaves one digest, the new one
+    run_mod.verify_checkpoint(path)
+    assert set(json.loads(run_mod.digest_path(path).read_text())) == {"sha256"}
+
+
 def test_a_checkpoint_copied_in_from_another_run_is_refused_before_anything_changes(tmp_path):
     """The checkpoint records the settings it was written with and how many evaluations the run had logged."""
     steps = ["--steps", "1400", "--eval-every", "100"]

@@ -324,10 +324,14 @@ def save_atomic(obj, path: Path) -> None:
     ``<path>.sha256``: a kill never leaves a corrupt checkpoint, and a corrupted one is detected.
 
     The digest file is written before the rename and names the new digest and the one it replaces, then
-    rewritten with the new one alone: a kill at any point leaves a checkpoint whose digest it lists.
+    rewritten with the new one alone: a kill at any point leaves a checkpoint whose digest it lists. After a
+    save cut off between the two writes the record lists two digests, so the one replaced now is read from
+    the file on disk: a second cut-off save must not name a checkpoint that was never written.
     """
     path = Path(path)
     previous = _read_digest(path) if path.exists() else None
+    if previous is not None and "previous" in previous:
+        previous = {"sha256": file_sha256(path)}
     written = {}
 
     def write(fh):
