@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import pathlib
 import sys
+import threading
+import time
 
 import pytest
 
 from prioritylab.cli import main as cli_main
 from prioritylab.harness import sweep
+from prioritylab.results import write_json
 
 SPEC = '''
 def runs(budget):
@@ -117,6 +121,37 @@ def test_a_run_another_sweep_finished_meanwhile_is_skipped(tmp_path, monkeypatch
     results, _ = sweep.run_sweep(jobs, 1, "local", None, tmp_path / "sweep.json")
     assert len(started) == 1 and checked == [[jobs[1]]]
     assert results == {"a": {"status": "finished", "exit_code": 0}, "b": {"status": "finished (skipped)"}}
+
+
+def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_path, monkeypatch):
+    """A second sweep (another ``--only``, or one running beside the first) records its runs beside the
+    first's; a run both sweeps ran keeps the entry of the later."""
+    record = tmp_path / "sweep.json"
+    outcomes = {"a": 1, "b": 0, "c": 0}  # "a" crashes in the first sweep
+    monkeypatch.setattr(sweep, "run_local", lambda cmd, cwd=None: (outcomes[cmd[-1]], "boom\n"))
+    monkeypatch.setattr(sweep, "status", lambda job: "new")
+
+    def jobs(*names):
+        return [{"name": n, "folder": tmp_path / n, "args": ["train", n]} for n in names]
+
+    monkeypatch.setattr(sweep, "command", lambda job: job["args"])
+    sweep.run_sweep(jobs("a", "b"), 1, "local", None, record)
+    outcomes["a"] = 0
+    sweep.run_sweep(jobs("a", "c"), 1, "local", None, record)
+    runs = json.loads(record.read_text())["runs"]
+    assert runs == {name: {"status": "finished", "exit_code": 0} for name in ("a", "b", "c")}
+
+    # another sweep holds the lock between its read and its write: this sweep's write waits, then keeps both
+    with open(tmp_path / ".sweep.json.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        earlier = json.loads(record.read_text())
+        writer = threading.Thread(target=sweep.write_record, args=(record, 2.0, {"e": {"status": "crashed"}}))
+        writer.start()
+        time.sleep(0.3)
+        assert writer.is_alive()
+        write_json(record, {**earlier, "runs": {**earlier["runs"], "d": {"status": "finished", "exit_code": 0}}})
+    writer.join()
+    assert set(json.loads(record.read_text())["runs"]) == {"a", "b", "c", "d", "e"}
 
 
 def test_a_run_refused_because_another_sweep_finished_it_as_it_started_is_skipped(tmp_path, monkeypatch):

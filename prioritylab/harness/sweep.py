@@ -19,7 +19,9 @@ interrupted one (a checkpoint, no ``finished.json``) resumes from its
 checkpoint; one interrupted before its first checkpoint has nothing to resume
 and starts again from scratch (``--restart``, which deletes nothing if another
 process has run it meanwhile).  A run that crashes is recorded with its exit code and the end of
-its error output in ``sweep.json``, and the sweep goes on.  ``--jobs`` runs
+its error output in ``sweep.json``, and the sweep goes on; sweeps into one
+``--out`` (one after another, or at once) share that file, each run's entry
+being the latest sweep's to run it.  ``--jobs`` runs
 that many at once in a local process pool; ``--backend ray`` submits the same
 commands to a Ray cluster (``pip install 'prioritylab[ray]'``).
 
@@ -35,6 +37,7 @@ status as a trailing comment.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import os
@@ -275,11 +278,28 @@ def outcome(rc: int) -> str:
     return "crashed"
 
 
+def write_record(record: Path, started: float, results: dict, stopped_by: int | None = None) -> None:
+    """Write this sweep's outcomes into ``record`` (``sweep.json``), keeping the entries of runs that other
+    sweeps into the same folder recorded and this one does not run: each run's entry is the latest sweep's
+    to run it.  Read and written under an ``fcntl`` lock on ``.sweep.json.lock`` beside it, so that two
+    sweeps writing at once never drop one another's entries.  ``started`` and ``stopped_by_signal`` are this
+    sweep's."""
+    with open(record.with_name(f".{record.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        try:
+            earlier = json.loads(record.read_text()).get("runs")
+        except (OSError, ValueError, AttributeError):  # none yet, or not a record: rewritten whole
+            earlier = None
+        runs = {**(earlier if isinstance(earlier, dict) else {}), **results}
+        stop = {"stopped_by_signal": stopped_by} if stopped_by is not None else {}
+        write_json(record, {"started": started, "runs": runs, **stop})
+
+
 def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
               record: Path) -> tuple[dict, int | None]:  # fmt: skip
-    """Run the jobs, recording each outcome in ``record`` (``sweep.json``); the outcomes, and the signal that
-    stopped this sweep (None if none did: kept here, since another sweep into the same folder may rewrite
-    ``record``)."""
+    """Run the jobs, recording each outcome in ``record`` (``sweep.json``, through :func:`write_record`); this
+    sweep's outcomes, and the signal that stopped it (None if none did: kept here, since another sweep into
+    the same folder may write ``record`` after this one)."""
     todo = [j for j in jobs if status(j) != "finished"]
     stopped_by = None
     results = {j["name"]: {"status": "finished (skipped)"} for j in jobs if status(j) == "finished"}
@@ -290,7 +310,7 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
         if rc is None:  # another sweep finished it meanwhile
             results[job["name"]] = {"status": "finished (skipped)"}
             bar.update(1)
-            write_json(record, {"started": started, "runs": results})
+            write_record(record, started, results)
             return
         results[job["name"]] = {"status": outcome(rc), "exit_code": rc}
         if rc == OTHER_SETTINGS:
@@ -300,7 +320,7 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
             results[job["name"]]["error"] = err
             tqdm.write(f"run {job['name']} crashed (exit {rc}): {err.strip().splitlines()[-1] if err.strip() else ''}")
         bar.update(1)
-        write_json(record, {"started": started, "runs": results})
+        write_record(record, started, results)
 
     if backend == "ray":
         import ray
@@ -320,8 +340,7 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
                 done(futures[f], *f.result())
         stopped_by = stop.signum
     bar.close()
-    write_json(record, {"started": started, "runs": results,
-                        **({"stopped_by_signal": stopped_by} if stopped_by is not None else {})})  # fmt: skip
+    write_record(record, started, results, stopped_by)
     return results, stopped_by
 
 
