@@ -319,7 +319,8 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
         elif results[job["name"]]["status"] == "crashed":
             results[job["name"]]["error"] = err
             tqdm.write(f"run {job['name']} crashed (exit {rc}): {err.strip().splitlines()[-1] if err.strip() else ''}")
-        bar.update(1)
+        if rc != NOT_STARTED:  # the bar counts the runs that ended, not those a stop left unstarted
+            bar.update(1)
         write_record(record, started, results)
 
     if backend == "ray":
