@@ -21,6 +21,10 @@ figure shows means and standard deviations over 5 seeds; its step budget is not 
 AGENTS = ("td3", "sac")
 SAMPLERS = ("uniform", "per", "ners")
 SEED_MAJOR = True
+CAPACITY = 60_000
+"""The replay's slots in the reduced runs: its first runs were recorded when a run shorter than the buffer had
+one slot per step (the agents' 1M otherwise), so they overwrote their oldest transitions over their last 298
+updates; pinned so that every run of the study has the same replay."""
 
 
 def runs(budget: str) -> list[dict]:
@@ -28,5 +32,5 @@ def runs(budget: str) -> list[dict]:
     if budget == "paper":
         common |= {"steps": 100_000, "eval_every": 2000}
     else:
-        common |= {"steps": 60_000, "eval_every": 2000, "threads": 1}
+        common |= {"steps": 60_000, "eval_every": 2000, "threads": 1, "buffer_size": CAPACITY}
     return [{**common, "agent": a, "sampler": s} for a in AGENTS for s in SAMPLERS]

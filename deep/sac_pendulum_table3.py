@@ -14,8 +14,14 @@ GLOBAL = "global"
 ``replay.normalise`` setting and ran so; pinned so that this specification reproduces them."""
 
 
+CAPACITY = 11_000
+"""The replay's slots: the committed runs were recorded when a run shorter than the buffer had one slot per step
+(SAC's 1M otherwise), so they overwrote their oldest transitions over their last updates; pinned so that this
+specification reproduces them."""
+
+
 def runs(budget: str) -> list[dict]:
     common = {"agent": "sac", "env": "Pendulum-v1", "steps": 11_000, "start_steps": 1000, "eval_every": 1000,
-              "replay.normalise": GLOBAL}  # fmt: skip
+              "replay.normalise": GLOBAL, "buffer_size": CAPACITY}  # fmt: skip
     extra = {"threads": 1} if budget == "reduced" else {}
     return [{**common, **extra, "sampler": s} for s in SAMPLERS]

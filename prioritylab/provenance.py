@@ -11,7 +11,8 @@ command that continues it) read them alike:
 * :data:`ONLY_FOR`: settings (by prefix) that only some samplers read; for the others a
   difference means nothing;
 * :data:`BEFORE_IT_EXISTED`: what a run whose manifest predates a setting ran with;
-* :data:`RESOLVED`: settings compared through the values the manifest's ``method`` resolved.
+* :data:`RESOLVED`: settings compared through the values the manifest's ``method`` resolved;
+* the replay's capacity, compared instead of ``buffer_size`` (:func:`capacity`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,21 @@ BEFORE_IT_EXISTED = (
 the entry to runs whose ``(key, values)`` matches."""
 
 
+def capacity(manifest: dict, settings: dict):
+    """The replay's slots in a run: what its manifest records (``replay_capacity``), or for a manifest written
+    before the capacity was recorded, what the rule of that time gave, ``min(buffer_size, max(steps, 64))``
+    (one slot per step, the episodes' tail slots not counted).  The capacity, not ``buffer_size``, decides what
+    a run computes: a run of 60k steps with ``buffer_size`` 60k is the same experiment as one with 1M recorded
+    before the rule changed."""
+    recorded_capacity = manifest.get("replay_capacity")
+    if recorded_capacity is not None:
+        return recorded_capacity
+    size, steps = settings.get("buffer_size"), settings.get("steps")
+    if isinstance(size, int) and isinstance(steps, int):
+        return min(size, max(steps, 64))
+    return size
+
+
 def flat(config: dict, prefix: str = "") -> dict:
     """A manifest's config with nested settings as ``replay.alpha``."""
     out = {}
@@ -65,8 +81,9 @@ def flat(config: dict, prefix: str = "") -> dict:
 def recorded(manifest: dict) -> dict:
     """A run's settings from its manifest, flat: its ``config`` (``replay.alpha``, ...) and the resolved
     sampler values of its ``method`` (``method.alpha``, ...; then the null-able :data:`RESOLVED` config
-    entries are left out), with the settings it predates filled in with the values it ran with.
-    ``ValueError`` if the manifest has no config."""
+    entries are left out), with the settings it predates filled in with the values it ran with, and the
+    replay's :func:`capacity` (``replay_capacity``) in place of ``buffer_size``.  ``ValueError`` if the
+    manifest has no config."""
     config = manifest.get("config") if isinstance(manifest, dict) else None
     if not isinstance(config, dict):
         raise ValueError("its config is not a mapping of settings")
@@ -78,6 +95,9 @@ def recorded(manifest: dict) -> dict:
     for key, value, only in BEFORE_IT_EXISTED:
         if only is None or settings.get(only[0]) in only[1]:
             settings.setdefault(key, value)
+    if "buffer_size" in settings:
+        settings["replay_capacity"] = capacity(manifest, settings)
+        del settings["buffer_size"]
     return settings
 
 

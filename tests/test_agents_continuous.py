@@ -301,3 +301,19 @@ def test_sigterm_while_the_run_is_set_up_stops_it_with_a_checkpoint(tmp_path, mo
     assert stopped.value.signum == signal.SIGTERM and stopped.value.step == 200  # Pendulum's first episode end
     assert torch.load(stopped.value.folder / "checkpoint.pt", weights_only=False)["step"] == 200
     assert not (stopped.value.folder / "finished.json").exists()
+
+
+@pytest.mark.parametrize("sampler", ["uniform", "lap"])
+def test_a_run_shorter_than_the_buffer_is_a_longer_runs_beginning(sampler, tmp_path):
+    """Pendulum's 200-step episodes each write a tail slot besides their steps: a run of 600 steps needs 603
+    slots, and its result at a step must not depend on how long it would have gone on (replay_capacity).
+    (PER's and PSER's IS exponent anneals over the run's steps, so their runs of two lengths differ anyway.)"""
+    rows = {}
+    for steps in (600, 1000):
+        cfg = settings("td3", tmp_path / str(steps), env="Pendulum-v1", sampler=sampler, steps=steps,
+                       start_steps=100, eval_every=200, hidden=8)  # fmt: skip
+        rows[steps] = read_rows(train(AGENTS["td3"][0], cfg) / "evaluations.csv")
+    keys = ("step", "return_mean", "critic_loss", "td_mean")
+    short, long = ([{k: r[k] for k in keys} for r in rows[s]] for s in rows)
+    assert [int(r["step"]) for r in short] == [200, 400, 600]
+    assert short == long[:3]

@@ -55,7 +55,8 @@ def test_agents_and_samplers_train_on_minatar(agent, sampler, game, tmp_path):
     state = torch.load(folder / "checkpoint.pt", weights_only=False)
     obs = state["buffer"]["storage"]["obs"]
     channels = {"Breakout": 4, "Seaquest": 10}[game]
-    assert obs.dtype == np.bool_ and obs.shape == (300, channels, 10, 10)  # one boolean state a slot, no stack
+    assert obs.dtype == np.bool_ and obs.shape == (600, channels, 10, 10)  # one boolean state a slot, no stack;
+    # 600 slots: room for every step and every episode's tail (replay_capacity)
     assert obs.any()
     assert state["agent"]["q"]["features.0.weight"].shape == (4, channels, 3, 3)
     manifest = json.loads((folder / "manifest.json").read_text())

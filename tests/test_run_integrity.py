@@ -582,6 +582,39 @@ def test_a_run_recorded_before_a_setting_existed_resumes_only_with_the_value_it_
     assert resumed.returncode == 0, resumed.stderr
 
 
+def test_a_run_recorded_before_the_capacity_counted_tail_slots_resumes_with_its_own_capacity(tmp_path):
+    """A manifest without ``replay_capacity`` had one slot per step below ``buffer_size``: resumed with today's
+    rule (room for the tail slots too) it would change its replay, and is refused naming the capacity; with a
+    ``--buffer-size`` that gives its capacity it resumes."""
+    common = ["--steps", "600", "--eval-every", "200"]
+    assert run(train_cmd(tmp_path, *common, "--buffer-size", "600", "--stop-after", "250")).returncode == 0
+    manifest = tmp_path / FOLDER / "manifest.json"
+    recorded = json.loads(manifest.read_text())
+    assert recorded["replay_capacity"] == 600  # min(buffer_size, 2 * steps)
+    del recorded["replay_capacity"]
+    recorded["config"]["buffer_size"] = 1_000_000  # as such a run recorded it: capacity min(1M, 600 steps)
+    manifest.write_text(json.dumps(recorded))
+    refused = run(train_cmd(tmp_path, *common, "--resume"))
+    assert refused.returncode == 2 and "replay_capacity 600 -> 1200" in refused.stderr, refused.stderr
+    resumed = run(train_cmd(tmp_path, *common, "--buffer-size", "600", "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert (tmp_path / FOLDER / "finished.json").exists()
+
+
+def test_the_replay_capacity_is_compared_not_the_buffer_size_that_bounds_it():
+    from prioritylab.provenance import changed_settings, recorded
+
+    def manifest(buffer_size, steps=60_000, capacity=None):
+        config = {"agent": "td3", "sampler": "uniform", "steps": steps, "buffer_size": buffer_size}
+        return {"config": config, **({"replay_capacity": capacity} if capacity is not None else {})}
+
+    before = manifest(1_000_000)  # recorded before the capacity was: one slot per step, 60,000
+    assert recorded(before)["replay_capacity"] == 60_000 and "buffer_size" not in recorded(before)
+    assert changed_settings(before, manifest(60_000, capacity=60_000)) == {}
+    assert changed_settings(before, manifest(1_000_000, capacity=120_000)) == {"replay_capacity": (60_000, 120_000)}
+    assert changed_settings(manifest(100_000, 250_000), manifest(100_000, 250_000, 100_000)) == {}
+
+
 def test_which_samplers_read_the_is_normalisation_is_the_method_table():
     from prioritylab.deep.methods import METHOD_TABLE
     from prioritylab.provenance import WEIGHTED, changed_settings

@@ -22,7 +22,8 @@ class ContinuousSettings(RunSettings):
     """Settings shared by TD3 and SAC (LAP/PAL Table 6)."""
 
     buffer_size: int = 1_000_000
-    """Replay capacity in transitions (the whole 1M-step run)."""
+    """Replay capacity in transitions (the whole 1M-step run); a shorter run keeps all of its own
+    (``replay_capacity``: 2 x its steps, tail slots included)."""
     batch_size: int = 256
     """Minibatch size (Table 6)."""
     gamma: float = 0.99

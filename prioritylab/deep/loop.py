@@ -48,6 +48,7 @@ from .run import (
     pick_device,
     prepare_dir,
     recorded_now,
+    replay_capacity,
     run_dir,
     save_atomic,
     set_env_rng_state,
@@ -122,16 +123,6 @@ def make_gym_env(env_id: str) -> gym.Env:
         return gym.make(env_id)
     except gym.error.Error as err:
         raise SettingsError(f"unknown environment {env_id!r}: {err}") from None
-
-
-def replay_capacity(cfg: RunSettings) -> int:
-    """Slots of the run's replay: ``buffer_size``, or ``steps`` for a run with fewer steps.
-
-    The buffer also writes a tail slot (the final observation) per finished episode, so a run of ``steps`` below
-    ``buffer_size`` overwrites its oldest transitions over its last few hundred updates (a 60k-step run of
-    200-step episodes: its last 298).  Its result then differs a little from a longer run's at the same step;
-    the committed runs were made with this capacity, so it stays until their provenance can record a change."""
-    return min(cfg.buffer_size, max(cfg.steps, 64))
 
 
 def evaluate(agent: Agent, env: gym.Env, seed: int, episodes: int) -> np.ndarray:

@@ -110,6 +110,18 @@ class RunSettings:
     replay: ReplaySettings = field(default_factory=ReplaySettings)
 
 
+def replay_capacity(cfg: RunSettings) -> int:
+    """Slots of the run's replay: ``buffer_size``, or room for the whole run when it is shorter.
+
+    Besides one slot per step, the buffer writes a tail slot (the episode's final observation, never
+    sampled) per finished episode, at most one per step, so a run of ``steps`` needs at most ``2 * steps``.
+    A run shorter than ``buffer_size`` thus never overwrites a transition, as a longer run would not by the
+    same step.  Runs recorded before this rule had ``steps`` slots and, near their end, overwrote their
+    oldest transitions (a 60k-step run of 200-step episodes: over its last 298 updates); their manifests
+    give their capacity through :func:`prioritylab.provenance.recorded`."""
+    return min(cfg.buffer_size, max(2 * cfg.steps, 64))
+
+
 def pick_device(name: str) -> torch.device:
     """``name`` as a torch device that this machine has (``auto``: CUDA when present); ``SettingsError`` if not."""
     if name == "auto":
@@ -502,6 +514,7 @@ def write_run_manifest(path: Path, cfg, agent: str, device: torch.device, method
     """Write the run's ``manifest.json``; a resumed run (``resumed_at``, the checkpoint's step) keeps its
     first record of where and with what code it ran and appends this stretch's to ``resumed``."""
     manifest = new_manifest(path, run_config(cfg, agent), {"device": str(device), "method": method,
+                                                           "replay_capacity": replay_capacity(cfg),
                                                            "torch_threads": torch.get_num_threads()})  # fmt: skip
     if resumed_at is not None:
         first = json.loads((path / "manifest.json").read_text())
@@ -512,8 +525,9 @@ def write_run_manifest(path: Path, cfg, agent: str, device: torch.device, method
 
 
 def recorded_now(cfg, agent: str, method: dict) -> dict:
-    """What ``manifest.json`` would record of a run with these settings: its config and resolved method."""
-    return {"config": run_config(cfg, agent), "method": as_recorded(method)}
+    """What ``manifest.json`` would record of a run with these settings: its config, resolved method and the
+    replay's capacity."""
+    return {"config": run_config(cfg, agent), "method": as_recorded(method), "replay_capacity": replay_capacity(cfg)}
 
 
 def check_resumable(path: Path, now: dict) -> None:
