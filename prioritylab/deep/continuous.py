@@ -23,7 +23,7 @@ class ContinuousSettings(RunSettings):
 
     buffer_size: int = 1_000_000
     """Replay capacity in transitions (the whole 1M-step run); a shorter run keeps all of its own
-    (``replay_capacity``: 2 x its steps, tail slots included)."""
+    (2 x its steps: room for its episodes' tail slots too)."""
     batch_size: int = 256
     """Minibatch size (Table 6)."""
     gamma: float = 0.99
