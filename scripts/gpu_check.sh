@@ -28,8 +28,9 @@ if [ "${SCALE:-full}" = smoke ]; then  # seconds, to check the script itself
 else
     AGENT="--steps 150 --repeats 3 --prefill 2000 --warmup 30 --atari-buffer-size 100000"
     REPLAY="--envs 8 --seconds 0.5 --repeats 3"; AB="--batches 256"
-    HC="--steps 30000 --start-steps 10000 --eval-every 2500 --eval-episodes 5"
-    PONG="--steps 40000 --start-steps 12500 --eval-every 5000 --eval-episodes 2 --buffer-size 100000"
+    # the replay's capacity of the committed docs/gpu runs (one slot per step then; 2 x steps now)
+    HC="--steps 30000 --start-steps 10000 --eval-every 2500 --eval-episodes 5 --buffer-size 30000"
+    PONG="--steps 40000 --start-steps 12500 --eval-every 5000 --eval-episodes 2 --buffer-size 40000"
     LIMIT_RUN=170; PAR="-n 8"
     TESTS="tests/test_agents_continuous.py tests/test_agents_atari.py tests/test_agents_minatar.py tests/test_sb3.py
            tests/test_ners.py tests/test_run_integrity.py tests/test_replay.py tests/test_fused_paths.py

@@ -717,6 +717,7 @@ def test_a_bad_set_of_against_settings_is_a_one_line_error_before_anything_is_wr
     ("rms_eps", "--against takes SETTING=VALUE, got 'rms_eps'"),
     ("rms_eps=0.5", "no run was recorded with rms_eps = 0.5"),
     ("lr=0.01", "has no recorded lr"),
+    ("buffer_size=1000", "buffer_size (runs are compared on the replay's capacity: --against replay_capacity=N)"),
     ("rms_eps=0.01", "the other runs hold 2 values of rms_eps"),
     ("per=true", "every run was recorded with per = true"),
 ])

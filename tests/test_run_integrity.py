@@ -596,6 +596,7 @@ def test_a_run_recorded_before_the_capacity_counted_tail_slots_resumes_with_its_
     manifest.write_text(json.dumps(recorded))
     refused = run(train_cmd(tmp_path, *common, "--resume"))
     assert refused.returncode == 2 and "replay_capacity 600 -> 1200" in refused.stderr, refused.stderr
+    assert "--buffer-size 600" in refused.stderr
     resumed = run(train_cmd(tmp_path, *common, "--buffer-size", "600", "--resume"))
     assert resumed.returncode == 0, resumed.stderr
     assert (tmp_path / FOLDER / "finished.json").exists()

@@ -141,6 +141,19 @@ def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_p
     runs = json.loads(record.read_text())["runs"]
     assert runs == {name: {"status": "finished", "exit_code": 0} for name in ("a", "b", "c")}
 
+    # a sweep that recorded "x" as crashed (refused: another sweep held it) never writes that entry back over
+    # the "finished" the other sweep records while it runs "y"
+    outcomes.update(x=2, y=0)
+
+    def run_beside(cmd, cwd=None):
+        if cmd[-1] == "y":
+            sweep.write_record(record, 9.0, {"x": {"status": "finished", "exit_code": 0}})  # the other sweep
+        return outcomes[cmd[-1]], "held by another run\n"
+
+    monkeypatch.setattr(sweep, "run_local", run_beside)
+    sweep.run_sweep(jobs("x", "y"), 1, "local", None, record)
+    assert json.loads(record.read_text())["runs"]["x"] == {"status": "finished", "exit_code": 0}
+
     # another sweep holds the lock between its read and its write: this sweep's write waits, then keeps both
     with open(tmp_path / ".sweep.json.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -151,7 +164,7 @@ def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_p
         assert writer.is_alive()
         write_json(record, {**earlier, "runs": {**earlier["runs"], "d": {"status": "finished", "exit_code": 0}}})
     writer.join()
-    assert set(json.loads(record.read_text())["runs"]) == {"a", "b", "c", "d", "e"}
+    assert set(json.loads(record.read_text())["runs"]) == {"a", "b", "c", "d", "e", "x", "y"}
 
 
 def test_a_run_refused_because_another_sweep_finished_it_as_it_started_is_skipped(tmp_path, monkeypatch):

@@ -541,8 +541,10 @@ def check_resumable(path: Path, now: dict) -> None:
         raise SettingsError(f"cannot resume: {manifest} is not a readable run manifest ({err})") from None
     if changed:
         listed = "; ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changed.items())
+        hint = (f" (its replay's capacity: --buffer-size {changed['replay_capacity'][0]})"
+                if "replay_capacity" in changed else "")  # fmt: skip
         raise SettingsError(f"cannot resume {path}: it ran with other settings ({listed}); resume with the "
-                            f"run's own settings, or start a new run")  # fmt: skip
+                            f"run's own settings{hint}, or start a new run")  # fmt: skip
 
 
 def check_checkpoint_is_this_runs(path: Path, checkpoint: dict, now: dict) -> None:

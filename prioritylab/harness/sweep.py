@@ -278,21 +278,25 @@ def outcome(rc: int) -> str:
     return "crashed"
 
 
-def write_record(record: Path, started: float, results: dict, stopped_by: int | None = None) -> None:
-    """Write this sweep's outcomes into ``record`` (``sweep.json``), keeping the entries of runs that other
-    sweeps into the same folder recorded and this one does not run: each run's entry is the latest sweep's
-    to run it.  Read and written under an ``fcntl`` lock on ``.sweep.json.lock`` beside it, so that two
-    sweeps writing at once never drop one another's entries.  ``started`` and ``stopped_by_signal`` are this
-    sweep's."""
-    with open(record.with_name(f".{record.name}.lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+def write_record(record: Path, started: float, changed: dict, stopped_by: int | None = None) -> None:
+    """Write the outcomes this sweep has just learnt (``changed``) into ``record`` (``sweep.json``), keeping
+    every other entry: each run's entry is the one written last, by whichever sweep into the same folder ended
+    it last.  Read and written under an ``fcntl`` lock on ``.sweep.json.lock`` beside it, so that two sweeps
+    writing at once never drop one another's entries.  ``started`` and ``stopped_by_signal`` are the last
+    writer's."""
+    record.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(record.with_name(f".{record.name}.lock"), os.O_RDONLY | os.O_CREAT, 0o666)  # any reader locks
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the file is closed
         try:
             earlier = json.loads(record.read_text()).get("runs")
         except (OSError, ValueError, AttributeError):  # none yet, or not a record: rewritten whole
             earlier = None
-        runs = {**(earlier if isinstance(earlier, dict) else {}), **results}
+        runs = {**(earlier if isinstance(earlier, dict) else {}), **changed}
         stop = {"stopped_by_signal": stopped_by} if stopped_by is not None else {}
         write_json(record, {"started": started, "runs": runs, **stop})
+    finally:
+        os.close(fd)
 
 
 def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
@@ -305,12 +309,13 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
     results = {j["name"]: {"status": "finished (skipped)"} for j in jobs if status(j) == "finished"}
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="run", desc="sweep", dynamic_ncols=True)
     started = time.time()
+    write_record(record, started, dict(results))
 
     def done(job, rc, err):
         if rc is None:  # another sweep finished it meanwhile
             results[job["name"]] = {"status": "finished (skipped)"}
             bar.update(1)
-            write_record(record, started, results)
+            write_record(record, started, {job["name"]: results[job["name"]]})
             return
         results[job["name"]] = {"status": outcome(rc), "exit_code": rc}
         if rc == OTHER_SETTINGS:
@@ -321,7 +326,7 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
             tqdm.write(f"run {job['name']} crashed (exit {rc}): {err.strip().splitlines()[-1] if err.strip() else ''}")
         if rc != NOT_STARTED:  # the bar counts the runs that ended, not those a stop left unstarted
             bar.update(1)
-        write_record(record, started, results)
+        write_record(record, started, {job["name"]: results[job["name"]]})
 
     if backend == "ray":
         import ray
@@ -341,7 +346,7 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
                 done(futures[f], *f.result())
         stopped_by = stop.signum
     bar.close()
-    write_record(record, started, results, stopped_by)
+    write_record(record, started, {}, stopped_by)
     return results, stopped_by
 
 

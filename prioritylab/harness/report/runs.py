@@ -261,6 +261,8 @@ def split_against(runs: list[dict], against: Sequence[tuple[str, str]]) -> tuple
             if key not in r["config"]:
                 resolved = "method." + key.split(".", 1)[1] if key.startswith("replay.") else None
                 hint = f" (its resolved value is {resolved})" if resolved in r["config"] else ""
+                if key == "buffer_size":  # provenance.recorded compares the capacity it gives instead
+                    hint = " (runs are compared on the replay's capacity: --against replay_capacity=N)"
                 raise ValueError(f"{flag}: {r['folder']} has no recorded {key}{hint}")
         if read and all(_is_value(r["config"][key], value) for key, value in read):
             reference.append(r)
