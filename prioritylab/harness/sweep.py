@@ -21,7 +21,7 @@ and starts again from scratch (``--restart``, which deletes nothing if another
 process has run it meanwhile).  A run that crashes is recorded with its exit code and the end of
 its error output in ``sweep.json``, and the sweep goes on; sweeps into one
 ``--out`` (one after another, or at once) share that file, each run's entry
-being the latest sweep's to run it.  ``--jobs`` runs
+being the one written last.  ``--jobs`` runs
 that many at once in a local process pool; ``--backend ray`` submits the same
 commands to a Ray cluster (``pip install 'prioritylab[ray]'``).
 
