@@ -145,9 +145,16 @@ def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_p
     # the "finished" the other sweep records while it runs "y"
     outcomes.update(x=2, y=0)
 
+    def x_recorded_as_refused():
+        return json.loads(record.read_text())["runs"].get("x", {}).get("status") == "crashed"
+
     def run_beside(cmd, cwd=None):
-        if cmd[-1] == "y":
-            sweep.write_record(record, 9.0, {"x": {"status": "finished", "exit_code": 0}})  # the other sweep
+        if cmd[-1] == "y":  # the other sweep finishes "x" after this one has recorded x's refusal
+            deadline = time.monotonic() + 30
+            while not x_recorded_as_refused():  # the pool may start "y" before the sweep has written "x"
+                assert time.monotonic() < deadline, "the sweep never recorded x's refusal"
+                time.sleep(0.01)
+            sweep.write_record(record, 9.0, {"x": {"status": "finished", "exit_code": 0}})
         return outcomes[cmd[-1]], "held by another run\n"
 
     monkeypatch.setattr(sweep, "run_local", run_beside)
