@@ -9,6 +9,7 @@ value, nothing written.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shlex
@@ -16,12 +17,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
+from flocks import flocks
 
 from prioritylab.cli import main as cli_main
 from prioritylab.deep import run as run_mod
@@ -348,24 +351,28 @@ def test_a_resume_keeps_the_runs_first_record_and_adds_its_own(tmp_path):
 
 
 def test_two_trains_into_one_folder_one_is_refused_naming_the_holder(tmp_path):
-    # long enough (a few seconds of training) that the second reaches the lock while the first still holds it,
-    # on a loaded machine too; were the first already finished, the second would be refused for that instead
+    # the first run is paused while it holds the folder's lock, so the second meets the lock however loaded the
+    # machine is (left to the scheduler, the first could end before the second arrived, or the second could
+    # arrive between the first's flock and its writing its pid); two runs arriving at one moment are
+    # test_a_run_refused_by_the_lock_leaves_the_folder_the_holder_made_meanwhile's case
+    lock = tmp_path / FOLDER / run_mod.LOCK
     first = subprocess.Popen(train_cmd(tmp_path, "--steps", "2400", "--eval-every", "800"), env=env(), cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    second = subprocess.Popen(train_cmd(tmp_path, "--steps", "2400", "--eval-every", "1200"), env=env(), cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    procs = {first.pid: first, second.pid: second}
-    outs = {pid: p.communicate(timeout=180) for pid, p in procs.items()}
-    codes = sorted(p.returncode for p in procs.values())
-    assert codes == [0, 2], {pid: o[1][-500:] for pid, o in outs.items()}
-    loser = next(pid for pid, p in procs.items() if p.returncode == 2)
-    winner = next(pid for pid in procs if pid != loser)
-    lines = [line for line in outs[loser][1].splitlines() if line.strip()]
-    assert len(lines) == 1 and f"pid {winner}" in lines[0] and "in use" in lines[0]
+    try:
+        wait_for(lambda: lock.exists() and lock.read_text() == f"{first.pid}\n", what="the first run's lock")
+        os.kill(first.pid, signal.SIGSTOP)
+        assert (first.pid, False) in flocks(lock), "the first run ended before it was paused at its lock"
+        second = subprocess.run(train_cmd(tmp_path, "--steps", "2400", "--eval-every", "1200"), env=env(),
+                                cwd=ROOT, capture_output=True, text=True, timeout=180)  # fmt: skip
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    _, first_err = first.communicate(timeout=180)
+    assert (first.returncode, second.returncode) == (0, 2), (first_err[-500:], second.stderr[-500:])
+    lines = error_lines(second)
+    assert len(lines) == 1 and f"pid {first.pid}" in lines[0] and "in use" in lines[0]
     manifest = json.loads((tmp_path / FOLDER / "manifest.json").read_text())
     steps = [int(line.split(",")[0]) for line in (tmp_path / FOLDER / "evaluations.csv").read_text().splitlines()[1:]]
-    every = manifest["config"]["eval_every"]
-    assert steps == list(range(every, 2401, every))  # the evaluations come from the run the manifest describes
+    assert manifest["config"]["eval_every"] == 800 and steps == [800, 1600, 2400]  # the holder's run, whole
 
 
 def test_a_run_refused_by_the_lock_leaves_the_folder_the_holder_made_meanwhile(tmp_path, monkeypatch):
@@ -382,6 +389,21 @@ def test_a_run_refused_by_the_lock_leaves_the_folder_the_holder_made_meanwhile(t
         run_mod.prepare_dir(folder, resume=False, overwrite=False)
     assert sorted(p.name for p in folder.iterdir()) == [run_mod.LOCK]  # the holder's folder and lock file stay
     held[0].release()
+
+
+def test_a_run_refused_as_the_holder_takes_the_lock_names_the_pid_the_holder_writes_a_moment_later(tmp_path):
+    folder = tmp_path / FOLDER
+    folder.mkdir()
+    fd = os.open(folder / run_mod.LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # the holder has its lock and has not written its pid yet
+    writes_pid = threading.Timer(0.1, os.write, (fd, b"4242\n"))
+    writes_pid.start()
+    try:
+        with pytest.raises(run_mod.SettingsError, match=r"in use by another run \(pid 4242\)"):
+            run_mod.RunLock(folder).acquire()
+    finally:
+        writes_pid.join()
+        os.close(fd)
 
 
 def test_a_lock_on_a_lock_file_removed_meanwhile_is_refused(tmp_path, monkeypatch):

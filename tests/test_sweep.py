@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from flocks import flocks
 
 from prioritylab.cli import main as cli_main
 from prioritylab.harness import sweep
@@ -167,8 +168,10 @@ def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_p
         earlier = json.loads(record.read_text())
         writer = threading.Thread(target=sweep.write_record, args=(record, 2.0, {"e": {"status": "crashed"}}))
         writer.start()
-        time.sleep(0.3)
-        assert writer.is_alive()
+        deadline = time.monotonic() + 30
+        while not any(waiting for _, waiting in flocks(tmp_path / ".sweep.json.lock")):  # it waits on the lock
+            assert writer.is_alive() and time.monotonic() < deadline, "the write did not wait for the lock"
+            time.sleep(0.01)
         write_json(record, {**earlier, "runs": {**earlier["runs"], "d": {"status": "finished", "exit_code": 0}}})
     writer.join()
     assert set(json.loads(record.read_text())["runs"]) == {"a", "b", "c", "d", "e", "x", "y"}

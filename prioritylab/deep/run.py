@@ -208,7 +208,7 @@ class RunLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            holder = self._holder(fd)
             os.close(fd)
             if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                 raise SettingsError(f"{self.folder} is in use by another run (pid {holder}); "
@@ -225,6 +225,17 @@ class RunLock:
         os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
         return self
+
+    @staticmethod
+    def _holder(fd: int, patience: float = 1.0) -> str:
+        """The pid the lock's holder wrote, read through ``fd``; a holder that has just taken the lock writes it
+        a moment later, so an empty file is read again for up to ``patience`` seconds before "unknown"."""
+        end = time.monotonic() + patience
+        while True:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            if holder or time.monotonic() >= end:
+                return holder or "unknown"
+            time.sleep(0.02)
 
     def release(self) -> None:
         if self.fd is not None:
