@@ -18,13 +18,12 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
-from flocks import flocks
+from ordering import flocks, wait_for
 
 from prioritylab.cli import main as cli_main
 from prioritylab.deep import run as run_mod
@@ -57,15 +56,6 @@ def run_files(folder: Path) -> dict[str, bytes]:
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
     return [line for line in proc.stderr.strip().splitlines() if line.strip()]
-
-
-def wait_for(condition, timeout: float = 60, what: str = "") -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def alive(pid: int) -> bool:

@@ -7,10 +7,9 @@ import json
 import pathlib
 import sys
 import threading
-import time
 
 import pytest
-from flocks import flocks
+from ordering import flocks, wait_for
 
 from prioritylab.cli import main as cli_main
 from prioritylab.harness import sweep
@@ -151,10 +150,8 @@ def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_p
 
     def run_beside(cmd, cwd=None):
         if cmd[-1] == "y":  # the other sweep finishes "x" after this one has recorded x's refusal
-            deadline = time.monotonic() + 30
-            while not x_recorded_as_refused():  # the pool may start "y" before the sweep has written "x"
-                assert time.monotonic() < deadline, "the sweep never recorded x's refusal"
-                time.sleep(0.01)
+            # the pool may start "y" before the sweep has written "x"
+            wait_for(x_recorded_as_refused, timeout=30, what="the sweep to record x's refusal")
             sweep.write_record(record, 9.0, {"x": {"status": "finished", "exit_code": 0}})
         return outcomes[cmd[-1]], "held by another run\n"
 
@@ -168,10 +165,8 @@ def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_p
         earlier = json.loads(record.read_text())
         writer = threading.Thread(target=sweep.write_record, args=(record, 2.0, {"e": {"status": "crashed"}}))
         writer.start()
-        deadline = time.monotonic() + 30
-        while not any(waiting for _, waiting in flocks(tmp_path / ".sweep.json.lock")):  # it waits on the lock
-            assert writer.is_alive() and time.monotonic() < deadline, "the write did not wait for the lock"
-            time.sleep(0.01)
+        wait_for(lambda: any(waiting for _, waiting in flocks(tmp_path / ".sweep.json.lock")), timeout=30,
+                 what="the write to wait for the lock", while_=writer.is_alive)
         write_json(record, {**earlier, "runs": {**earlier["runs"], "d": {"status": "finished", "exit_code": 0}}})
     writer.join()
     assert set(json.loads(record.read_text())["runs"]) == {"a", "b", "c", "d", "e", "x", "y"}
