@@ -278,6 +278,9 @@ def test_the_ray_backend_runs_a_two_run_sweep_on_a_local_cluster(tmp_path, monke
     # Ray starts its workers at niceness 15: on a busy machine (CI runs the suite beside other jobs) they would
     # wait behind everything else; this test checks the plumbing, not the scheduling priority
     monkeypatch.setenv("RAY_worker_niceness", "0")
+    # and a worker has 60 s by default to register with the raylet before Ray gives up on it: a loaded machine
+    # gets five times that, so the test fails on the sweep's plumbing, not on Ray's start-up
+    monkeypatch.setenv("RAY_worker_register_timeout_seconds", "300")
     spec.write_text(SPEC.replace('"env": "NoSuchEnv-v0"', '"env": "Pendulum-v1"'))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
