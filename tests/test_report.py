@@ -29,7 +29,8 @@ def fake_run(root, sampler, seed, returns, finished=True, extra=None, env="Hoppe
     if wall is not None:
         (folder / "timing.csv").write_text(f"step,wall_time,steps_per_s,updates_per_s\n1000,{wall},1,1\n")
     with open(folder / "evaluations.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=["step", "return_mean", "ess_mean", "td_mean", "td_std", "q_mean", "q_std"])
+        fields = ["step", "return_mean", "ess_mean", "td_mean", "td_std", "q_mean", "q_std"]
+        w = csv.DictWriter(fh, fieldnames=[*fields, *(k for k in extra or {} if k not in fields)])
         w.writeheader()
         for i, r in enumerate(returns):
             w.writerow({"step": 100 * (i + 1), "return_mean": r, "ess_mean": 1.0, "td_mean": 0.5 + seed,
@@ -183,6 +184,36 @@ def test_partial_and_corrupt_runs_are_listed_and_never_averaged_in(tmp_path):
     assert text.count("| corrupt |") == 2 and "| partial, left out |" in text
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert len(manifest["run_folders"]) == 2 and len(manifest["not_used"]) == 3 and manifest["git_commit"]
+
+
+def test_a_finished_run_whose_evaluations_are_not_its_own_record_is_corrupt(tmp_path):
+    """Rows cut from the middle, rows past the run's schedule, and a file from another run that ends at the same
+    step: each would move the last-10 mean while looking like a run, so each is refused with its reason."""
+    runs = tmp_path / "runs"
+    schedule = {"steps": 1200, "eval_every": 100}
+    for seed in range(2):
+        fake_run(runs, "per", seed, [1.0] * 12, config=schedule)
+    cut = runs / "td3_Hopper-v5_per_s1" / "evaluations.csv"
+    lines = cut.read_text().splitlines(keepends=True)
+    cut.write_text("".join([*lines[:4], *lines[6:]]))  # steps 400 and 500 gone, still ending at 1200
+    fake_run(runs, "per", 2, [1.0] * 13, config=schedule)  # a row past the run's last step
+    for seed, last in ((3, 1.0), (4, 7.5)):  # seed 4's finished.json recorded another last return
+        fake_run(runs, "per", seed, [1.0] * 12, config=schedule)
+        (runs / f"td3_Hopper-v5_per_s{seed}" / "finished.json").write_text(json.dumps({"step": 1200,
+                                                                                      "last_eval": last}))
+    fake_run(runs, "per", 5, [1.0] * 12, config=schedule, extra={"updates": 1100})
+    (runs / "td3_Hopper-v5_per_s5" / "finished.json").write_text(json.dumps({"step": 1200, "updates": 1150}))
+    result = R.report(runs, tmp_path / "out")
+    assert result["table"][0]["seeds"] == 2  # seeds 0 and 3
+    status = {x["folder"].rsplit("_", 1)[1]: x for x in result["status"]}
+    assert "updates 1100, but finished.json says updates 1150" in status["s5"]["detail"]
+    assert status["s1"]["status"] == "corrupt" and "row 4 is at step 600, where the run's schedule" in status["s1"][
+        "detail"]  # fmt: skip
+    assert status["s2"]["status"] == "corrupt" and "13 rows, but a run of 1200 steps" in status["s2"]["detail"]
+    assert status["s4"]["status"] == "corrupt" and "return_mean 1.0, but finished.json says last_eval 7.5" in status[
+        "s4"]["detail"]  # fmt: skip
+    assert [report_runs.evaluation_steps(1000, 300), report_runs.evaluation_steps(900, 300)] == [
+        [300, 600, 900, 1000], [300, 600, 900]]  # fmt: skip
 
 
 def test_a_run_that_finishes_while_the_report_reads_it_is_partial_not_corrupt(tmp_path, monkeypatch):
@@ -514,7 +545,7 @@ def test_a_run_without_replay_diagnostics_gives_no_table3_statistics(tmp_path):
     manifest.write_text(json.dumps(recorded))
     R.report(tmp_path / "runs", tmp_path / "out")
     t3 = (tmp_path / "out" / "ners_table3.md").read_text()
-    assert "| td3 | Hopper-v5 | uniform | 1 | nan | nan | nan | nan |" in t3
+    assert "| td3 | Hopper-v5 | uniform | 1 | " + " | ".join(["— (not logged by every seed)"] * 4) + " |" in t3
     assert "| td3 | Hopper-v5 | per | 2 | 1.000 | 0.100 | 10.00 | 2.00 |" in t3
 
 
@@ -809,26 +840,30 @@ def test_overhead_names_each_run_whose_timing_it_cannot_use(tmp_path):
         fake_run(runs, "per", seed, [1.0] * 12, wall=660.0)  # its timing.csv ends at step 1000, before 1200
     (runs / "td3_Hopper-v5_uniform_s1" / "timing.csv").unlink()
     (runs / "td3_Hopper-v5_uniform_s2" / "timing.csv").write_text("step,wall_time\n1000,abc\n")
+    fake_run(runs, "uniform", 3, [1.0] * 10, wall=600.0)
+    timing = runs / "td3_Hopper-v5_uniform_s3" / "timing.csv"
+    timing.write_text(timing.read_text()[:-7])  # cut by a kill: "1000,60" would read as 60 s
     rows = {r["sampler"]: r for r in R.report(runs, tmp_path / "out")["overhead"]}
     assert rows["uniform"]["runs"] == 1 and "per" not in rows
     text = (tmp_path / "out" / "overhead.md").read_text()
     assert "td3_Hopper-v5_uniform_s1: no readable timing.csv" in text
     assert "td3_Hopper-v5_uniform_s2: timing.csv without a wall_time and step in its last row" in text
     assert "td3_Hopper-v5_per_s0: its timing.csv ends at step 1000, its last evaluation at 1200" in text
+    assert "td3_Hopper-v5_uniform_s3: its timing.csv's last row is truncated" in text
 
 
 def test_table3_names_samplers_in_no_pair_and_statistics_not_logged(tmp_path):
     runs = tmp_path / "runs"
     for seed in range(5):
         fake_run(runs, "uniform", seed, [1.0] * 12)
-        fake_run(runs, "ners", seed, [1.0] * 12, extra={"q_std": "nan"} if seed == 0 else None)
+        fake_run(runs, "ners", seed, [1.0] * 12, extra={"q_std": "nan", "td_std": "inf"} if seed == 0 else None)
     for seed in range(4):
         fake_run(runs, "per", seed, [1.0] * 12)
     R.report(runs, tmp_path / "out")
     t3 = (tmp_path / "out" / "ners_table3.md").read_text()
     assert "In no pair (fewer than 5 seeds): per (4)." in t3
     line = next(x for x in t3.splitlines() if x.startswith("| ners − uniform |"))
-    assert line.endswith("| — (not logged by every seed) |"), line
+    assert line.endswith("| — (infinite in some seed: diverged) | 0 (no spread) | — (not logged by every seed) |"), line
 
 
 def test_a_curve_cut_to_its_shortest_seed_says_so(tmp_path, monkeypatch):

@@ -257,7 +257,10 @@ def test_the_atari_100k_queue_runs_both_atari_specifications_game_by_game():
 @pytest.mark.parametrize(
     ("text", "message"),
     [("x = 1", "defines no function runs"), ("def runs(b):\n    return [{'agent': 'td3'}]", "must be a dict"),
-     ("def runs(b):\n    return [{'agent': 'td3', 'env': 'E', 'sampler': 'per', 'seed': 1}]", "sets seed")],
+     ("def runs(b):\n    return [{'agent': 'td3', 'env': 'E', 'sampler': 'per', 'seed': 1}]", "sets seed"),
+     ("def runs(b):\n    r = {'agent': 'td3', 'env': 'A/E', 'sampler': 'lap'}\n"
+      "    return [{**r, 'replay.kappa': 0.01}, {**r, 'env': 'B'}, {**r, 'replay.kappa': 1.0}]",
+      "runs 0 and 2 would both write td3_A-E_lap_s<seed> (they differ only in replay.kappa)")],
 )
 def test_bad_specifications_are_one_line_errors(tmp_path, text, message, capsys):
     spec = tmp_path / "spec.py"

@@ -91,7 +91,22 @@ def load_spec(path: Path, budget: str) -> list[dict]:
             raise ValueError(f"{path}: run {i} must be a dict with agent, env and sampler, got {run!r}")
         if "seed" in run or "out" in run:
             raise ValueError(f"{path}: run {i} sets seed or out; the sweep sets them")
+    first: dict[str, int] = {}
+    for i, run in enumerate(runs):  # a run's folder is named by its agent, env and sampler only
+        name = run_name(run)
+        if name in first:
+            other = runs[first[name]]
+            differ = sorted(k for k in {*run, *other} if run.get(k, "unset") != other.get(k, "unset"))
+            raise ValueError(f"{path}: runs {first[name]} and {i} would both write {name}_s<seed> (they differ only "
+                             f"in {', '.join(differ) or 'nothing'}): give them separate specifications or --out "
+                             f"folders")  # fmt: skip
+        first[name] = i
     return runs
+
+
+def run_name(run: dict) -> str:
+    """A run's folder name without its seed: ``<agent>_<env, '/' as '-'>_<sampler>``."""
+    return f"{run['agent']}_{str(run['env']).replace('/', '-')}_{run['sampler']}"
 
 
 def select(runs: list[dict], only: list[str]) -> list[dict]:
@@ -119,8 +134,7 @@ def expand(runs: list[dict], seeds: int, first_seed: int, out: Path, by_seed: bo
     if by_seed:
         pairs.sort(key=lambda pair: pair[1])  # stable: the runs keep their order within a seed
     for run, seed in pairs:
-        env = str(run["env"]).replace("/", "-")
-        folder = out / f"{run['agent']}_{env}_{run['sampler']}_s{seed}"
+        folder = out / f"{run_name(run)}_s{seed}"
         args = ["train", run["agent"]]
         for key, value in run.items():
             if key == "agent":

@@ -67,8 +67,10 @@ but the seed and the bookkeeping ones (``IGNORED``), and the samplers of one age
 and environment on every setting but the sampler and its ``replay.*`` settings.  A
 group that differs, or that holds one seed in two run folders (a copy), is marked in
 ``table.md`` with what differs, and left out of every other table and figure.  A run
-whose ``finished.json`` names another last step than its ``evaluations.csv`` ends at
-(a cut or replaced file) is corrupt.  The rliable tables take each sampler's own seeds
+whose ``finished.json`` names another last step, last return or update count than its
+``evaluations.csv`` ends with (a cut or replaced file) is corrupt, and so is one whose rows are not
+the first evaluations of its own schedule (every ``eval_every`` steps and at its last step, from
+its manifest: rows cut from the middle, or more rows than the run has).  The rliable tables take each sampler's own seeds
 (its lowest, as many on each task) on the samplers and tasks that give the most
 sampler-task cells with at least 2 runs each, and list in ``aggregates.md`` what they
 leave out (a sampler run on few tasks, a task only some samplers have reached, the seeds
@@ -79,7 +81,8 @@ curve short.  A Welch interval is undefined (shown as such) when no seed differs
 side.  Nothing is left out in silence: each table ends with what it could not use and why
 (a comparison of the papers without 2 seeds a side, an environment whose baseline is 0 or
 absent, an Atari game without human and random scores, a run whose ``timing.csv`` is
-missing or ends early, a sampler with too few seeds for NERS Table 3's pairs).
+missing, cut short or ends early, a sampler with too few seeds for NERS Table 3's pairs; a replay statistic not logged, or
+infinite, in some seed).
 """
 
 from __future__ import annotations

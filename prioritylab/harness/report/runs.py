@@ -18,6 +18,36 @@ from ...replay.diagnostics import COLUMNS as DIAGNOSTICS
 LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
 
 
+def evaluation_steps(steps: int, eval_every: int) -> list[int]:
+    """The steps at which a run of ``steps`` evaluates: every ``eval_every`` steps and at its last step
+    (:func:`prioritylab.deep.loop.train`)."""
+    return [*range(eval_every, steps + 1, eval_every), *([steps] if steps % eval_every else [])]
+
+
+def check_schedule(evals: Path, rows: list[dict], config: dict) -> None:
+    """``ValueError`` unless the rows' steps are the first evaluations of the run's schedule (its ``steps`` and
+    ``eval_every``, when its manifest records them): a file with rows cut from its middle, or rows of another
+    run's schedule, is not the run's record."""
+    steps, every = config.get("steps"), config.get("eval_every")
+    if type(steps) is not int or type(every) is not int or steps <= 0 or every <= 0:
+        return
+    expected = evaluation_steps(steps, every)
+    if len(rows) > len(expected):
+        raise ValueError(f"{evals}: {len(rows)} rows, but a run of {steps} steps evaluated every {every} has "
+                         f"{len(expected)} evaluations")  # fmt: skip
+    for i, (row, want) in enumerate(zip(rows, expected, strict=False)):  # a partial run has fewer
+        if float(row["step"]) != want:
+            raise ValueError(f"{evals}: row {i + 1} is at step {row['step']}, where the run's schedule (steps "
+                             f"{steps}, eval_every {every}) has step {want} (rows cut or from another run?)")
+
+
+def _same_number(recorded, logged: str) -> bool:
+    try:
+        return isinstance(recorded, (int, float)) and float(recorded) == float(logged)
+    except (TypeError, ValueError):
+        return False
+
+
 def read_run(folder: Path) -> dict:
     """One run folder's config and evaluation rows; ``ValueError`` naming the file if it is corrupt."""
     manifest = folder / "manifest.json"
@@ -32,10 +62,11 @@ def read_run(folder: Path) -> dict:
         if not isinstance(config.get(key), str):
             raise ValueError(f"{manifest}: config has no {key}")
     finished = folder / "finished.json"
-    ended, was_finished = None, finished.exists()
+    ended, summary, was_finished = None, {}, finished.exists()
     if was_finished:  # read before the evaluations: a run that finishes meanwhile is then read as partial
         try:
-            ended = json.loads(finished.read_text())["step"]
+            summary = json.loads(finished.read_text())
+            ended = summary["step"]
         except (OSError, ValueError, TypeError, KeyError) as err:
             raise ValueError(f"{finished}: not readable JSON with the run's last step ({err!r})") from None
     evals = folder / "evaluations.csv"
@@ -61,12 +92,17 @@ def read_run(folder: Path) -> dict:
         if not (math.isfinite(step) and math.isfinite(ret)) or step <= last:
             raise ValueError(f"{evals}: row {i + 1} has step {row['step']} / return {row['return_mean']}")
         last = step
+    check_schedule(evals, rows, config)
     if config.get("diagnostics") is False:  # its columns then hold no replay statistics (DQN's q_mean is its
         rows = [{**row, **{k: "nan" for k in DIAGNOSTICS if k in row}} for row in rows]  # batch's, not Table 3's)
     if was_finished:  # finished.json is written after the last row, so that row was in the file read above
         if not isinstance(ended, (int, float)) or ended != last:
             raise ValueError(f"{evals}: ends at step {rows[-1]['step']}, but {finished.name} says the run ended at "
                              f"step {ended!r} (a cut or replaced evaluations.csv?)")  # fmt: skip
+        for key, column in (("last_eval", "return_mean"), ("updates", "updates")):  # the last row's, when written
+            if key in summary and column in rows[-1] and not _same_number(summary[key], rows[-1][column]):
+                raise ValueError(f"{evals}: its last row has {column} {rows[-1][column]}, but {finished.name} says "
+                                 f"{key} {summary[key]!r} (a replaced evaluations.csv?)")  # fmt: skip
     return {
         "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
         "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,

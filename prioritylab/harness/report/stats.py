@@ -472,9 +472,14 @@ def overhead(groups: dict, left_out: list[str] | None = None) -> list[dict]:
             why = None
             try:
                 with open(r["folder"] / "timing.csv", newline="") as fh:
-                    last = list(csv.DictReader(fh))[-1]
+                    text = fh.read()
+                last = list(csv.DictReader(text.splitlines(keepends=True)))[-1]
                 wall, step = float(last["wall_time"]), float(last["step"])
-                if step != column(r["rows"], "step")[-1]:
+                if not text.endswith("\n") or None in last or None in last.values():
+                    why = "its timing.csv's last row is truncated (cut short, or without its line end)"
+                elif not math.isfinite(wall) or wall < 0:
+                    why = f"its timing.csv's last wall_time is {last['wall_time']}"
+                elif step != column(r["rows"], "step")[-1]:
                     why = f"its timing.csv ends at step {last['step']}, its last evaluation at {r['rows'][-1]['step']}"
             except OSError:
                 why = "no readable timing.csv"

@@ -36,7 +36,11 @@ def ners_table3(groups: dict) -> str:
     for (agent, env, sampler), runs in sorted(groups.items()):
         cells = []
         for k, digits in zip(TABLE3_KEYS, (3, 3, 2, 2), strict=True):
-            mean, half = mean_ci(last_values(runs, k))
+            values = last_values(runs, k)
+            if not np.isfinite(values).all():
+                cells.append(NOT_LOGGED if np.isnan(values).any() else DIVERGED)
+                continue
+            mean, half = mean_ci(values)
             cells.append(f"{mean:.{digits}f} ± {half:.{digits}f}" if len(runs) >= MIN_CI_RUNS else f"{mean:.{digits}f}")
         lines.append(f"| {agent} | {env} | {sampler} | {len(runs)} | " + " | ".join(cells) + " |")
     if any(len(runs) >= MIN_CI_RUNS for runs in groups.values()):
@@ -46,6 +50,8 @@ def ners_table3(groups: dict) -> str:
 
 
 NO_SPREAD = "(no interval: every seed alike on both sides)"
+NOT_LOGGED = "— (not logged by every seed)"
+DIVERGED = "— (infinite in some seed: diverged)"
 
 
 def table3_differences(groups: dict, keys: tuple[str, ...]) -> list[str]:
@@ -71,14 +77,13 @@ def table3_differences(groups: dict, keys: tuple[str, ...]) -> list[str]:
             for b in names[i + 1:]:
                 cells = []
                 for k in keys:
+                    both = np.concatenate([samplers[a][k], samplers[b][k]])
+                    if not np.isfinite(both).all():
+                        cells.append(NOT_LOGGED if np.isnan(both).any() else DIVERGED)
+                        continue
                     d, lo, hi = welch_ci(samplers[a][k], samplers[b][k])
                     star = "*" if lo > 0 or hi < 0 else ""
-                    if math.isfinite(lo):
-                        cells.append(f"{d:.3g} [{lo:.3g}, {hi:.3g}]{star}")
-                    elif np.isnan(samplers[a][k]).any() or np.isnan(samplers[b][k]).any():
-                        cells.append("— (not logged by every seed)")
-                    else:
-                        cells.append(f"{d:.3g} (no spread)")
+                    cells.append(f"{d:.3g} [{lo:.3g}, {hi:.3g}]{star}" if math.isfinite(lo) else f"{d:.3g} (no spread)")
                 lines.append(f"| {a} − {b} | " + " | ".join(cells) + " |")
         if few[(agent, env)]:
             lines += ["", f"In no pair (fewer than {MIN_CI_RUNS} seeds): {', '.join(few[(agent, env)])}."]
