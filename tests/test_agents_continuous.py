@@ -87,6 +87,8 @@ BAD = [
     (["td3", "--sampler", "pser", "--replay.rho", "1.5"], "rho must be in"),
     (["td3", "--env", "CartPole-v1"], "needs a continuous (Box) action space"),
     (["sac", "--device", "cuda:7"], "cuda"),
+    (["td3", "--device", "mps"], "device 'mps': the agents run on the CPU or a CUDA GPU"),
+    (["td3", "--device", "meta"], "device 'meta': the agents run on the CPU or a CUDA GPU"),
 ]
 
 

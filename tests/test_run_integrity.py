@@ -293,7 +293,8 @@ def test_a_checkpoint_copied_in_from_another_run_is_refused_before_anything_chan
 def test_a_run_resumed_after_its_1000th_step_finishes_as_the_uninterrupted_one(tmp_path):
     steps = ["--steps", "1400", "--eval-every", "200"]
     assert run(train_cmd(tmp_path / "full", *steps)).returncode == 0
-    assert run(train_cmd(tmp_path / "split", *steps, "--stop-after", "1050")).returncode == 0
+    stopped = run(train_cmd(tmp_path / "split", *steps, "--stop-after", "1050"))
+    assert stopped.returncode == 0 and "run stopped at its --stop-after step" in stopped.stdout, stopped.stdout
     resumed = run(train_cmd(tmp_path / "split", *steps, "--resume"))
     assert resumed.returncode == 0, resumed.stderr
     full, split = tmp_path / "full" / FOLDER, tmp_path / "split" / FOLDER
@@ -508,6 +509,11 @@ def test_train_refuses_steps_not_above_start_steps_unless_asked(tmp_path, capsys
     code = cli_main(["train", "td3", "--env", "Pendulum-v1", "--steps", "300", "--out", str(tmp_path), "--no-progress"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "steps 300 <= start_steps 25000" in lines[0]
+    assert "--allow-no-updates" in lines[0] and not any(tmp_path.iterdir())
+    code = cli_main(["train", "dqn", "--env", "MinAtar/Breakout-v1", "--steps", "300", "--start-steps", "100",
+                     "--update-every", "500", "--out", str(tmp_path), "--no-progress"])  # none of 100-300 divides
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "the first update would come at step 500" in lines[0]
     assert "--allow-no-updates" in lines[0] and not any(tmp_path.iterdir())
     asked = run([sys.executable, "-m", "prioritylab", "train", "td3", "--env", "Pendulum-v1", "--steps", "200",
                  "--eval-every", "200", "--eval-episodes", "1", "--hidden", "8", "--out", str(tmp_path),

@@ -50,6 +50,23 @@ def test_runs_skip_finished_and_record_crashes(tmp_path, capsys):
     assert f"{sys.executable} -m prioritylab train td3 --env Pendulum-v1" in capsys.readouterr().out
 
 
+def test_a_run_stopped_at_its_stop_after_is_not_counted_finished(tmp_path, capsys):
+    """A run that exits 0 at the step the specification asked it to stop at has a checkpoint, not a result."""
+    spec = tmp_path / "spec.py"
+    common = ('{"steps": 400, "start_steps": 20, "eval_every": 200, "eval_episodes": 1, "hidden": 8, "batch_size": 4, '
+              '"threads": 1}')  # fmt: skip
+    spec.write_text(f"def runs(budget):\n    return [{{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': 'per', "
+                    f"**{common}, 'stop_after': 200}}]\n")  # fmt: skip
+    out = tmp_path / "runs"
+    assert cli_main(["sweep", str(spec), "--out", str(out)]) == 1
+    assert "0 of 1 runs finished; 0 crashed; 1 stopped before their end" in capsys.readouterr().out
+    record = json.loads((out / "sweep.json").read_text())["runs"]["td3_Pendulum-v1_per_s0"]
+    assert record == {"status": "stopped at its --stop-after (checkpoint written)", "exit_code": 0}
+    spec.write_text(spec.read_text().replace(", 'stop_after': 200", ""))
+    assert cli_main(["sweep", str(spec), "--out", str(out)]) == 0  # the same run, resumed to its end
+    assert json.loads((out / "td3_Pendulum-v1_per_s0" / "finished.json").read_text())["step"] == 400
+
+
 def test_a_finished_run_recorded_with_other_settings_stops_the_sweep_before_any_run(tmp_path, capsys):
     """A finished run folder is counted as the sweep's only if it ran with the specification's settings."""
     spec = tmp_path / "spec.py"
@@ -252,6 +269,20 @@ def test_the_atari_100k_queue_runs_both_atari_specifications_game_by_game():
     assert first_game == [("ddqn", "uniform"), ("ddqn", "per"), ("ddqn", "lap"), ("ddqn", "pal"), ("dqn", "per"),
                           ("dqn", "pser")]  # fmt: skip
     assert all(r["steps"] == 100_000 for r in queue)  # the Atari 100k regime: 100k agent steps, 400k frames
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (["--address", "10.0.0.1:6379"], "--address 10.0.0.1:6379 is a Ray cluster's: give it with --backend ray"),
+    (["--backend", "ray", "--jobs", "4"], "--jobs 4 sizes the local pool; Ray runs one run per CPU"),
+])  # fmt: skip
+def test_an_option_the_backend_does_not_read_is_refused(tmp_path, options, message, capsys):
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC)
+    with pytest.raises(SystemExit) as err:
+        cli_main(["sweep", str(spec), "--out", str(tmp_path / "runs"), *options])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and message in lines[0]
+    assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize(

@@ -175,6 +175,9 @@ def main(argv: list[str]) -> int:
     except Interrupted as stop:
         print(f"{stop} (run folder {stop.folder})", file=sys.stderr)
         return 128 + stop.signum
+    if not (folder / "finished.json").exists():  # stopped at --stop-after, as asked
+        print(f"run stopped at its --stop-after step with a checkpoint in {folder}; continue it with --resume")
+        return 0
     print(f"run written to {folder}")
     return 0
 

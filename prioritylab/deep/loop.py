@@ -204,10 +204,17 @@ def check_settings(spec: Spec, cfg: RunSettings) -> None:
 
 def check_updates(spec: Spec, cfg: RunSettings) -> None:
     """Refuse a run that would end before its first update, unless ``allow_no_updates``."""
-    starts = spec.learning_starts(cfg)
-    if cfg.steps <= starts and not cfg.allow_no_updates:
+    starts, every = spec.learning_starts(cfg), spec.update_every(cfg)
+    if cfg.allow_no_updates:
+        return
+    if cfg.steps <= starts:
         raise SettingsError(f"steps {cfg.steps} <= start_steps {starts}: the run would end before its first "
                             "update; lower --start-steps, raise --steps or pass --allow-no-updates")  # fmt: skip
+    first = -(-max(starts, 1) // every) * every  # the loop updates at the steps >= starts that every divides
+    if first > cfg.steps:
+        raise SettingsError(f"the first update would come at step {first} (the first multiple of update_every "
+                            f"{every} from start_steps {starts} on), after the run's last step {cfg.steps}; lower "
+                            "--update-every, raise --steps or pass --allow-no-updates")  # fmt: skip
 
 
 def check_replay_memory(spec: Spec, cfg: RunSettings, env: gym.Env) -> None:

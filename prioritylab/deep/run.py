@@ -130,6 +130,8 @@ def pick_device(name: str) -> torch.device:
         dev = torch.device(name)
     except RuntimeError as err:
         raise SettingsError(f"device {name!r} is not a torch device: {err}") from None
+    if dev.type not in ("cpu", "cuda"):  # torch names more (mps, xpu, meta): the agents are built and tested on these
+        raise SettingsError(f"device {name!r}: the agents run on the CPU or a CUDA GPU (cpu, cuda, cuda:N, auto)")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SettingsError(f"device {name!r} asked for, but CUDA is not available here")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():

@@ -280,8 +280,14 @@ def _finished_elsewhere(job: dict) -> tuple[int | None, str]:
     return None, ""
 
 
-def outcome(rc: int) -> str:
+STOPPED_AFTER = "stopped at its --stop-after (checkpoint written)"
+
+
+def outcome(rc: int, job: dict | None = None) -> str:
+    """A run's status from its exit code; a run that exits 0 at its ``--stop-after`` step has not finished."""
     if rc == 0:
+        if job is not None and "--stop-after" in job["args"] and not (job["folder"] / "finished.json").exists():
+            return STOPPED_AFTER
         return "finished"
     if rc == NOT_STARTED:
         return "not started (sweep stopped)"
@@ -331,7 +337,7 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
             bar.update(1)
             write_record(record, started, {job["name"]: results[job["name"]]})
             return
-        results[job["name"]] = {"status": outcome(rc), "exit_code": rc}
+        results[job["name"]] = {"status": outcome(rc, job), "exit_code": rc}
         if rc == OTHER_SETTINGS:
             results[job["name"]]["error"] = err
             tqdm.write(f"run {job['name']} was finished meanwhile by another sweep: {err}")
@@ -383,6 +389,10 @@ def register(subparsers) -> None:
 
 
 def _main(args) -> int:
+    if args.address is not None and args.backend != "ray":
+        fail("prioritylab sweep", f"--address {args.address} is a Ray cluster's: give it with --backend ray")
+    if args.jobs != 1 and args.backend == "ray":
+        fail("prioritylab sweep", f"--jobs {args.jobs} sizes the local pool; Ray runs one run per CPU of its cluster")
     if args.backend == "ray" and importlib.util.find_spec("ray") is None:
         fail("prioritylab sweep", "--backend ray needs ray: pip install 'prioritylab[ray]'")
     try:
@@ -418,7 +428,8 @@ def _main(args) -> int:
     finished = sum(v["status"] in ("finished", "finished (skipped)") for v in results.values())
     crashed = [k for k, v in results.items() if v["status"] == "crashed"]
     elsewhere = [k for k, v in results.items() if v["status"] == outcome(OTHER_SETTINGS)]
-    stopped = [k for k, v in results.items() if v["status"] in (outcome(128 + signal.SIGTERM), outcome(NOT_STARTED))]
+    stopped = [k for k, v in results.items()
+               if v["status"] in (outcome(128 + signal.SIGTERM), outcome(NOT_STARTED), STOPPED_AFTER)]
     also = f"; {len(elsewhere)} finished meanwhile by another sweep with other settings" if elsewhere else ""
     if stopped:  # a run's own process was stopped (its scheduler, a kill): not finished, though the sweep was not
         also += f"; {len(stopped)} stopped before their end (re-run the same command to resume them)"

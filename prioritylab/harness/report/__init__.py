@@ -70,8 +70,8 @@ group that differs, or that holds one seed in two run folders (a copy), is marke
 whose ``finished.json`` names another last step, last return or update count than its
 ``evaluations.csv`` ends with (a cut or replaced file) is corrupt, and so is one whose rows are not
 the first evaluations of its own schedule (every ``eval_every`` steps and at its last step, from
-its manifest: rows cut from the middle, or more rows than the run has).  The rliable tables take each sampler's own seeds
-(its lowest, as many on each task) on the samplers and tasks that give the most
+its manifest: rows cut from the middle, or more rows than the run has).  The rliable tables
+take each sampler's own seeds (its lowest, as many on each task) on the samplers and tasks that give the most
 sampler-task cells with at least 2 runs each, and list in ``aggregates.md`` what they
 leave out (a sampler run on few tasks, a task only some samplers have reached, the seeds
 beyond a sampler's fewest on a task, a MinAtar game with nothing to normalise by); the
@@ -81,8 +81,8 @@ curve short.  A Welch interval is undefined (shown as such) when no seed differs
 side.  Nothing is left out in silence: each table ends with what it could not use and why
 (a comparison of the papers without 2 seeds a side, an environment whose baseline is 0 or
 absent, an Atari game without human and random scores, a run whose ``timing.csv`` is
-missing, cut short or ends early, a sampler with too few seeds for NERS Table 3's pairs; a replay statistic not logged, or
-infinite, in some seed).
+missing, cut short or ends early, a sampler with too few seeds for NERS Table 3's pairs; a
+replay statistic not logged, or infinite, in some seed).
 """
 
 from __future__ import annotations
