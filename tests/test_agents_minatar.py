@@ -15,8 +15,6 @@ from prioritylab.deep.loop import evaluate, train
 from prioritylab.deep.methods import Method, ReplaySettings
 from prioritylab.deep.minatar import make_minatar_env
 
-pytest.importorskip("minatar")
-
 AGENTS = {"dqn": dqn.MINATAR_SPECS["dqn"], "ddqn": dqn.MINATAR_SPECS["ddqn"]}
 # a tiny network and small batches; MinAtar's own games and settings otherwise
 TINY = {"conv_channels": 4, "hidden": 16, "batch_size": 8, "eval_episodes": 2, "progress": False, "threads": 1}

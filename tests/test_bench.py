@@ -284,7 +284,6 @@ def test_agent_bench_quick_puts_prioritylab_inside_sb3_beside_plain_sb3(tmp_path
     """With the SB3 peer, ``SB3 + prioritylab`` rows (uniform and per) time the same SB3 model with our replay:
     their overhead is over plain SB3, and on Atari their replay (one frame per slot) is under a third of SB3's
     (stacks of four frames, stored once with ``optimize_memory_usage``)."""
-    pytest.importorskip("stable_baselines3")
     path = tmp_path / "agent.json"
     argv = ["bench", "agent", "--quick", "--agents", "td3", "dqn", "--peers", "sb3", "--samplers", "uniform",
             "--no-progress", "--json", str(path)]  # fmt: skip

@@ -51,3 +51,75 @@ def test_the_is_weights_are_normalised_by_the_batch_unless_asked_and_the_choice_
         assert method.make_sampler(64, seed=0).normalise == expected
         assert method.describe()["normalise"] == expected
     assert "normalise" not in Method("lap", ReplaySettings(), DQN_DEFAULTS, 1000).describe()
+
+
+ALTERNATIVE = {"alpha": 0.9, "beta0": 0.1, "eps": 0.5, "kappa": 0.3, "rho": 0.9, "eta": 0.2, "window": 1,
+               "mode": "add", "normalise": "global", "ners_baseline": "first", "ners_schedule": "evaluation",
+               "ners_sample_size": 16, "ners_lr": 0.5, "ners_local": (8,), "ners_score": (8,)}  # fmt: skip
+"""A valid value other than the default for every setting."""
+
+
+def _behaviour(name: str, settings: ReplaySettings) -> tuple:
+    """What a method does with its settings: the draws, probabilities and IS weights of its sampler after three
+    rounds of priority updates, and its loss on fixed TD errors."""
+    import numpy as np
+
+    m = Method(name, settings, DEFAULTS, total_steps=100)
+    s = m.make_sampler(64, seed=0)
+    s.add(np.arange(40), episode_start=(np.arange(40) % 8 == 0))
+    rng = np.random.default_rng(1)
+    drawn = []
+    for _ in range(3):
+        b = s.sample(16, m.beta_at(50))
+        drawn += [b.indices, b.probs, b.weights]
+        s.update(b.indices, rng.normal(size=16) * 3, b.generations)
+    delta = torch.linspace(-3.0, 3.0, 12).reshape(2, 6)
+    loss = m.critic_loss(delta, torch.linspace(0.1, 1.0, 6))
+    return np.concatenate(drawn).tolist(), loss.item()
+
+
+def test_a_method_reads_exactly_the_settings_its_entry_names():
+    """``MethodEntry.reads`` is what the user is told (the train CLI and the SB3 buffer name a setting given for
+    a method that does not read it): a setting outside it changes nothing the method does, and every setting in
+    it changes what the core methods do.  NERS, whose sampler needs a buffer to score, is checked on its eps."""
+    fields = [f for f in ALTERNATIVE if not f.startswith("ners_")]
+    for name in ("uniform", "per", "lap", "pal", "pser"):
+        base = _behaviour(name, ReplaySettings())
+        reads = method_table.METHOD_TABLE[name].reads
+        for field in fields:
+            changed = _behaviour(name, ReplaySettings(**{field: ALTERNATIVE[field]})) != base
+            assert changed == (field in reads), (name, field, changed)
+    ners = Method("ners", ReplaySettings(eps=0.5), DEFAULTS, total_steps=100).make_sampler(8, seed=0)
+    assert ners.eps == 0.0 and "eps" not in method_table.METHOD_TABLE["ners"].reads
+
+
+def test_the_settings_that_split_no_comparison_are_those_the_methods_do_not_read():
+    """``provenance.ONLY_FOR`` (which samplers a recorded ``replay.*`` setting matters to) agrees with the
+    entries' ``reads``; every name in ``reads`` is a setting."""
+    from dataclasses import fields
+
+    from prioritylab.provenance import ONLY_FOR
+
+    names = {f.name for f in fields(ReplaySettings)}
+    for name, entry in method_table.METHOD_TABLE.items():
+        assert set(entry.reads) <= names, name
+    for prefix, samplers in ONLY_FOR.items():
+        if prefix.startswith("replay."):
+            field = prefix.removeprefix("replay.")
+            readers = {m for m, e in method_table.METHOD_TABLE.items() if any(r.startswith(field) for r in e.reads)}
+            assert readers == set(samplers), prefix
+
+
+def test_a_setting_the_sampler_does_not_read_is_named_before_the_run(tmp_path, capsys):
+    from prioritylab.cli import main as cli_main
+    from prioritylab.deep.methods import unread
+
+    assert unread("per", ReplaySettings(alpha=0.7, kappa=2.0, ners_lr=0.1)) == [
+        ("kappa", 2.0, ("lap", "pal")), ("ners_lr", 0.1, ("ners",))]  # fmt: skip
+    assert unread("pser", ReplaySettings(rho=0.9, window=3)) == []
+    code = cli_main(["train", "td3", "--env", "Pendulum-v1", "--sampler", "uniform", "--replay.kappa", "5",
+                     "--steps", "300", "--out", str(tmp_path), "--no-progress"])  # refused: steps <= start_steps
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and lines[0] == ("prioritylab train td3: warning: --replay.kappa 5.0 has no effect with "
+                                      "--sampler uniform (read by lap, pal)")  # fmt: skip
+    assert len(lines) == 2 and "error: steps 300 <= start_steps" in lines[1]

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import stable_baselines3 as sb3  # the sb3 extra, installed by make test: a missing one fails, never skips
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer
+from stable_baselines3.common.logger import Logger
 
-sb3 = pytest.importorskip("stable_baselines3")
-import torch as th  # noqa: E402
-from gymnasium import spaces  # noqa: E402
-from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer  # noqa: E402
-from stable_baselines3.common.logger import Logger  # noqa: E402
-
-from prioritylab.sb3 import DQN, SAC, TD3, PrioritizedReplayBuffer  # noqa: E402
+from prioritylab.sb3 import DQN, SAC, TD3, PrioritizedReplayBuffer
 
 BOX = spaces.Box(-np.inf, np.inf, (3,), np.float32)
 ACT = spaces.Box(-1.0, 1.0, (2,), np.float32)
@@ -454,3 +453,28 @@ def test_n_step_returns_with_reward_normalisation_are_refused_before_learning():
     with pytest.raises(ValueError, match="reward-normalising VecNormalize") as err:
         DQN("MlpPolicy", env, n_steps=3, **_dqn_kwargs())
     assert "\n" not in str(err.value)
+
+
+def test_a_plain_sb3_algorithm_and_a_setting_the_sampler_does_not_read_are_named():
+    """Plain SB3 reports no priorities, so PER through it samples as uniform: the buffer says so once, after
+    ``UNREPORTED_BATCHES`` batches; prioritylab's TD3 reports them and draws no such warning.  A sampler setting
+    the chosen sampler does not read is named when the buffer is built."""
+    import warnings
+
+    from prioritylab.sb3.buffer import UNREPORTED_BATCHES
+
+    kwargs = {**_continuous_kwargs(), "learning_starts": 32}
+    with pytest.warns(UserWarning, match=r"kappa=5\.0 has no effect with sampler='per' \(read by lap, pal\)"):
+        plain = sb3.TD3("MlpPolicy", "Pendulum-v1", replay_buffer_class=PrioritizedReplayBuffer,
+                        replay_buffer_kwargs=dict(sampler="per", kappa=5.0), **kwargs)  # fmt: skip
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        plain.learn(32 + UNREPORTED_BATCHES + 20)
+    said = [str(w.message) for w in seen if "no priorities reported" in str(w.message)]
+    assert len(said) == 1 and "samples and trains as uniform replay" in said[0]
+    assert np.unique(plain.replay_buffer.replay.sampler.probabilities()[:100]).size == 1  # it did sample uniformly
+    ours = TD3("MlpPolicy", "Pendulum-v1", replay_buffer_kwargs=dict(sampler="per"), **kwargs)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        ours.learn(32 + UNREPORTED_BATCHES + 20)
+    assert not [w for w in seen if "PrioritizedReplayBuffer" in str(w.message)]

@@ -92,6 +92,9 @@ class MethodEntry:
     """``report(buffer, batch, priority, q_values)``: hand the learner's outputs to the sampler."""
     describe: Callable = pser_fields
     """``describe(settings)``: the fields recorded besides name, alpha, beta0, eps and kappa."""
+    reads: tuple[str, ...] = ()
+    """The :class:`~prioritylab.deep.methods.ReplaySettings` fields the method uses: a setting given away from
+    its default for a method that does not read it is named to the user (:func:`~prioritylab.deep.methods.unread`)."""
 
 
 def register(entry: MethodEntry) -> MethodEntry:
@@ -112,16 +115,20 @@ def _pser(m, capacity, seed):
                         window=s.window, mode=s.mode, normalise=s.normalise, seed=seed)  # fmt: skip
 
 
+WEIGHTED_READS = ("alpha", "beta0", "eps", "normalise")
+"""What PER's proportional sampler with IS weights reads."""
+PSER_READS = (*WEIGHTED_READS, "rho", "eta", "window", "mode")
+
 register(MethodEntry("uniform", build=lambda m, capacity, seed: make_sampler("uniform", capacity, seed=seed)))
 register(MethodEntry(
-    "per", uses_weights=True, default_alpha=_per_alpha,
+    "per", uses_weights=True, default_alpha=_per_alpha, reads=WEIGHTED_READS,
     build=lambda m, capacity, seed: make_sampler("per", capacity, alpha=m.alpha, beta=m.beta0, eps=m.eps,
                                                  normalise=m.settings.normalise, seed=seed),
 ))  # fmt: skip
 register(MethodEntry(
-    "lap", loss=lap_loss,
+    "lap", loss=lap_loss, reads=("alpha", "kappa"),
     build=lambda m, capacity, seed: make_sampler("lap", capacity, alpha=m.alpha, kappa=m.kappa, seed=seed),
 ))  # fmt: skip
-register(MethodEntry("pal", loss=pal_loss, check=_check_pal,
+register(MethodEntry("pal", loss=pal_loss, check=_check_pal, reads=("alpha", "kappa"),
                      build=lambda m, capacity, seed: make_sampler("uniform", capacity, seed=seed)))  # fmt: skip
-register(MethodEntry("pser", uses_weights=True, default_alpha=_per_alpha, build=_pser))
+register(MethodEntry("pser", uses_weights=True, default_alpha=_per_alpha, build=_pser, reads=PSER_READS))

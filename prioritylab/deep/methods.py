@@ -19,7 +19,7 @@ the sampler is the TD error of largest magnitude over the critics
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 
@@ -29,7 +29,7 @@ from ..schedules import LinearSchedule
 from . import ners as N
 from .method_table import METHOD_TABLE, MethodEntry, register
 
-__all__ = ["METHODS", "METHOD_TABLE", "Defaults", "Method", "MethodEntry", "ReplaySettings", "register"]
+__all__ = ["METHODS", "METHOD_TABLE", "Defaults", "Method", "MethodEntry", "ReplaySettings", "register", "unread"]
 
 METHODS = tuple(METHOD_TABLE)
 """The registered methods' names (the core ones, then NERS, registered by :mod:`prioritylab.deep.ners`)."""
@@ -77,6 +77,15 @@ class ReplaySettings:
     """Widths of NERS's local and global networks (Table B.1: 256 512 256 128)."""
     ners_score: tuple[int, ...] = N.SCORE_HIDDEN
     """Hidden widths of NERS's score network (Table B.1: 256 128 64)."""
+
+
+def unread(name: str, settings: ReplaySettings) -> list[tuple[str, object, tuple[str, ...]]]:
+    """``(field, value, methods that read it)`` for each setting given away from its default that the method
+    ``name`` does not read: it has no effect on the run (the manifest still records it)."""
+    default = ReplaySettings()
+    return [(f.name, getattr(settings, f.name), tuple(m for m, e in METHOD_TABLE.items() if f.name in e.reads))
+            for f in fields(ReplaySettings)
+            if getattr(settings, f.name) != getattr(default, f.name) and f.name not in METHOD_TABLE[name].reads]
 
 
 @dataclass(frozen=True)

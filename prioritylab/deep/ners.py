@@ -564,5 +564,7 @@ METHOD = register(MethodEntry(
     "ners", build=_build, uses_weights=True,  # NERS eq. 5: PER's IS weights, beta annealed
     default_alpha=lambda defaults: ALPHA, default_beta0=lambda defaults: BETA0,  # Table B.1, whatever the agent
     check_env=_check_env, attach=_attach, report=_report, describe=_describe,
+    reads=("alpha", "beta0", "normalise", "ners_baseline", "ners_schedule", "ners_sample_size", "ners_lr",
+           "ners_local", "ners_score"),  # not eps: NERS's scores are its priorities (eps 0)
 ))  # fmt: skip
 """NERS as a replay method (:mod:`prioritylab.deep.method_table`)."""

@@ -11,6 +11,7 @@ once (the memory of SB3's ``optimize_memory_usage``, with timeouts handled).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,13 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
 from ..deep.continuous import CONTINUOUS_DEFAULTS
 from ..deep.dqn import DQN_DEFAULTS
-from ..deep.methods import Method, ReplaySettings
+from ..deep.methods import Method, ReplaySettings, unread
 from ..replay import ReplayBuffer
 
 METHODS = ("uniform", "per", "lap", "pal", "pser")
+UNREPORTED_BATCHES = 100
+"""Batches drawn with no priorities reported, after which a method other than uniform warns (once) that it is
+not being trained as it should: a plain SB3 algorithm neither reports TD errors nor uses LAP's or PAL's loss."""
 
 
 class PrioritizedSamples(ReplayBufferSamples):
@@ -115,6 +119,10 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         settings = ReplaySettings(alpha=alpha, beta0=beta0, eps=eps, kappa=kappa, rho=rho, eta=eta, window=window,
                                   mode=mode, normalise=normalise)  # fmt: skip
         self.method = Method(sampler, settings, DQN_DEFAULTS if discrete else CONTINUOUS_DEFAULTS, total_steps=1)
+        for name, value, readers in unread(sampler, settings):
+            warnings.warn(f"PrioritizedReplayBuffer: {name}={value!r} has no effect with sampler={sampler!r} (read by "
+                          f"{', '.join(r for r in readers if r in METHODS) or 'no sampler here'})", stacklevel=2)
+        self._unreported = 0
         self.handle_timeout_termination = bool(handle_timeout_termination)
         self.optimize_memory_usage = False
         capacity = self.buffer_size * n_envs
@@ -168,6 +176,14 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
     def sample(self, batch_size: int, env=None, beta: float | None = None) -> PrioritizedSamples:
         """Draw ``batch_size`` transitions (IS exponent ``beta``, or the sampler's own) as SB3 tensors."""
         batch = self.replay.sample(batch_size, beta)
+        if self.method.name != "uniform" and self._unreported >= 0:
+            self._unreported += 1
+            if self._unreported >= UNREPORTED_BATCHES:
+                self._unreported = -1  # warned: once per buffer
+                warnings.warn(f"PrioritizedReplayBuffer(sampler={self.method.name!r}): {UNREPORTED_BATCHES} batches "
+                              "drawn and no priorities reported, so it samples and trains as uniform replay; a plain "
+                              "SB3 algorithm does not report them: train with prioritylab.sb3's DQN, TD3 or SAC",
+                              stacklevel=2)  # fmt: skip
         n_step = self.replay.n_step
         reward = batch.reward
         if env is not None and getattr(env, "norm_reward", False):
@@ -190,6 +206,7 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
     def update(self, samples: PrioritizedSamples, priority: th.Tensor) -> None:
         """Hand the batch's priorities (``|delta|``, one per item) to the sampler."""
         self.method.report(self.replay, samples, priority, None)
+        self._unreported = 0 if self._unreported >= 0 else -1
 
     def reset(self) -> None:
         raise ValueError("PrioritizedReplayBuffer cannot be reset; build a new one")
@@ -204,7 +221,9 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
 
     def __setstate__(self, state: dict) -> None:
         # a buffer pickled before the normalise option existed normalised its IS weights globally
-        self.__init__(**{"normalise": "global", **state["init"]})
+        with warnings.catch_warnings():  # its settings were named to the user when it was built
+            warnings.simplefilter("ignore")
+            self.__init__(**{"normalise": "global", **state["init"]})
         self.replay.load_state_dict(state["replay"])
         self._last_next[...] = state["last_next"]
         self.device = state["device"]
