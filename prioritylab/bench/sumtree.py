@@ -16,8 +16,8 @@ with the ``bench`` extra):
 
 * ``prioritylab``: :class:`prioritylab.SumTree` without min/max tracking (the
   peers' sum trees keep no extrema either) and, as further rows, with the min
-  tree the ``per`` sampler keeps (``prioritylab+min``) and with both
-  (``prioritylab+minmax``, the default of :class:`SumTree`).  At batch 1 also
+  tree the ``per`` sampler keeps (``prioritylab+min``, the default of
+  :class:`SumTree`) and with both (``prioritylab+minmax``).  At batch 1 also
   ``prioritylab (jitted)``: ``tree_set`` / ``tree_sample_one`` called from a
   jitted loop, the testbed's path, which no peer offers (no ratio given).  For
   ``per-step``, ``prioritylab`` is the ``per`` sampler with its default global
@@ -151,8 +151,8 @@ def _jitted_draws(tree, leaf0, depth, rng, n):
 
 TREE_VARIANTS = (
     ("prioritylab", False, False),  # like-for-like with the peers' bare sum trees
-    ("prioritylab+min", True, False),  # what the per sampler keeps (global IS normalisation)
-    ("prioritylab+minmax", True, True),  # the SumTree default
+    ("prioritylab+min", True, False),  # the SumTree default, what the per sampler keeps (global IS normalisation)
+    ("prioritylab+minmax", True, True),  # both extrema
 )
 
 

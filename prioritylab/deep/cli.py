@@ -150,7 +150,7 @@ def recorded_for(argv: list[str]) -> dict:
 
 def main(argv: list[str]) -> int:
     from .loop import train
-    from .methods import METHODS, unread
+    from .methods import Method, unread
     from .run import Interrupted, SettingsError
 
     specs, settings = _agents()
@@ -168,10 +168,14 @@ def main(argv: list[str]) -> int:
     spec, cls = _for_env(agent, argv[1:], specs, settings)
     prog = f"prioritylab train {agent}"
     cfg = parse(cls, argv[1:], prog)  # SystemExit after --help or a parsing error
-    if cfg.sampler in METHODS:  # an unknown sampler is refused by train
-        for name, value, readers in unread(cfg.sampler, cfg.replay):
-            print(f"{prog}: warning: --replay.{name.replace('_', '-')} {value} has no effect with --sampler "
-                  f"{cfg.sampler} (read by {', '.join(readers) or 'no sampler'})", file=sys.stderr)  # fmt: skip
+    try:
+        Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps)
+        unused = unread(cfg.sampler, cfg.replay)
+    except (ValueError, TypeError):  # a bad sampler or setting: train refuses it, in one line
+        unused = []
+    for name, value, readers in unused:
+        print(f"{prog}: warning: --replay.{name.replace('_', '-')} {value} has no effect with --sampler "
+              f"{cfg.sampler} (read by {', '.join(readers) or 'no sampler'})", file=sys.stderr)  # fmt: skip
     try:
         folder = train(spec, cfg)
     except SettingsError as err:

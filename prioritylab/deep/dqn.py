@@ -66,8 +66,8 @@ class AtariSettings(RunSettings):
     checkpoint_every: int = 500_000
     """Checkpoint at the first episode end after every this many steps (a full replay is ~7 GB on disk)."""
     buffer_size: int = 1_000_000
-    """Replay capacity in transitions (1M; ~7.2 KB each: 7.2 GB, see README); a shorter run keeps all of its
-    own (2 x its steps: room for its episodes' tail slots too)."""
+    """Replay capacity in transitions (1M; ~7.2 KB each: 7.2 GB, see README); the replay has min(this, 2 x steps)
+    slots, so a run of at most half of it keeps all of its own (room for its episodes' tail slots too)."""
     batch_size: int = 32
     """Minibatch size (Table 7: 32)."""
     gamma: float = 0.99

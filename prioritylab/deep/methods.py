@@ -68,7 +68,7 @@ class ReplaySettings:
     (the authors' public code); docs/ners.md."""
     ners_schedule: str = "episode"
     """When NERS trains: at the end of every training episode from its return ('episode', NERS Algorithm 1) or
-    at each evaluation from the evaluation return ('evaluation', the text of its Section 2.3); docs/ners.md."""
+    at each evaluation from the evaluation return ('evaluation', the text of its Section 2.2); docs/ners.md."""
     ners_sample_size: int = N.SAMPLE_SIZE
     """NERS |I_train| per training step (Table B.1: 128)."""
     ners_lr: float = N.LEARNING_RATE
