@@ -50,6 +50,16 @@ def test_runs_skip_finished_and_record_crashes(tmp_path, capsys):
     assert f"{sys.executable} -m prioritylab train td3 --env Pendulum-v1" in capsys.readouterr().out
 
 
+def test_a_setting_some_runs_do_not_read_is_noted_once_before_the_sweep(tmp_path, capsys):
+    spec = tmp_path / "spec.py"
+    spec.write_text("def runs(budget):\n    return [{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': s, "
+                    "'replay.kappa': 2.0} for s in ('uniform', 'per', 'lap', 'pal')]\n")  # fmt: skip
+    assert cli_main(["sweep", str(spec), "--seeds", "2", "--out", str(tmp_path / "runs"), "--dry-run"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["prioritylab sweep: note: replay.kappa 2.0 has no effect on the runs with sampler uniform, per "
+                   "(read by lap, pal)"]  # fmt: skip
+
+
 def test_a_run_stopped_at_its_stop_after_is_not_counted_finished(tmp_path, capsys):
     """A run that exits 0 at the step the specification asked it to stop at has a checkpoint, not a result."""
     spec = tmp_path / "spec.py"

@@ -125,9 +125,26 @@ def recorded_for(argv: list[str]) -> dict:
     """What ``manifest.json`` would record (config and resolved method) of ``prioritylab train`` with ``argv``
     (``[agent, flags...]``), nothing run; a bad agent, flag or setting (every check ``train`` makes of the settings
     alone, :func:`~prioritylab.deep.loop.check_settings`) is ``ValueError`` with its message on one line."""
-    from .loop import check_settings
     from .methods import Method
-    from .run import SettingsError, recorded_now
+    from .run import recorded_now
+
+    spec, cfg = _checked(argv)
+    return recorded_now(cfg, argv[0], Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps).describe())
+
+
+def unread_for(argv: list[str]) -> tuple[str, list]:
+    """The sampler of ``prioritylab train`` with ``argv`` and the settings it was given that the sampler does not
+    read (:func:`~prioritylab.deep.methods.unread`); ``ValueError`` as :func:`recorded_for`."""
+    from .methods import unread
+
+    _, cfg = _checked(argv)
+    return cfg.sampler, unread(cfg.sampler, cfg.replay)
+
+
+def _checked(argv: list[str]):
+    """``(spec, settings)`` of ``prioritylab train`` with ``argv``, checked as :func:`recorded_for` says."""
+    from .loop import check_settings
+    from .run import SettingsError
 
     specs, settings = _agents()
     if not argv or argv[0] not in AGENTS:
@@ -145,7 +162,7 @@ def recorded_for(argv: list[str]) -> dict:
         check_settings(spec, cfg)
     except SettingsError as err:
         raise ValueError(str(err)) from None
-    return recorded_now(cfg, argv[0], Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps).describe())
+    return spec, cfg
 
 
 def main(argv: list[str]) -> int:

@@ -190,6 +190,22 @@ def check_recorded(jobs: list[dict]) -> None:
                          f"{', '.join(clashes[:3])}{more}; move them away or sweep into another --out")  # fmt: skip
 
 
+def unread_notes(jobs: list[dict]) -> list[str]:
+    """One line per setting that some of the sweep's runs are given and their sampler does not read (``train``
+    warns of it in each run's own output, which the sweep keeps only for a crash)."""
+    from ..deep.cli import unread_for
+
+    seen: dict[tuple, list[str]] = {}
+    for job in jobs:
+        sampler, unused = unread_for(job["args"][1:])
+        for name, value, readers in unused:
+            samplers = seen.setdefault((name, repr(value), readers), [])
+            if sampler not in samplers:
+                samplers.append(sampler)
+    return [f"replay.{name} {value} has no effect on the runs with sampler {', '.join(samplers)} (read by "
+            f"{', '.join(readers) or 'no sampler'})" for (name, value, readers), samplers in seen.items()]
+
+
 def command(job: dict) -> list[str]:
     args = list(job["args"])
     state = status(job)
@@ -405,6 +421,9 @@ def _main(args) -> int:
         clash = None
     except ValueError as err:
         clash = str(err)
+    else:
+        for note in unread_notes(jobs):
+            print(f"prioritylab sweep: note: {note}", file=sys.stderr)
     if args.dry_run:
         try:
             for j in jobs:
