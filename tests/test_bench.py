@@ -337,3 +337,20 @@ def test_agent_bench_times_the_transfer_and_restores_the_copy_even_when_a_step_f
         ours.run(1)
     assert replay_buffer._to_device is original
     assert ours.timers.seconds["transfer"] > 0
+
+
+@pytest.mark.parametrize(("argv", "quick", "kept"), [
+    (["sumtree", "--quick", "--seconds", "0.3", "--capacities", "2^12"], "QUICK", {"seconds": 0.3}),
+    (["replay", "--quick", "--repeats", "2"], "QUICK_REPLAY", {"repeats": 2}),
+    (["agent", "--quick", "--steps", "100", "--hidden", "64"], "AGENT_QUICK", {"steps": 100, "hidden": 64}),
+])  # fmt: skip
+def test_an_option_given_beside_quick_is_kept(argv, quick, kept):
+    """``--quick`` sets what the command line leaves at its default, as in the theory scripts."""
+    from prioritylab.bench import cli as bench_cli
+    from prioritylab.cli import build_parser
+
+    args = build_parser().parse_args(["bench", *argv])
+    preset = getattr(bench_cli, quick)
+    settings = bench_cli.quick_settings(preset, args)
+    assert set(settings) == set(preset) - set(kept) - ({"capacities"} if argv[0] == "sumtree" else set())
+    assert all(getattr(args, k) == v for k, v in kept.items())

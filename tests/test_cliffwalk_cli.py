@@ -24,8 +24,13 @@ def test_cli_runs_and_writes_files(tmp_path, capsys):
     assert manifest["config"]["config"]["alpha"] == 0.7
 
 
-@pytest.mark.parametrize("argv,named", [(["--n", "0"], "n must"), (["--alpha", "-1"], "alpha"),
-                                         (["--cap", "0"], "'0'"), (["--rho", "2"], "rho")])  # fmt: skip
+@pytest.mark.parametrize("argv,named", [
+    (["--n", "0"], "n must"), (["--alpha", "-1"], "alpha"), (["--cap", "0"], "'0'"), (["--rho", "2"], "rho"),
+    (["--init-std", "inf"], "init_std must be in [0.0, inf), got inf"), (["--alpha", "inf"], "alpha"),
+    (["--eps", "inf"], "eps"), (["--n", "4", "5", "4"], "--n lists a size twice (4 5 4)"),
+    (["--benchmark", "--n", "0"], "--benchmark measures fixed settings (docs/benchmarks.md) and takes no other "
+                                  "option, got --n --seeds --no-progress"),
+])  # fmt: skip
 def test_cli_bad_input_exits_with_a_message(argv, named, capsys):
     try:
         code = main(["cliffwalk", "--seeds", "1", "--no-progress", *argv])

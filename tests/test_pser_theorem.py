@@ -374,6 +374,22 @@ def test_growth_test_decides_and_keeps_its_error_rate():
     assert claims.growth_test(ns, 2.0**ns, 0.01 * 2.0**ns)["kind"] == "exponential"
 
 
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--seed", "-1"], "argument --seed: must be a non-negative integer, got '-1'"),
+    (["--write-doc", "DOC"], "has no generated block"),
+    (["--write-doc", "MISSING"], "cannot be read: No such file or directory"),
+])  # fmt: skip
+def test_the_script_refuses_a_bad_option_before_any_work(tmp_path, argv, message, capsys):
+    script = load_script()
+    (tmp_path / "DOC").write_text("a page without the generated block\n")
+    argv = [str(tmp_path / a) if a in ("DOC", "MISSING") else a for a in argv]
+    with pytest.raises(SystemExit) as err:
+        script.main(["--quick", "--out", str(tmp_path / "out"), *argv])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and message in lines[0], lines
+    assert not (tmp_path / "out").exists()
+
+
 def test_script_quick_run(tmp_path):
     script = load_script()
     assert script.main(["--quick", "--out", str(tmp_path)]) == 0

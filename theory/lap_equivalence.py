@@ -24,7 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 from prioritylab import equivalence as eq
-from prioritylab._cli import Parser, check_output_dir, fail, positive_int
+from prioritylab._cli import Parser, check_output_dir, fail, nonnegative_int, positive_int
 from prioritylab.results import save_figure, write_csv, write_json, write_manifest
 from prioritylab.verdict import verdict_word
 
@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(description=__doc__.splitlines()[0], epilog=settings_note("lap_equivalence.py"))
     p.add_argument("--out", type=Path, default=Path("results/lap_equivalence"), help="output folder")
     p.add_argument("--quick", action="store_true", help="fewer cases, sizes and steps (about 6 s)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random draw")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every random draw")
     p.add_argument("--cases", type=positive_int, default=None,
                    help="random data sets per kappa for the exact checks (default 40, --quick 8)")
     return p

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from prioritylab._cli import Parser, check_output_dir, check_output_file, fail
+from prioritylab._cli import Parser, check_output_dir, check_output_file, fail, nonnegative_int
 from prioritylab.results import save_figure, write_csv, write_manifest
 from prioritylab.theory import pser_model as pm
 from prioritylab.theory.pser_theorem import (  # the claims, their verdicts and the summary
@@ -175,11 +175,20 @@ def make_figure(tables: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def check_doc(path: Path, text: str | None = None) -> None:
+    """``ValueError`` unless ``path`` can be read and holds the generated block."""
+    try:
+        text = path.read_text() if text is None else text
+    except OSError as err:
+        raise ValueError(f"--write-doc {path} cannot be read: {err.strerror}") from None
+    if DOC_BEGIN not in text or DOC_END not in text:
+        raise ValueError(f"{path} has no generated block ({DOC_BEGIN} ... {DOC_END})")
+
+
 def write_doc(path: Path, block: str) -> None:
     """Replace the text between :data:`DOC_BEGIN` and :data:`DOC_END` in ``path`` by ``block``."""
     text = path.read_text()
-    if DOC_BEGIN not in text or DOC_END not in text:
-        raise ValueError(f"{path} has no generated block ({DOC_BEGIN} ... {DOC_END})")
+    check_doc(path, text)
     head, rest = text.split(DOC_BEGIN, 1)
     _, tail = rest.split(DOC_END, 1)
     path.write_text(f"{head}{DOC_BEGIN}\n{block}{DOC_END}{tail}")
@@ -244,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mc-runs", type=int, default=None, help="Monte Carlo runs per point (default 10000)")
     p.add_argument("--real-seeds", type=int, default=None, help="real-algorithm seeds per point (default 50)")
     p.add_argument("--per-seeds", type=int, default=None, help="real PER seeds at n = 2, 3, 4 (default 3000)")
-    p.add_argument("--seed", type=int, default=0, help="base seed")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="base seed")
     p.add_argument("--write-doc", type=Path, default=None, help="rewrite the generated block of this page")
     return p
 
@@ -275,9 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         cfg = config_from_args(args)
-        check_output_dir(args.out)
-        if args.write_doc is not None:
+        if args.write_doc is not None:  # before the work, not after it
             check_output_file(args.write_doc, "--write-doc")
+            check_doc(args.write_doc)
+        check_output_dir(args.out)
     except ValueError as err:
         fail("pser_theorem1.py", str(err))
     t0 = time.perf_counter()

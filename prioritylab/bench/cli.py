@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 
+from .._cli import nonnegative_int
 from . import OPS, PEERS
 
 QUICK = {"capacities": [2**16], "batches": [1, 256], "seconds": 0.05, "repeats": 1}
@@ -50,16 +51,25 @@ def register(subparsers) -> None:
     p.add_argument("--peers", nargs="*", choices=PEERS, default=list(PEERS),
                    help="peer libraries to compare against (default: all that are installed)")  # fmt: skip
     p.add_argument("--quick", action="store_true",
-                   help="a smoke run: capacity 2^16, batches 1 and 256, 0.05 s per cell, 1 repeat")  # fmt: skip
+                   help="a smoke run: capacity 2^16, batches 1 and 256, 0.05 s per cell, 1 repeat (an option "
+                        "given beside it wins)")  # fmt: skip
     p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
     p.add_argument("--drift", type=parse_size, metavar="UPDATES", default=None,
                    help="instead of timing, check |root - fsum(leaves)| / root after UPDATES random updates "
                         "at capacity 2^20 (e.g. 10^8)")  # fmt: skip
-    p.add_argument("--seed", type=int, default=0, help="seed of the random slots, values and TD errors (default: 0)")
+    p.add_argument("--seed", type=nonnegative_int, default=0,
+                   help="seed of the random slots, values and TD errors (default: 0)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.set_defaults(func=run_sumtree)
+    p.set_defaults(func=run_sumtree, given_defaults=vars(p.parse_args([])))
     _register_agent(sub)
     _register_replay(sub)
+
+
+def quick_settings(quick: dict, args: argparse.Namespace) -> dict:
+    """``--quick``'s settings but those given on the command line (an option given beats ``--quick``, as in the
+    theory scripts); a setting with no option of its own is always ``--quick``'s."""
+    defaults = args.given_defaults
+    return {k: v for k, v in quick.items() if k not in defaults or getattr(args, k) == defaults[k]}
 
 
 AGENT_QUICK = {"steps": 20, "prefill": 300, "repeats": 1, "warmup": 5, "hidden": 32, "batch": 32,
@@ -103,16 +113,16 @@ def _register_agent(sub) -> None:
     p.add_argument("--hidden", type=parse_size, default=256, help="hidden layer width (default: 256)")
     p.add_argument("--batch", type=parse_size, default=256, help="batch size (default: 256)")
     p.add_argument("--buffer-size", type=parse_size, default=10**6, help="replay capacity (default: 10^6)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every contender (default: 0)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every contender (default: 0)")
     p.add_argument("--device", default="cpu",
                    help="torch device of our agents and stable-baselines3's: cpu (default), cuda, cuda:1, ..., "
                         "or auto (CUDA when present)")  # fmt: skip
     p.add_argument("--quick", action="store_true",
                    help="a smoke run: 20 steps, 300 prefill, 1 repeat, hidden 32, batch 32, capacity 10^4; a tiny "
-                        "CNN and batch 8 for DQN/DDQN")  # fmt: skip
+                        "CNN and batch 8 for DQN/DDQN (an option given beside it wins)")  # fmt: skip
     p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.set_defaults(func=run_agent)
+    p.set_defaults(func=run_agent, given_defaults=vars(p.parse_args([])))
 
 
 def _check_device(args) -> str:
@@ -151,7 +161,7 @@ def run_agent(args: argparse.Namespace) -> int:
         "atari_buffer_size": args.atari_buffer_size, "atari_batch": args.atari_batch, "atari_net": None,
     }  # fmt: skip
     if args.quick:
-        config.update(AGENT_QUICK)
+        config.update(quick_settings(AGENT_QUICK, args))
     config["device"] = _check_device(args)
     _check_json(args)
     torch.set_num_threads(config["threads"])
@@ -191,7 +201,7 @@ def run_sumtree(args: argparse.Namespace) -> int:
         "repeats": args.repeats, "ops": args.ops, "seed": args.seed,
     }  # fmt: skip
     if args.quick:
-        config.update(QUICK)
+        config.update(quick_settings(QUICK, args))
     peers, skipped = bench.available_peers(args.peers)
     for name, why in skipped.items():
         print(f"skipping {name}: {why}")
@@ -230,14 +240,16 @@ def _register_replay(sub) -> None:
     p.add_argument("--peers", nargs="*", choices=REPLAY_PEERS, default=list(REPLAY_PEERS),
                    help="peer libraries to compare against (default: all that are installed)")  # fmt: skip
     p.add_argument("--quick", action="store_true",
-                   help="a smoke run: capacities 2^12 (MuJoCo), 2^10 (Atari), 0.02 s per cell, 1 repeat")  # fmt: skip
+                   help="a smoke run: capacities 2^12 (MuJoCo), 2^10 (Atari), 0.02 s per cell, 1 repeat (an "
+                        "option given beside it wins)")  # fmt: skip
     p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
-    p.add_argument("--seed", type=int, default=0, help="seed of the pre-made steps and TD errors (default: 0)")
+    p.add_argument("--seed", type=nonnegative_int, default=0,
+                   help="seed of the pre-made steps and TD errors (default: 0)")
     p.add_argument("--device", default="cpu",
                    help="torch device of the sampled batches (each contender's tensors are copied there): "
                         "cpu (default), cuda, cuda:1, ..., or auto (CUDA when present)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.set_defaults(func=run_replay)
+    p.set_defaults(func=run_replay, given_defaults=vars(p.parse_args([])))
 
 
 def run_replay(args: argparse.Namespace) -> int:
@@ -251,7 +263,7 @@ def run_replay(args: argparse.Namespace) -> int:
               "seed": args.seed, "batch": bench.BATCH, "beta": bench.BETA, "device": device}  # fmt: skip
     capacities = {name: bench.LAYOUTS[name].capacity for name in args.layouts}
     if args.quick:
-        config.update(QUICK_REPLAY)
+        config.update(quick_settings(QUICK_REPLAY, args))
         capacities = {name: bench.QUICK_CAPACITY[name] for name in args.layouts}
     config["capacities"] = capacities
     peers, skipped = bench.available_peers(args.peers)

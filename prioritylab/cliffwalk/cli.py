@@ -57,6 +57,15 @@ def register(subparsers) -> None:
     p.set_defaults(func=main)
 
 
+def _defaults() -> dict:
+    """The options' defaults, as a command line without options gives them."""
+    import argparse
+
+    root = argparse.ArgumentParser()
+    register(root.add_subparsers())
+    return vars(root.parse_args(["cliffwalk"]))
+
+
 def config_from(args) -> RunConfig:
     return RunConfig(
         n=args.n[0], learner=args.learner, scheme=args.sampler, alpha=args.alpha, beta=args.beta, eps=args.eps,
@@ -68,6 +77,13 @@ def config_from(args) -> RunConfig:
 
 def main(args) -> int:
     if args.benchmark:
+        defaults = _defaults()
+        given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
+                 if k in defaults and k not in ("benchmark", "func") and v != defaults[k]]  # fmt: skip
+        if given:  # the speed comparison has its own fixed settings
+            print(f"prioritylab cliffwalk: error: --benchmark measures fixed settings (docs/benchmarks.md) and takes "
+                  f"no other option, got {' '.join(given)}", file=sys.stderr)  # fmt: skip
+            return 2
         from .speed import main as speed_main
 
         return speed_main([])
@@ -75,6 +91,8 @@ def main(args) -> int:
     from .runner import validate
 
     try:
+        if len(set(args.n)) < len(args.n):
+            raise ValueError(f"--n lists a size twice ({' '.join(map(str, args.n))}): its runs would be pooled")
         cfg = config_from(args)
         for n in args.n:
             validate(cfg.replace(n=n))

@@ -137,14 +137,14 @@ def validate(cfg: RunConfig) -> None:
         raise ValueError(f"criterion must be 'mse' or 'exact', got {cfg.criterion!r}")
     if cfg.criterion == "exact" and cfg.learner != "tabular":
         raise ValueError("criterion='exact' needs learner='tabular'")
-    check_range("alpha", cfg.alpha, 0.0, np.inf)
+    check_range("alpha", cfg.alpha, 0.0, np.inf, hi_open=True)
     check_range("beta", cfg.beta, 0.0, 1.0)
-    check_range("eps", cfg.eps, 0.0, np.inf)
+    check_range("eps", cfg.eps, 0.0, np.inf, hi_open=True)
     check_range("rho", cfg.rho, 0.0, 1.0, lo_open=True, hi_open=True)
     check_range("eta", cfg.eta, 0.0, 1.0)
     check_range("kappa", cfg.kappa, 0.0, np.inf, lo_open=True, hi_open=True)
     check_range("lr", cfg.lr, 0.0, np.inf, lo_open=True, hi_open=True)
-    check_range("init_std", cfg.init_std, 0.0, np.inf)
+    check_range("init_std", cfg.init_std, 0.0, np.inf, hi_open=True)
     check_range("threshold", cfg.threshold, 0.0, np.inf, lo_open=True)
     check_positive_int("cap", cfg.cap)
     if cfg.window is not None:
