@@ -378,6 +378,9 @@ def test_growth_test_decides_and_keeps_its_error_rate():
     (["--seed", "-1"], "argument --seed: must be a non-negative integer, got '-1'"),
     (["--write-doc", "DOC"], "has no generated block"),
     (["--write-doc", "MISSING"], "cannot be read: No such file or directory"),
+    (["--mc-runs", "5"], "--mc-runs must be at least 100, got 5: the claims are z-tests"),
+    (["--per-seeds", "2"], "--per-seeds must be at least 100, got 2"),
+    (["--real-seeds", "2"], "--real-seeds must be at least 10, got 2"),
 ])  # fmt: skip
 def test_the_script_refuses_a_bad_option_before_any_work(tmp_path, argv, message, capsys):
     script = load_script()
