@@ -82,3 +82,32 @@ def test_fit_and_median_curve():
         fit_log_linear([1], [1.0])
     med = median_curve([np.array([1.0, 0.5]), np.array([1.0, 0.8, 0.6, 0.0005]), np.array([1.0, 0.0001])])
     np.testing.assert_allclose(med, [1.0, 0.5, 0.5, 0.0005])
+
+
+CHANGED = {"alpha": 0.3, "beta": 0.9, "eps": 0.5, "init": "small", "rho": 0.8, "window": 1, "eta": 0.2,
+           "mode": "add", "kappa": 0.05}  # fmt: skip
+"""A valid value other than the default for every replay setting of the Cliffwalk."""
+
+
+def test_each_scheme_reads_exactly_the_settings_it_is_listed_with(capsys):
+    """``SCHEME_READS`` is what the CLI warns from: a setting outside a scheme's entry changes none of its runs
+    (updates, steps and replay diagnostics over four seeds at n = 8), one inside changes some."""
+    import dataclasses
+
+    from prioritylab.cliffwalk.runner import SCHEME_READS, SCHEMES, RunConfig, run
+
+    def runs(cfg):
+        return repr([(r.updates, r.steps, sorted(r.diagnostics.items())) for r in (run(cfg, s) for s in range(4))])
+
+    assert set(SCHEME_READS) == set(SCHEMES) and set(CHANGED) == {k for v in SCHEME_READS.values() for k in v}
+    for scheme, reads in SCHEME_READS.items():
+        # LAP's default floor kappa = 1 lifts every |delta| of this walk to 1, where alpha has nothing to act on
+        floor = {"kappa": 0.3} if scheme == "lap" else {}
+        base = RunConfig(n=8, scheme=scheme, cap=40_000, diagnostics=True, **floor)
+        before = runs(base)
+        for name, value in CHANGED.items():
+            changed = runs(dataclasses.replace(base, **{name: value})) != before
+            assert changed == (name in reads), (scheme, name, changed)
+    assert main(["cliffwalk", "--n", "4", "--seeds", "1", "--no-progress", "--sampler", "per", "--kappa", "50"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["prioritylab cliffwalk: warning: --kappa 50.0 has no effect with --sampler per (read by lap)"]

@@ -88,7 +88,7 @@ def main(args) -> int:
 
         return speed_main([])
     from .experiments import DIAGNOSTIC_COLUMNS, default_cap, format_table, run_grid, summarise
-    from .runner import validate
+    from .runner import unread, validate
 
     try:
         if len(set(args.n)) < len(args.n):
@@ -105,6 +105,9 @@ def main(args) -> int:
     def cap_for(label, n):
         return args.cap if args.cap else default_cap(n)
 
+    for name, value, readers in unread(cfg):
+        print(f"prioritylab cliffwalk: warning: --{name} {value} has no effect with --sampler {args.sampler} (read "
+              f"by {', '.join(readers)})", file=sys.stderr)  # fmt: skip
     label = f"{args.learner}/{args.sampler}"
     t0 = time.perf_counter()
     rows, _ = run_grid({label: cfg}, args.n, range(args.seeds), cap_for=cap_for, jobs=args.jobs,

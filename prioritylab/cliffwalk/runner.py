@@ -35,6 +35,13 @@ SCHEMES = {
 }
 """Scheme names (the library's sampler names plus ``oracle``) and their kernel codes."""
 
+SCHEME_READS = {
+    "uniform": (), "oracle": (), "greedy-td": ("init",), "per": ("alpha", "beta", "eps", "init"),
+    "per-rank": ("alpha", "beta", "init"), "pser": ("alpha", "beta", "eps", "init", "rho", "window", "eta", "mode"),
+    "lap": ("alpha", "kappa", "init"),
+}  # fmt: skip
+"""The replay settings of :class:`RunConfig` each scheme uses (LAP takes no IS weights, so no beta)."""
+
 INITS = {"max": L.INIT_MAX, "small": L.INIT_SMALL, "td": L.INIT_TD}
 LEARNERS = ("tabular", "linear")
 
@@ -115,6 +122,15 @@ class RunResult:
     @property
     def censored(self) -> bool:
         return self.updates < 0
+
+
+def unread(cfg: RunConfig) -> list[tuple[str, object, tuple[str, ...]]]:
+    """``(setting, value, schemes that read it)`` for each replay setting away from its default that ``cfg``'s
+    scheme does not use (:data:`SCHEME_READS`)."""
+    default = RunConfig()
+    settings_ = sorted({k for reads in SCHEME_READS.values() for k in reads})
+    return [(k, getattr(cfg, k), tuple(s for s, reads in SCHEME_READS.items() if k in reads)) for k in settings_
+            if getattr(cfg, k) != getattr(default, k) and k not in SCHEME_READS[cfg.scheme]]
 
 
 def validate(cfg: RunConfig) -> None:
