@@ -240,15 +240,17 @@ def test_agent_bench_quick_runs_our_side(tmp_path, capsys):
     """``prioritylab bench agent --quick`` with no peers: every agent x sampler row, the bare update, parts, and the
     rows with the replay diagnostics off, whose cost is reported on the rows with them on."""
     path = tmp_path / "agent.json"
-    argv = ["bench", "agent", "--quick", "--peers", "--samplers", "uniform", "per", "--tries", "actor-full-critic",
-            "diagnostics-off", "--no-progress", "--json", str(path)]  # fmt: skip
+    argv = ["bench", "agent", "--quick", "--peers", "--samplers", "uniform", "per", "lap", "--tries",
+            "actor-full-critic", "diagnostics-off", "--no-progress", "--json", str(path)]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "bare update" in out and "torch threads 1" in out
+    assert "skipping diagnostics-off td3 lap: measured for uniform and per only" in out  # named, not dropped
     doc = json.loads(path.read_text())
     rows = doc["results"]
     ours = [r for r in rows if r["kind"] == "ours"]
-    assert {(r["agent"], r["sampler"]) for r in ours} == {(a, s) for a in ("td3", "sac") for s in ("uniform", "per")}
+    assert {(r["agent"], r["sampler"]) for r in ours} == {(a, s) for a in ("td3", "sac") for s in ("uniform", "per",
+                                                                                                   "lap")}  # fmt: skip
     assert {r["agent"] for r in rows if r["kind"] == "bare"} == {"td3", "sac"}
     assert not any(r["kind"] == "peer" for r in rows)
     for r in ours:
@@ -260,8 +262,9 @@ def test_agent_bench_quick_runs_our_side(tmp_path, capsys):
     assert doc["config"]["hidden"] == 32 and doc["load"]["torch_threads"] == 1
     off = [r for r in rows if r["name"] == "prioritylab, diagnostics off"]
     assert {(r["agent"], r["sampler"]) for r in off} == {(a, s) for a in ("td3", "sac") for s in ("uniform", "per")}
-    for r in ours:
-        assert r["diagnostics_cost"] is not None and math.isfinite(r["diagnostics_cost"])
+    for r in ours:  # lap has no row with them off
+        assert (r["diagnostics_cost"] is not None) == (r["sampler"] != "lap")
+        assert r["sampler"] == "lap" or math.isfinite(r["diagnostics_cost"])
 
 
 def test_agent_bench_quick_runs_the_dqn_family_on_atari(tmp_path, capsys):
@@ -354,3 +357,13 @@ def test_an_option_given_beside_quick_is_kept(argv, quick, kept):
     settings = bench_cli.quick_settings(preset, args)
     assert set(settings) == set(preset) - set(kept) - ({"capacities"} if argv[0] == "sumtree" else set())
     assert all(getattr(args, k) == v for k, v in kept.items())
+
+
+def test_the_drift_check_refuses_the_timing_options_it_does_not_read(tmp_path, capsys):
+    path = tmp_path / "drift.json"
+    with pytest.raises(SystemExit) as err:
+        main(["bench", "sumtree", "--drift", "1000", "--quick", "--capacities", "2^10", "--json", str(path)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and lines == ["prioritylab bench sumtree: error: --drift takes only --seed and "
+                                             "--no-progress, got --capacities --quick --json"]  # fmt: skip
+    assert not path.exists()

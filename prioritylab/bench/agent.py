@@ -521,12 +521,17 @@ def build(agents, samplers, peers, config: dict, tries=(), log: Callable[[str], 
     for agent in agents:
         contenders.append(Bare(agent, config))
         for variant in tries:
-            if variant in BARE_TRIES and not (agent in ATARI and variant == "actor-full-critic"):
+            if variant == "actor-full-critic" and agent in ATARI:  # named, not dropped (peers are in skipped)
+                log(f"skipping {variant} {agent}: a try of the actor-critic agents (DQN has no actor)")
+            elif variant in BARE_TRIES:
                 contenders.append(Bare(agent, config, variant))
         for sampler in samplers:
             contenders.append(Ours(agent, sampler, config))
             if "diagnostics-off" in tries and sampler in DIAGNOSTICS_OFF_SAMPLERS:
                 contenders.append(Ours(agent, sampler, config, diagnostics=False))
+            elif "diagnostics-off" in tries:
+                log(f"skipping diagnostics-off {agent} {sampler}: measured for "
+                    f"{' and '.join(DIAGNOSTICS_OFF_SAMPLERS)} only")  # fmt: skip
         for peer in peers:
             if peer == "tianshou" and agent == "sac":
                 skipped[f"{peer} {agent}"] = "not set up (TD3 and the DQN family with its prioritized buffer only)"

@@ -192,6 +192,12 @@ def run_sumtree(args: argparse.Namespace) -> int:
     from . import sumtree as bench
 
     if args.drift is not None:
+        unused = [f"--{k}" for k in ("capacities", "batches", "seconds", "repeats", "ops", "peers", "quick", "json")
+                  if getattr(args, k) != args.given_defaults[k]]  # fmt: skip
+        if unused:  # the drift check runs at capacity 2^20 and prints its one number
+            from .._cli import fail
+
+            fail("prioritylab bench sumtree", f"--drift takes only --seed and --no-progress, got {' '.join(unused)}")
         worst = bench.drift_check(args.drift, seed=args.seed, progress=not args.no_progress)
         verdict = "ok" if worst <= 1e-12 else "FAILS the 1e-12 bound"
         print(f"drift after {args.drift:,} updates: max |root - fsum(leaves)| / root = {worst:.3g} ({verdict})")
