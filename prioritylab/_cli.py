@@ -78,6 +78,20 @@ def nonnegative_int(text: str) -> int:
     return _int_at_least(text, 0, "non-negative")
 
 
+def remember_defaults(p: argparse.ArgumentParser, **defaults) -> None:
+    """``p.set_defaults(**defaults)``, and every option's default as ``given_defaults``, so that :func:`given`
+    can tell which options the command line gave."""
+    p.set_defaults(**defaults, given_defaults=vars(p.parse_args([])))
+
+
+def given(args: argparse.Namespace, names=None) -> list[str]:
+    """The options (their ``dest``, in the parser's order) that the command line set away from their defaults;
+    only those in ``names`` when given.  The parser must have been set up with :func:`remember_defaults`."""
+    defaults = args.given_defaults
+    return [k for k in defaults if k not in ("func", "given_defaults") and (names is None or k in names)
+            and getattr(args, k) != defaults[k]]  # fmt: skip
+
+
 def check_output_dir(path, option: str = "--out") -> Path:
     """Create ``path`` if needed and prove it writable with a probe file; ``ValueError`` naming it if not.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from .._cli import nonnegative_int
+from .._cli import given, nonnegative_int, remember_defaults
 from . import OPS, PEERS
 
 QUICK = {"capacities": [2**16], "batches": [1, 256], "seconds": 0.05, "repeats": 1}
@@ -60,7 +60,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0,
                    help="seed of the random slots, values and TD errors (default: 0)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.set_defaults(func=run_sumtree, given_defaults=vars(p.parse_args([])))
+    remember_defaults(p, func=run_sumtree)
     _register_agent(sub)
     _register_replay(sub)
 
@@ -68,8 +68,7 @@ def register(subparsers) -> None:
 def quick_settings(quick: dict, args: argparse.Namespace) -> dict:
     """``--quick``'s settings but those given on the command line (an option given beats ``--quick``, as in the
     theory scripts); a setting with no option of its own is always ``--quick``'s."""
-    defaults = args.given_defaults
-    return {k: v for k, v in quick.items() if k not in defaults or getattr(args, k) == defaults[k]}
+    return {k: v for k, v in quick.items() if k not in given(args)}
 
 
 AGENT_QUICK = {"steps": 20, "prefill": 300, "repeats": 1, "warmup": 5, "hidden": 32, "batch": 32,
@@ -122,7 +121,7 @@ def _register_agent(sub) -> None:
                         "CNN and batch 8 for DQN/DDQN (an option given beside it wins)")  # fmt: skip
     p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.set_defaults(func=run_agent, given_defaults=vars(p.parse_args([])))
+    remember_defaults(p, func=run_agent)
 
 
 def _check_device(args) -> str:
@@ -192,8 +191,8 @@ def run_sumtree(args: argparse.Namespace) -> int:
     from . import sumtree as bench
 
     if args.drift is not None:
-        unused = [f"--{k}" for k in ("capacities", "batches", "seconds", "repeats", "ops", "peers", "quick", "json")
-                  if getattr(args, k) != args.given_defaults[k]]  # fmt: skip
+        unused = [f"--{k}" for k in given(args, ("capacities", "batches", "seconds", "repeats", "ops", "peers",
+                                                  "quick", "json"))]  # fmt: skip
         if unused:  # the drift check runs at capacity 2^20 and prints its one number
             from .._cli import fail
 
@@ -255,7 +254,7 @@ def _register_replay(sub) -> None:
                    help="torch device of the sampled batches (each contender's tensors are copied there): "
                         "cpu (default), cuda, cuda:1, ..., or auto (CUDA when present)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.set_defaults(func=run_replay, given_defaults=vars(p.parse_args([])))
+    remember_defaults(p, func=run_replay)
 
 
 def run_replay(args: argparse.Namespace) -> int:

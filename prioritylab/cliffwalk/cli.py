@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 
-from .._cli import HelpFormatter, check_output_dir, positive_int
+from .._cli import HelpFormatter, check_output_dir, given, positive_int, remember_defaults
 from .experiments import CAP_PER_TRANSITION
 from .runner import INITS, LEARNERS, SCHEMES, RunConfig
 
@@ -54,16 +54,7 @@ def register(subparsers) -> None:
     p.add_argument("--no-diagnostics", action="store_true",
                    help="skip the replay diagnostics (about a tenth faster; docs/benchmarks.md)")
     p.add_argument("--benchmark", action="store_true", help="measure Q-updates/s, jitted vs NumPy reference")
-    p.set_defaults(func=main)
-
-
-def _defaults() -> dict:
-    """The options' defaults, as a command line without options gives them."""
-    import argparse
-
-    root = argparse.ArgumentParser()
-    register(root.add_subparsers())
-    return vars(root.parse_args(["cliffwalk"]))
+    remember_defaults(p, func=main)
 
 
 def config_from(args) -> RunConfig:
@@ -77,12 +68,10 @@ def config_from(args) -> RunConfig:
 
 def main(args) -> int:
     if args.benchmark:
-        defaults = _defaults()
-        given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
-                 if k in defaults and k not in ("benchmark", "func") and v != defaults[k]]  # fmt: skip
-        if given:  # the speed comparison has its own fixed settings
+        others = [f"--{k.replace('_', '-')}" for k in given(args) if k != "benchmark"]
+        if others:  # the speed comparison has its own fixed settings
             print(f"prioritylab cliffwalk: error: --benchmark measures fixed settings (docs/benchmarks.md) and takes "
-                  f"no other option, got {' '.join(given)}", file=sys.stderr)  # fmt: skip
+                  f"no other option, got {' '.join(others)}", file=sys.stderr)  # fmt: skip
             return 2
         from .speed import main as speed_main
 
@@ -147,5 +136,5 @@ def _write(out, rows, summary, cfg, argv: dict, wall: float) -> None:
     ax.set_ylabel(f"updates until MSE < {cfg.threshold:g}")
     ax.legend()
     save_figure(fig, out / "summary.png")
-    args = {k: v for k, v in argv.items() if k != "func"}
+    args = {k: v for k, v in argv.items() if k not in ("func", "given_defaults")}
     write_manifest(out, {"args": args, "config": vars(cfg)}, extra={"wall_seconds": wall})
