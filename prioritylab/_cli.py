@@ -8,6 +8,7 @@ writable, before any work starts; a bad value gets one line naming it
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import signal
@@ -92,11 +93,13 @@ def given(args: argparse.Namespace, names=None) -> list[str]:
             and getattr(args, k) != defaults[k]]  # fmt: skip
 
 
-def check_output_dir(path, option: str = "--out") -> Path:
+def check_output_dir(path, option: str = "--out", program: str | None = None) -> Path:
     """Create ``path`` if needed and prove it writable with a probe file; ``ValueError`` naming it if not.
 
     Refuses an existing regular file and a folder that cannot be written, so that no work is done
-    whose results could not be saved.
+    whose results could not be saved.  With ``program`` (the name a results folder's ``manifest.json``
+    records as its ``program``), also a folder holding another program's results: its manifest would be
+    replaced while its other files stayed, described by none.
     """
     path = Path(path)
     if path.exists() and not path.is_dir():
@@ -108,6 +111,14 @@ def check_output_dir(path, option: str = "--out") -> Path:
         os.unlink(probe)
     except OSError as err:
         raise ValueError(f"{option} {path} cannot be written: {err.strerror or err}") from None
+    if program is not None:
+        try:
+            other = json.loads((path / "manifest.json").read_text()).get("program", program)
+        except (OSError, ValueError, AttributeError):  # none, or not one of ours: nothing to tell
+            other = program
+        if other != program:
+            raise ValueError(f"{option} {path} holds the results of {other} (its manifest.json); give another "
+                             "folder, or move them away")  # fmt: skip
     return path
 
 

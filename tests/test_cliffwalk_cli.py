@@ -111,3 +111,18 @@ def test_each_scheme_reads_exactly_the_settings_it_is_listed_with(capsys):
     assert main(["cliffwalk", "--n", "4", "--seeds", "1", "--no-progress", "--sampler", "per", "--kappa", "50"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["prioritylab cliffwalk: warning: --kappa 50.0 has no effect with --sampler per (read by lap)"]
+
+
+def test_a_folder_holding_another_programs_results_is_refused_before_any_run(tmp_path, capsys):
+    """Its manifest.json would be replaced while the other program's files stayed, described by none."""
+    import json
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"program": "pser_theorem1.py", "config": {}}))
+    argv = ["cliffwalk", "--n", "4", "--seeds", "1", "--no-progress", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--out {tmp_path} holds the results of pser_theorem1.py (its manifest.json)" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
+    (tmp_path / "manifest.json").unlink()
+    assert main(argv) == 0 and main(argv) == 0  # its own results it replaces
+    assert json.loads((tmp_path / "manifest.json").read_text())["program"] == "prioritylab cliffwalk"

@@ -212,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        check_output_dir(args.out)
+        check_output_dir(args.out, program="lap_equivalence.py")
     except ValueError as err:
         fail("lap_equivalence.py", str(err))
     start = time.time()
@@ -248,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  chain: uniform Huber(1) would settle at {huber_ref:.6f}; mean {np.mean(chain.rewards):.6f}, "
           f"median {np.median(chain.rewards):.6f}")
     n_bad = sum(not c.passed for c in checks)
-    write_manifest(out, vars(args), {"seconds": round(time.time() - start, 1), "claims": len(checks),
+    write_manifest(out, vars(args), {"program": "lap_equivalence.py", "seconds": round(time.time() - start, 1),
+                                     "claims": len(checks),
                                      "not_reproduced": n_bad, "verdict": [c.row() for c in checks]})
     print(f"\n{len(checks) - n_bad}/{len(checks)} claims reproduced; results in {out} ({time.time() - start:.0f} s)")
     return 0

@@ -232,6 +232,7 @@ def write_outputs(out: Path, cfg: Config, tables: dict, log: list[dict], verdict
         out,
         config,
         extra={
+            "program": "pser_theorem1.py",
             "verdict": with_verdict(verdict_rows),
             "seconds": round(seconds, 1),
             "readings": readings,
@@ -294,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.write_doc is not None:  # before the work, not after it
             check_output_file(args.write_doc, "--write-doc")
             check_doc(args.write_doc)
-        check_output_dir(args.out)
+        check_output_dir(args.out, program="pser_theorem1.py")
     except ValueError as err:
         fail("pser_theorem1.py", str(err))
     t0 = time.perf_counter()

@@ -20,6 +20,9 @@ from .._cli import HelpFormatter, check_output_dir, given, positive_int, remembe
 from .experiments import CAP_PER_TRANSITION
 from .runner import INITS, LEARNERS, SCHEMES, RunConfig
 
+PROGRAM = "prioritylab cliffwalk"
+"""What its results folder's ``manifest.json`` records as the ``program`` that wrote it."""
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -86,7 +89,7 @@ def main(args) -> int:
         for n in args.n:
             validate(cfg.replace(n=n))
         if args.out:
-            check_output_dir(args.out)
+            check_output_dir(args.out, program=PROGRAM)
     except ValueError as err:
         print(f"prioritylab cliffwalk: error: {err}", file=sys.stderr)
         return 2
@@ -137,4 +140,4 @@ def _write(out, rows, summary, cfg, argv: dict, wall: float) -> None:
     ax.legend()
     save_figure(fig, out / "summary.png")
     args = {k: v for k, v in argv.items() if k not in ("func", "given_defaults")}
-    write_manifest(out, {"args": args, "config": vars(cfg)}, extra={"wall_seconds": wall})
+    write_manifest(out, {"args": args, "config": vars(cfg)}, extra={"wall_seconds": wall, "program": PROGRAM})

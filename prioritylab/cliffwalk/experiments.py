@@ -239,7 +239,7 @@ def write_outputs(
         write_csv(out / file_name, table)
     for file_name, fig in figures.items():
         save_figure(fig, out / file_name)
-    write_manifest(out, config, extra={"verdict": with_verdict(checks)})
+    write_manifest(out, config, extra={"verdict": with_verdict(checks), "program": f"{name}.py"})
 
 
 def script_seeds(args) -> list[int]:
@@ -281,7 +281,7 @@ def run_script(
     jobs = args.jobs or default_jobs()
     out = args.out or f"results/{name}"
     try:
-        check_output_dir(out)
+        check_output_dir(out, program=f"{name}.py")
     except ValueError as err:
         fail(name, str(err))
     templates = {label: tpl.replace(diagnostics=True) for label, tpl in templates.items()}  # printed below

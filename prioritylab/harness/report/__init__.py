@@ -186,7 +186,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     recorded_roots = str(roots[0]) if len(roots) == 1 else [str(r) for r in roots]
     write_manifest(out, {"runs": recorded_roots, "include_partial": include_partial, "n_runs": len(runs),
                          **({"against": _recorded_against(against)} if against is not None else {})},
-                   {"figures": sorted(drawn),
+                   {"program": "prioritylab report", "figures": sorted(drawn),
                     "run_folders": [str(r["folder"]) for r in runs],
                     **({"reference_folders": [str(r["folder"]) for r in reference_runs]} if against else {}),
                     "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
@@ -259,7 +259,7 @@ def _main(args) -> int:
                 fail("prioritylab report", f"--against takes SETTING=VALUE, got {text!r}")
             against.append((key.strip(), value.strip()))
     try:
-        check_output_dir(args.out)
+        check_output_dir(args.out, program="prioritylab report")
         result = report(args.runs, args.out, include_partial=args.include_partial, against=against)
     except ValueError as err:
         fail("prioritylab report", f"{err}")
