@@ -18,6 +18,9 @@ from collections.abc import Iterable, Mapping
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 NOT_APPLICABLE = "n/a"
+QUICK_CAVEAT = ("--quick: smoke settings, so a verdict above can differ from the full run's (docs/benchmarks.md, "
+                "'make demo', lists the verdicts --quick keeps; make demo's settings keep them all)")
+"""Printed under a theory script's verdicts when it ran with ``--quick``."""
 
 
 def verdict_word(reproduced: bool | None) -> str:

@@ -46,7 +46,7 @@ def test_quick_run_writes_files_and_every_verdict(tmp_path, capsys):
     assert manifest["claims"] == len(expected) and manifest["not_reproduced"] == 0
     assert [v["claim"] for v in manifest["verdict"]] == list(rows)
     out = capsys.readouterr().out
-    assert f"{len(expected)}/{len(expected)} claims reproduced" in out
+    assert f"{len(expected)}/{len(expected)} claims reproduced" in out and "--quick: smoke settings" in out
     for claim in expected:
         assert claim in out
 

@@ -393,9 +393,10 @@ def test_the_script_refuses_a_bad_option_before_any_work(tmp_path, argv, message
     assert not (tmp_path / "out").exists()
 
 
-def test_script_quick_run(tmp_path):
+def test_script_quick_run(tmp_path, capsys):
     script = load_script()
     assert script.main(["--quick", "--out", str(tmp_path)]) == 0
+    assert "--quick: smoke settings" in capsys.readouterr().out
     with open(tmp_path / "expected_steps.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0].keys()) == script.COLUMNS

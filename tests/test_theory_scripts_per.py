@@ -6,6 +6,7 @@ import pytest
 from theory_scripts import load_theory_script
 
 from prioritylab.cliffwalk.experiments import verdict_table
+from prioritylab.verdict import QUICK_CAVEAT
 
 
 def load(name):
@@ -40,7 +41,7 @@ def test_quick_mode_writes_files_and_a_verdict(name, tmp_path, capsys):
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["verdict"] and all(c["verdict"] == WORDS[c["reproduced"]] for c in manifest["verdict"])
     out = capsys.readouterr().out
-    assert mod.CLAIM in out
+    assert mod.CLAIM in out and QUICK_CAVEAT in out  # its verdicts are the smoke settings'
     table = out[out.index(" verdict") :]
     for c in manifest["verdict"]:
         assert c["claim"] in table

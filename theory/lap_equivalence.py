@@ -26,7 +26,7 @@ from tqdm import tqdm
 from prioritylab import equivalence as eq
 from prioritylab._cli import Parser, check_output_dir, fail, nonnegative_int, positive_int
 from prioritylab.results import save_figure, write_csv, write_json, write_manifest
-from prioritylab.verdict import verdict_word
+from prioritylab.verdict import QUICK_CAVEAT, verdict_word
 
 SPECIAL = (0.0, 1.0, -1.0, 0.5, 2.0)  # multiplied by kappa: zero, both boundaries, both sides
 
@@ -252,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
                                      "claims": len(checks),
                                      "not_reproduced": n_bad, "verdict": [c.row() for c in checks]})
     print(f"\n{len(checks) - n_bad}/{len(checks)} claims reproduced; results in {out} ({time.time() - start:.0f} s)")
+    if args.quick:
+        print(QUICK_CAVEAT)
     return 0
 
 

@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from ..verdict import verdict_word, with_verdict
+from ..verdict import QUICK_CAVEAT, verdict_word, with_verdict
 from .env import memory_size
 from .runner import DIAGNOSTICS, RunConfig, run
 
@@ -300,6 +300,8 @@ def run_script(
     print(format_table(shown, list(columns)))
     print()
     print(verdict_table(checks))
+    if args.quick:
+        print(QUICK_CAVEAT)
     print("\nreplay diagnostics (medians over seeds; docs/diagnostics.md):")
     print(format_table(shown, list(DIAGNOSTIC_COLUMNS)))
     print(f"\nwall time {wall:.1f} s for {len(rows)} runs; " + footer.format(out=out))
