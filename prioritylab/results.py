@@ -28,6 +28,12 @@ def file_mode() -> int:
     return 0o666 & ~umask
 
 
+def run_folder(agent: str, env: str, sampler: str, seed: int | str) -> str:
+    """A training run's folder name, ``<agent>_<env, '/' as '-'>_<sampler>_s<seed>``: composed here only, for
+    ``prioritylab train``, which writes the folder, and ``prioritylab sweep``, which looks for it."""
+    return f"{agent}_{str(env).replace('/', '-')}_{sampler}_s{seed}"
+
+
 def atomic_write(path: Path, write, binary: bool = False) -> None:
     """Call ``write(fh)`` on a temporary file in the same folder, then rename it to ``path``: a kill or an
     error never leaves a half-written file (nor the temporary one)."""

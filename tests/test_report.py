@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -184,6 +185,25 @@ def test_partial_and_corrupt_runs_are_listed_and_never_averaged_in(tmp_path):
     assert text.count("| corrupt |") == 2 and "| partial, left out |" in text
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert len(manifest["run_folders"]) == 2 and len(manifest["not_used"]) == 3 and manifest["git_commit"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("step,wall_time\n1000,60\n2000\n3000,180\n", "row 2 is not whole: 1 fields where the header has 2"),
+    ("step,wall_time\n1000,60,7\n2000,120\n", "row 1 is not whole: 3 fields where the header has 2"),
+    ("step,wall_time\n1000,60\n2000,12", "row 2 is truncated (the file ends without a line end)"),
+    (b"step,wall_time\n1000,\xff\n", "not readable CSV"),
+])  # fmt: skip
+def test_whole_rows_names_the_first_row_that_is_not_whole(tmp_path, text, message):
+    """The reader both evaluations.csv and timing.csv go through: a row short or long anywhere in the file, or a
+    last row without its line end (a file cut while written), is named; whole files read as written."""
+    path = tmp_path / "timing.csv"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(ValueError, match=re.escape(message)):
+        report_runs.whole_rows(path)
+    path.write_text("step,wall_time\r\n1000,60\r\n2000,120.5\r\n")
+    assert report_runs.whole_rows(path) == [{"step": "1000", "wall_time": "60"}, {"step": "2000", "wall_time": "120.5"}]
+    with pytest.raises(OSError):
+        report_runs.whole_rows(tmp_path / "missing.csv")
 
 
 def test_a_finished_run_whose_evaluations_are_not_its_own_record_is_corrupt(tmp_path):
@@ -849,7 +869,7 @@ def test_overhead_names_each_run_whose_timing_it_cannot_use(tmp_path):
     assert "td3_Hopper-v5_uniform_s1: no readable timing.csv" in text
     assert "td3_Hopper-v5_uniform_s2: timing.csv without a wall_time and step in its last row" in text
     assert "td3_Hopper-v5_per_s0: its timing.csv ends at step 1000, its last evaluation at 1200" in text
-    assert "td3_Hopper-v5_uniform_s3: its timing.csv's last row is truncated" in text
+    assert "td3_Hopper-v5_uniform_s3: its timing.csv: row 1 is truncated (the file ends without a line end)" in text
 
 
 def test_table3_names_samplers_in_no_pair_and_statistics_not_logged(tmp_path):

@@ -47,7 +47,7 @@ import torch
 
 from .._cli import check_output_dir
 from ..provenance import changed_settings
-from ..results import as_recorded, atomic_write, new_manifest, write_csv, write_json
+from ..results import as_recorded, atomic_write, new_manifest, run_folder, write_csv, write_json
 from .methods import METHODS, ReplaySettings
 
 CHECKPOINT = "checkpoint.pt"
@@ -186,8 +186,7 @@ def check_memory(capacity: int, need: int) -> None:
 
 
 def run_dir(cfg: RunSettings, agent: str) -> Path:
-    env = cfg.env.replace("/", "-")
-    return Path(cfg.out) / f"{agent}_{env}_{cfg.sampler}_s{cfg.seed}"
+    return Path(cfg.out) / run_folder(agent, cfg.env, cfg.sampler, cfg.seed)
 
 
 class RunLock:

@@ -53,7 +53,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .._cli import PARENT_PID, check_output_dir, fail, nonnegative_int, positive_int
-from ..results import write_json
+from ..results import run_folder, write_json
 
 BUDGETS = ("reduced", "paper")
 NOT_STARTED = -1  # exit code recorded for a run the sweep did not start because it was stopped
@@ -97,16 +97,16 @@ def load_spec(path: Path, budget: str) -> list[dict]:
         if name in first:
             other = runs[first[name]]
             differ = sorted(k for k in {*run, *other} if run.get(k, "unset") != other.get(k, "unset"))
-            raise ValueError(f"{path}: runs {first[name]} and {i} would both write {name}_s<seed> (they differ only "
+            raise ValueError(f"{path}: runs {first[name]} and {i} would both write {name} (they differ only "
                              f"in {', '.join(differ) or 'nothing'}): give them separate specifications or --out "
                              f"folders")  # fmt: skip
         first[name] = i
     return runs
 
 
-def run_name(run: dict) -> str:
-    """A run's folder name without its seed: ``<agent>_<env, '/' as '-'>_<sampler>``."""
-    return f"{run['agent']}_{str(run['env']).replace('/', '-')}_{run['sampler']}"
+def run_name(run: dict, seed: int | str = "<seed>") -> str:
+    """The folder name ``prioritylab train`` gives the specification's ``run`` with ``seed``."""
+    return run_folder(run["agent"], run["env"], run["sampler"], seed)
 
 
 def select(runs: list[dict], only: list[str]) -> list[dict]:
@@ -134,7 +134,7 @@ def expand(runs: list[dict], seeds: int, first_seed: int, out: Path, by_seed: bo
     if by_seed:
         pairs.sort(key=lambda pair: pair[1])  # stable: the runs keep their order within a seed
     for run, seed in pairs:
-        folder = out / f"{run_name(run)}_s{seed}"
+        folder = out / run_name(run, seed)
         args = ["train", run["agent"]]
         for key, value in run.items():
             if key == "agent":

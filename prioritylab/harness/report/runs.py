@@ -41,6 +41,27 @@ def check_schedule(evals: Path, rows: list[dict], config: dict) -> None:
                              f"{steps}, eval_every {every}) has step {want} (rows cut or from another run?)")
 
 
+def whole_rows(path: Path) -> list[dict]:
+    """A CSV file's rows as dicts by its header.  ``ValueError`` (its message without the path) for a file
+    that is not readable CSV or has a row that is not whole: one with fewer or more fields than the header,
+    or a last row without its line end, which a file cut while written leaves (``"1000,63"`` of
+    ``"1000,631.5"``); ``OSError`` for a file that cannot be opened."""
+    with open(path, newline="") as fh:
+        try:
+            text = fh.read()
+            rows = list(csv.DictReader(text.splitlines(keepends=True)))
+        except (csv.Error, UnicodeDecodeError) as err:
+            raise ValueError(f"not readable CSV ({err})") from None
+    if rows and not text.endswith("\n"):
+        raise ValueError(f"row {len(rows)} is truncated (the file ends without a line end)")
+    for i, row in enumerate(rows):
+        if None in row or None in row.values():
+            fields = sum(k is not None and v is not None for k, v in row.items()) + len(row.get(None) or [])
+            raise ValueError(f"row {i + 1} is not whole: {fields} fields where the header has "
+                             f"{len(rows[0]) - (None in rows[0])}")  # fmt: skip
+    return rows
+
+
 def _same_number(recorded, logged: str) -> bool:
     try:
         return isinstance(recorded, (int, float)) and float(recorded) == float(logged)
@@ -71,20 +92,13 @@ def read_run(folder: Path) -> dict:
             raise ValueError(f"{finished}: not readable JSON with the run's last step ({err!r})") from None
     evals = folder / "evaluations.csv"
     try:
-        with open(evals, newline="") as fh:
-            text = fh.read()
-        rows = list(csv.DictReader(text.splitlines(keepends=True)))
-    except (OSError, csv.Error, UnicodeDecodeError) as err:
-        raise ValueError(f"{evals}: not readable CSV ({err})") from None
+        rows = whole_rows(evals)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{evals}: {err}") from None
     if not rows:
         raise ValueError(f"{evals}: no evaluations")
-    if not text.endswith("\n"):
-        raise ValueError(f"{evals}: row {len(rows)} is truncated (the file ends without a line end)")
     last = -math.inf
     for i, row in enumerate(rows):
-        if None in row or None in row.values():
-            raise ValueError(f"{evals}: row {i + 1} is truncated: {len([v for v in row.values() if v is not None])} "
-                             f"fields where the header has {len(rows[0]) - (None in rows[0])}")  # fmt: skip
         try:
             step, ret = float(row["step"]), float(row["return_mean"])
         except (KeyError, TypeError, ValueError):
