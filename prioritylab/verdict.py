@@ -23,6 +23,18 @@ QUICK_CAVEAT = ("--quick: smoke settings, so a verdict above can differ from the
 """Printed under a theory script's verdicts when it ran with ``--quick``."""
 
 
+def caveat(quick: bool, below: list[str]) -> str | None:
+    """The line printed under a theory script's verdicts when it ran with fewer runs, cases or sizes than its
+    defaults: :data:`QUICK_CAVEAT` with ``--quick``; else one naming ``below``, each option that shrank the run
+    as given (``"--n-max 4"``); ``None`` when the run was not smaller than the default one."""
+    if quick:
+        return QUICK_CAVEAT
+    if below:
+        return (f"{', '.join(below)}: fewer than the defaults, so a verdict above can differ from the default run's "
+                "(docs/benchmarks.md, 'make demo', gives settings checked to keep every verdict)")  # fmt: skip
+    return None
+
+
 def verdict_word(reproduced: bool | None) -> str:
     """``"reproduced"``, ``"not reproduced"`` or ``"n/a"`` (``None``: a context row)."""
     if reproduced is None:

@@ -393,6 +393,27 @@ def test_the_script_refuses_a_bad_option_before_any_work(tmp_path, argv, message
     assert not (tmp_path / "out").exists()
 
 
+def test_a_run_smaller_than_the_defaults_says_its_verdicts_can_differ(tmp_path, capsys):
+    """Settings below the defaults, without --quick, can flip a verdict (too few seeds for a z-test): the verdict
+    table is followed by one line naming each option that shrank the run, and a default-sized option is not
+    named."""
+    script = load_script()
+    argv = ["--n-max", "4", "--mc-runs", "100", "--real-seeds", "10", "--per-seeds", "100", "--seed", "3"]
+    assert script.main([*argv, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "fewer than the defaults" in x)
+    assert line.startswith("--n-max 4, --mc-runs 100, --real-seeds 10, --per-seeds 100: ")
+    assert out.index(line) > out.index("real PSER faster than real PER") and "--quick" not in out
+
+
+def test_the_caveat_names_only_what_is_below_the_defaults():
+    from prioritylab.verdict import QUICK_CAVEAT, caveat
+
+    assert caveat(False, []) is None
+    assert caveat(True, []) == caveat(True, ["--seeds 3"]) == QUICK_CAVEAT
+    assert caveat(False, ["--seeds 3"]).startswith("--seeds 3: fewer than the defaults")
+
+
 def test_script_quick_run(tmp_path, capsys):
     script = load_script()
     assert script.main(["--quick", "--out", str(tmp_path)]) == 0

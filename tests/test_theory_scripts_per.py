@@ -116,3 +116,13 @@ def test_fig7_verdict_fails_when_pser_is_slower():
                 500.0 if "/pser" in label else 1000.0)  # fmt: skip
     checks = mod.verdict(summary_rows(good), ns)
     assert len(checks) == 2 * readings and all(c["reproduced"] is True for c in checks)
+
+
+def test_fewer_seeds_than_the_default_are_named_under_the_verdicts(tmp_path, capsys):
+    """Without --quick, a run with fewer seeds than the default's 10 prints one line saying its verdicts can
+    differ from the default run's; at the default seed count (or more) there is no such line."""
+    mod = load("per_fig1")
+    assert mod.main(["--seeds", "2", "--out", str(tmp_path / "two"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "--seeds 2: fewer than the defaults" in out and QUICK_CAVEAT not in out
+    assert out.index("--seeds 2: fewer") > out.index(" verdict")

@@ -26,7 +26,7 @@ from tqdm import tqdm
 from prioritylab import equivalence as eq
 from prioritylab._cli import Parser, check_output_dir, fail, nonnegative_int, positive_int
 from prioritylab.results import save_figure, write_csv, write_json, write_manifest
-from prioritylab.verdict import QUICK_CAVEAT, verdict_word
+from prioritylab.verdict import caveat, verdict_word
 
 SPECIAL = (0.0, 1.0, -1.0, 0.5, 2.0)  # multiplied by kappa: zero, both boundaries, both sides
 
@@ -197,6 +197,9 @@ def verdict_table(checks: list[eq.Check]) -> str:
     return "\n".join(lines)
 
 
+DEFAULT_CASES = 40  # random data sets per kappa for the exact checks
+
+
 def build_parser() -> argparse.ArgumentParser:
     from prioritylab.demo import settings_note
 
@@ -217,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         fail("lap_equivalence.py", str(err))
     start = time.time()
     rng = np.random.default_rng(args.seed)
-    n_cases = args.cases if args.cases is not None else (8 if args.quick else 40)
+    n_cases = args.cases if args.cases is not None else (8 if args.quick else DEFAULT_CASES)
     checks = exact_checks(rng, n_cases)
     mc_checks, mc_rows = monte_carlo_checks(args.seed, args.quick)
     checks += mc_checks
@@ -252,8 +255,8 @@ def main(argv: list[str] | None = None) -> int:
                                      "claims": len(checks),
                                      "not_reproduced": n_bad, "verdict": [c.row() for c in checks]})
     print(f"\n{len(checks) - n_bad}/{len(checks)} claims reproduced; results in {out} ({time.time() - start:.0f} s)")
-    if args.quick:
-        print(QUICK_CAVEAT)
+    if (line := caveat(args.quick, [f"--cases {n_cases}"] if n_cases < DEFAULT_CASES else [])) is not None:
+        print(line)
     return 0
 
 

@@ -51,7 +51,7 @@ from prioritylab.theory.pser_theorem import (  # the claims, their verdicts and 
     verdict,
 )
 from prioritylab.theory.pser_theorem_tables import Config, compute  # every point's exact values and runs
-from prioritylab.verdict import QUICK_CAVEAT, with_verdict
+from prioritylab.verdict import caveat, with_verdict
 
 COLUMNS = [
     "n",
@@ -310,8 +310,11 @@ def main(argv: list[str] | None = None) -> int:
     print(format_reading_table(reading_table(tables)))
     print()
     print(format_verdict(rows))
-    if args.quick:
-        print(QUICK_CAVEAT)
+    full = Config()
+    below = [f"--{k.replace('_', '-')} {getattr(cfg, k)}" for k in ("n_max", "mc_runs", "real_seeds", "per_seeds")
+             if getattr(cfg, k) < getattr(full, k)]  # fmt: skip
+    if (line := caveat(args.quick, below)) is not None:
+        print(line)
     print(f"\nresults in {args.out} ({seconds:.1f} s)")
     return 0
 

@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from ..verdict import QUICK_CAVEAT, verdict_word, with_verdict
+from ..verdict import caveat, verdict_word, with_verdict
 from .env import memory_size
 from .runner import DIAGNOSTICS, RunConfig, run
 
@@ -242,9 +242,13 @@ def write_outputs(
     write_manifest(out, config, extra={"verdict": with_verdict(checks), "program": f"{name}.py"})
 
 
+DEFAULT_SEEDS = 10
+"""Seeds of a theory script by default (``--quick``: 3)."""
+
+
 def script_seeds(args) -> list[int]:
-    """Seeds of a theory script: ``--seeds`` if given, else 10 (``--quick``: 3)."""
-    return list(range(args.seeds or (3 if args.quick else 10)))
+    """Seeds of a theory script: ``--seeds`` if given, else :data:`DEFAULT_SEEDS` (``--quick``: 3)."""
+    return list(range(args.seeds or (3 if args.quick else DEFAULT_SEEDS)))
 
 
 SUMMARY_COLUMNS = ("label", "n", "memory_size", "median", "min", "max", "censored")
@@ -300,8 +304,8 @@ def run_script(
     print(format_table(shown, list(columns)))
     print()
     print(verdict_table(checks))
-    if args.quick:
-        print(QUICK_CAVEAT)
+    if (line := caveat(args.quick, [f"--seeds {len(seeds)}"] if len(seeds) < DEFAULT_SEEDS else [])) is not None:
+        print(line)
     print("\nreplay diagnostics (medians over seeds; docs/diagnostics.md):")
     print(format_table(shown, list(DIAGNOSTIC_COLUMNS)))
     print(f"\nwall time {wall:.1f} s for {len(rows)} runs; " + footer.format(out=out))
