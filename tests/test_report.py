@@ -690,6 +690,21 @@ def test_against_marks_copied_reference_runs_and_partial_runs_and_keeps_rows_of_
     assert "samplers differ in lr" in (tmp_path / "out" / "table.md").read_text()
 
 
+def test_against_steps_does_not_name_the_capacity_that_follows_from_the_lengths(tmp_path):
+    """Runs shorter than their buffer get room for the whole run (``2 * steps`` slots), so runs of two lengths
+    record two capacities: ``--against steps=N`` does not call that a second difference, unless some run's
+    replay was too small to hold it (then it overwrote transitions the other did not)."""
+    for case, short_capacity in (("whole", 1200), ("overwrote", 600)):
+        runs = tmp_path / case
+        for seed in range(3):
+            fake_run(runs / "long", "per", seed, [5.0 + seed] * 12, config={"steps": 1200, "replay_capacity": 2400})
+            fake_run(runs / "short", "per", seed, [4.0 + seed] * 6,
+                     config={"steps": 600, "replay_capacity": short_capacity})
+        row = R.report(runs, tmp_path / f"out_{case}", against=[("steps", "600")])["versus"][0]
+        assert (row["seeds"], row["reference_seeds"], row["mean"], row["reference_mean"]) == (3, 3, 6.0, 5.0)
+        assert row["not_comparable"] == ("" if case == "whole" else "they also differ in replay_capacity (2400, 600)")
+
+
 def test_against_two_settings_compares_runs_that_differ_in_both(tmp_path):
     """``--against method.kappa=0.01 --against rms_eps=1e-5``: LAP at kappa 1 and eps 0.01 against LAP at kappa 0.01
     and eps 1e-5; uniform, which reads eps but not kappa, against its own eps-1e-5 runs."""

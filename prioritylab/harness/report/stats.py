@@ -194,18 +194,28 @@ def unpaired(groups: dict, reference: dict) -> list[str]:
     return out
 
 
+def _held_whole(run: dict) -> bool:
+    """Whether the run's replay had room for all it stored (a slot per step and per episode's end, so at most
+    ``2 * steps``; :func:`prioritylab.deep.run.replay_capacity`): then runs of different lengths differ in
+    their capacity only as a consequence of their lengths, and no transition was overwritten in either."""
+    capacity, steps = run["config"].get("replay_capacity"), run["config"].get("steps")
+    return isinstance(capacity, int) and isinstance(steps, int) and capacity >= 2 * steps
+
+
 def versus(groups: dict, reference: dict, keys: Sequence[str]) -> list[dict]:
     """Per (agent, environment, sampler) with at least 2 runs on both sides: the mean final score of the compared
     runs minus the reference runs', with its 95 % Welch interval, absolute and as a share of |the reference's
-    mean|.  A row whose runs differ in another setting than ``keys`` (the seed and the bookkeeping ones aside),
-    or hold one seed in two folders on a side, is marked not comparable instead."""
+    mean|.  A row whose runs differ in another setting than ``keys`` (the seed and the bookkeeping ones aside;
+    with ``steps`` among ``keys``, the replay's capacity too where every run's held the whole run), or hold one
+    seed in two folders on a side, is marked not comparable instead."""
     rows = []
     for k, runs in sorted(groups.items()):
         base = reference.get(k)
         if base is None or len(runs) < 2 or len(base) < 2:
             continue
         unread = unread_by(k[2])
-        apart = differing([r["config"] for r in runs + base], skip=lambda c, u=unread: c in keys or c.startswith(u))
+        same = set(keys) | ({"replay_capacity"} if "steps" in keys and all(map(_held_whole, runs + base)) else set())
+        apart = differing([r["config"] for r in runs + base], lambda c, u=unread, s=same: c in s or c.startswith(u))
         why = [f"they also differ in {c} ({', '.join(map(str, v))})" for c, v in apart.items()]
         why += [f"seed {', '.join(map(str, _twice(side)))} twice {where}"
                 for side, where in ((runs, "among the compared runs"), (base, "among the reference runs"))
