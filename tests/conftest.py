@@ -8,6 +8,9 @@
 ``prioritylab report`` draws 2,000 stratified-bootstrap replications per interval (500 for the performance
 profiles); its tests draw 200 (50): they check what the report computes from which runs, and that it is
 reproducible, not the precision of an interval, and the bootstrap was most of their time.
+
+Stable-Baselines3's ``learn()`` makes a log folder for every call, in the system's temporary folder unless
+``SB3_LOGDIR`` names one: the suite points it into pytest's own temporary folder, which pytest prunes.
 """
 
 import os
@@ -28,3 +31,14 @@ def _small_report_bootstrap(monkeypatch):
 
     monkeypatch.setattr(stats, "BOOTSTRAP_REPS", 200)
     monkeypatch.setattr(plots, "PROFILE_REPS", 50)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_logs_in_the_tests_own_folder(tmp_path_factory):
+    previous = os.environ.get("SB3_LOGDIR")
+    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
+    yield
+    if previous is None:
+        os.environ.pop("SB3_LOGDIR", None)
+    else:
+        os.environ["SB3_LOGDIR"] = previous
