@@ -198,7 +198,7 @@ def test_whole_rows_names_the_first_row_that_is_not_whole(tmp_path, text, messag
     last row without its line end (a file cut while written), is named; whole files read as written."""
     path = tmp_path / "timing.csv"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    with pytest.raises(ValueError, match=re.escape(message)):
+    with pytest.raises(report_runs.NotWhole, match=re.escape(message)):
         report_runs.whole_rows(path)
     path.write_text("step,wall_time\r\n1000,60\r\n2000,120.5\r\n")
     assert report_runs.whole_rows(path) == [{"step": "1000", "wall_time": "60"}, {"step": "2000", "wall_time": "120.5"}]

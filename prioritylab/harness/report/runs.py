@@ -41,8 +41,12 @@ def check_schedule(evals: Path, rows: list[dict], config: dict) -> None:
                              f"{steps}, eval_every {every}) has step {want} (rows cut or from another run?)")
 
 
+class NotWhole(ValueError):
+    """A CSV file that is not readable CSV or has a row that is not whole (:func:`whole_rows`)."""
+
+
 def whole_rows(path: Path) -> list[dict]:
-    """A CSV file's rows as dicts by its header.  ``ValueError`` (its message without the path) for a file
+    """A CSV file's rows as dicts by its header.  :class:`NotWhole` (its message without the path) for a file
     that is not readable CSV or has a row that is not whole: one with fewer or more fields than the header,
     or a last row without its line end, which a file cut while written leaves (``"1000,63"`` of
     ``"1000,631.5"``); ``OSError`` for a file that cannot be opened."""
@@ -51,14 +55,14 @@ def whole_rows(path: Path) -> list[dict]:
             text = fh.read()
             rows = list(csv.DictReader(text.splitlines(keepends=True)))
         except (csv.Error, UnicodeDecodeError) as err:
-            raise ValueError(f"not readable CSV ({err})") from None
+            raise NotWhole(f"not readable CSV ({err})") from None
     if rows and not text.endswith("\n"):
-        raise ValueError(f"row {len(rows)} is truncated (the file ends without a line end)")
+        raise NotWhole(f"row {len(rows)} is truncated (the file ends without a line end)")
     for i, row in enumerate(rows):
         if None in row or None in row.values():
             fields = sum(k is not None and v is not None for k, v in row.items()) + len(row.get(None) or [])
-            raise ValueError(f"row {i + 1} is not whole: {fields} fields where the header has "
-                             f"{len(rows[0]) - (None in rows[0])}")  # fmt: skip
+            raise NotWhole(f"row {i + 1} is not whole: {fields} fields where the header has "
+                           f"{len(rows[0]) - (None in rows[0])}")  # fmt: skip
     return rows
 
 
@@ -93,7 +97,7 @@ def read_run(folder: Path) -> dict:
     evals = folder / "evaluations.csv"
     try:
         rows = whole_rows(evals)
-    except (OSError, ValueError) as err:
+    except (OSError, NotWhole) as err:
         raise ValueError(f"{evals}: {err}") from None
     if not rows:
         raise ValueError(f"{evals}: no evaluations")

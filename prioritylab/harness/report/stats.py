@@ -15,7 +15,7 @@ import numpy as np
 from ...provenance import unread_by
 from ...scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
 from ...scores import human_normalised as normalise_human
-from .runs import LAST, _twice, area, column, differing, final_score, seed_order, whole_rows
+from .runs import LAST, NotWhole, _twice, area, column, differing, final_score, seed_order, whole_rows
 
 MIN_CI_RUNS = 5
 """Fewest runs per task for which a table shows a bootstrap interval (fewer: the point estimate alone)."""
@@ -480,19 +480,16 @@ def overhead(groups: dict, left_out: list[str] | None = None) -> list[dict]:
         for r in runs:
             why = None
             try:
-                rows = whole_rows(r["folder"] / "timing.csv")
+                last = whole_rows(r["folder"] / "timing.csv")[-1]
+                wall, step = float(last["wall_time"]), float(last["step"])
+                if not math.isfinite(wall) or wall < 0:
+                    why = f"its timing.csv's last wall_time is {last['wall_time']}"
+                elif step != column(r["rows"], "step")[-1]:
+                    why = f"its timing.csv ends at step {last['step']}, its last evaluation at {r['rows'][-1]['step']}"
             except OSError:
-                rows, why = [], "no readable timing.csv"
-            except ValueError as err:
-                rows, why = [], f"its timing.csv: {err}"
-            try:
-                if why is None:
-                    wall, step = float(rows[-1]["wall_time"]), float(rows[-1]["step"])
-                    if not math.isfinite(wall) or wall < 0:
-                        why = f"its timing.csv's last wall_time is {rows[-1]['wall_time']}"
-                    elif step != column(r["rows"], "step")[-1]:
-                        why = (f"its timing.csv ends at step {rows[-1]['step']}, its last evaluation at "
-                               f"{r['rows'][-1]['step']}")  # fmt: skip
+                why = "no readable timing.csv"
+            except NotWhole as err:
+                why = f"its timing.csv: {err}"
             except (KeyError, IndexError, TypeError, ValueError):
                 why = "timing.csv without a wall_time and step in its last row"
             if why is None:
