@@ -208,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer cases, sizes and steps (about 6 s)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every random draw")
     p.add_argument("--cases", type=positive_int, default=None,
-                   help="random data sets per kappa for the exact checks (default 40, --quick 8)")
+                   help=f"random data sets per kappa for the exact checks (default {DEFAULT_CASES}, --quick 8)")
     return p
 
 

@@ -195,7 +195,8 @@ def script_parser(description: str, epilog: str | None = None):
     p = Parser(description=description, epilog=epilog)
     p.add_argument("--out", default=None, help="output folder for CSV, PNG, manifest.json (default: results/<script>)")
     p.add_argument("--quick", action="store_true", help="small n and few seeds: a few seconds (used by the tests)")
-    p.add_argument("--seeds", type=positive_int, default=None, help="number of seeds per cell (default: 10, quick: 3)")
+    p.add_argument("--seeds", type=positive_int, default=None,
+                   help=f"number of seeds per cell (default: {DEFAULT_SEEDS}, quick: 3)")  # fmt: skip
     p.add_argument("--jobs", type=positive_int, default=None,
                    help="worker processes (default: $PRIORITYLAB_JOBS or 1)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
