@@ -255,12 +255,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(description=__doc__.splitlines()[0], epilog=settings_note("pser_theorem1.py"))
     p.add_argument("--out", type=Path, default=Path("results/pser_theorem1"), help="output folder")
     p.add_argument("--quick", action="store_true", help="n <= 8, 2000 MC runs, 10 real seeds, 600 PER seeds")
-    p.add_argument("--n-max", type=int, default=None, help="largest n (default 16, quick 8)")
-    p.add_argument("--mc-runs", type=int, default=None, help="Monte Carlo runs per point (default 10000, at least 100)")
+    full = Config()
+    p.add_argument("--n-max", type=int, default=None, help=f"largest n (default {full.n_max}, quick 8)")
+    p.add_argument("--mc-runs", type=int, default=None,
+                   help=f"Monte Carlo runs per point (default {full.mc_runs}, at least {MIN_RUNS})")
     p.add_argument("--real-seeds", type=int, default=None,
-                   help="real-algorithm seeds per point (default 50, at least 10)")
+                   help=f"real-algorithm seeds per point (default {full.real_seeds}, at least {MIN_REAL_SEEDS})")
     p.add_argument("--per-seeds", type=int, default=None,
-                   help="real PER seeds at n = 2, 3, 4 (default 3000, at least 100)")
+                   help=f"real PER seeds at n = 2, 3, 4 (default {full.per_seeds}, at least {MIN_RUNS})")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="base seed")
     p.add_argument("--write-doc", type=Path, default=None, help="rewrite the generated block of this page")
     return p
