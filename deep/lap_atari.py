@@ -1,6 +1,7 @@
 """LAP/PAL Table 2: Double DQN on Atari with uniform, PER, LAP and PAL (LAP/PAL App. D.2, Table 7).
 
-Paper budget (App. D.2): 10 games, 50M frames (12.5M agent steps) each, evaluations every 50k steps;
+Paper budget (App. D.2): 10 games, evaluations every 50k steps; the text gives no training length, and
+50M frames (12.5M agent steps) each is ours, the common Atari budget of its Fig. 2's era;
 Table 2 reports mean and median % gains over DDQN and DDQN + PER (``prioritylab report`` builds the
 same tables from the run folders).  The text does not name the 10 games (they appear only in its
 Fig. 2); ``paper`` here runs a 10-game selection of ours (``PAPER_GAMES``), not the paper's.

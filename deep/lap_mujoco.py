@@ -1,6 +1,6 @@
 """LAP/PAL Table 1 (and the Table 4 ablation's samplers): TD3 on MuJoCo with uniform, PER, LAP and PAL.
 
-Paper budget (LAP/PAL Section 5, App. D): 1M steps x 10 seeds on HalfCheetah, Hopper,
+Paper budget (LAP/PAL Section 6 and App. D; 1M steps from App. B Table 3): 1M steps x 10 seeds on HalfCheetah, Hopper,
 Walker2d, Ant, Humanoid (v3 then; v5 here). Reduced budget (fits a 2-core machine,
 about 15 min a run): Hopper-v5, 100k steps; results labelled as such in docs/results/.
 

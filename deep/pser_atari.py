@@ -1,9 +1,10 @@
 """PSER vs PER with DQN on Atari (PSER Section 5 and appendix Table 4, the Dopamine settings).
 
 Paper budget: DQN (Nature network, RMSProp 2.5e-4, batch 32) with PER and with PSER (W 5, rho 0.4,
-eta 0.7, MAX) for 50M frames, 5 seeds; human-normalised scores as its Table 5 (``prioritylab
-report`` computes them with the appendix's human and random scores).  ``paper`` here runs an
-8-game selection of ours (``PAPER_GAMES``) at that budget.
+eta 0.7, MAX) for 200M frames (PSER Sections 4.1 and 5: "the full 200M frames", 50M agent steps); the
+seed count is not given there; human-normalised scores as its Table 5 (``prioritylab report`` computes
+them with the appendix's human and random scores).  ``paper`` here runs an 8-game selection of ours
+(``PAPER_GAMES``) at that budget.
 
 ``reduced`` (fits a 2-core machine): Pong and RoadRunner, 100k agent steps (400k frames), DQN's
 schedules scaled to that budget: 5k random steps (Table 4: 12.5k), epsilon decay over 6,250 updates,
@@ -33,5 +34,5 @@ REDUCED = {"steps": 100_000, "start_steps": 5_000, "eps_decay": 6_250, "eval_eve
 
 def runs(budget: str) -> list[dict]:
     if budget == "paper":
-        return [{"agent": "dqn", "env": g, "sampler": s, "steps": 12_500_000} for g in PAPER_GAMES for s in SAMPLERS]
+        return [{"agent": "dqn", "env": g, "sampler": s, "steps": 50_000_000} for g in PAPER_GAMES for s in SAMPLERS]
     return [{"agent": "dqn", "env": g, "sampler": s, **REDUCED} for g in REDUCED_GAMES for s in SAMPLERS]

@@ -53,20 +53,21 @@ DQN_DEFAULTS = Defaults(per_alpha=0.5, per_beta0=0.5, per_eps=1e-10, lap_alpha=0
 
 @dataclass
 class AtariSettings(RunSettings):
-    """Settings shared by DQN and Double DQN; the defaults are Double DQN's (LAP/PAL Table 7)."""
+    """Settings shared by DQN and Double DQN; the defaults are Double DQN's (LAP/PAL Table 7 and App. D.2)."""
 
     env: str = "ALE/Pong-v5"
     """ALE v5 game id (ALE/<Game>-v5)."""
     steps: int = 10_000_000
     """Agent steps to train for (1 step = 4 frames; 10M steps = 40M frames, a budget, not a paper's figure)."""
-    eval_every: int = 250_000
-    """Evaluate every this many agent steps (1M frames)."""
+    eval_every: int = 50_000
+    """Evaluate every this many agent steps (LAP App. D.2: every 50k time steps)."""
     eval_episodes: int = 10
     """Episodes per evaluation at epsilon eval_eps, env seeded with seed + 100 (LAP App. D.2)."""
     checkpoint_every: int = 500_000
     """Checkpoint at the first episode end after every this many steps (a full replay is ~7 GB on disk)."""
     buffer_size: int = 1_000_000
-    """Replay capacity in transitions (1M; ~7.2 KB each: 7.2 GB, see README); the replay has min(this, 2 x steps)
+    """Replay capacity in transitions (1M, NERS Table B.1 and Dopamine's; Table 7 gives none; ~7.2 KB each:
+    7.2 GB, see README); the replay has min(this, 2 x steps)
     slots, so a run of at most half of it keeps all of its own (room for its episodes' tail slots too)."""
     batch_size: int = 32
     """Minibatch size (Table 7: 32)."""
@@ -99,11 +100,13 @@ class AtariSettings(RunSettings):
     hidden: int = 512
     """Width of the fully connected hidden layer (App. D.2: 512)."""
     max_episode_frames: int = 108_000
-    """Truncate episodes after this many emulator frames (108k = 27k agent steps, 30 minutes of play)."""
+    """Truncate episodes after this many emulator frames (PSER Section 4.1 and NERS Table B.1: 108k frames = 27k
+    agent steps, 30 minutes of play)."""
     sticky: float = 0.25
     """Probability of repeating the previous action (sticky actions, App. D.2: 0.25)."""
     clip_reward: bool = True
-    """Clip rewards to [-1, 1] in the TD target (Nature DQN; LAP App. D.2)."""
+    """Clip rewards to [-1, 1] in the TD target (PER Section 4, "rewards and TD-errors are clipped"; NERS Table B.1;
+    Nature DQN)."""
 
 
 @dataclass
@@ -118,18 +121,28 @@ class DQNSettings(AtariSettings):
     PSER's Table 4 states its periods in frames (1 agent step = 4 frames): 50k frames before
     learning = 12,500 agent steps, a target period of 10k frames = 2,500 agent steps = 625
     updates.  The Nature paper's own table gives 50k and 10k in agent steps and parameter
-    updates; pass --start-steps 50000 --target-every 10000 for those.
+    updates; pass --start-steps 50000 --target-every 10000 for those.  Dopamine, whose DQN PSER
+    adapted, counts its periods in agent steps (its Nature configuration: 50k and 10k agent steps,
+    --start-steps 50000 --target-every 2500), so Table 4's "frames" may be agent steps: a reading
+    this cannot settle, and the default takes the table's word.
     """
 
+    eval_every: int = 250_000
+    """Evaluate every this many agent steps (PSER Section 4.1: every 1M frames; PSER then plays 500K frames, this
+    10 episodes, as the Double DQN agent)."""
     lr: float = 2.5e-4
     """RMSProp learning rate (PSER Table 4: 0.00025)."""
+    rms_eps: float = 1e-5
+    """RMSProp epsilon (PSER Table 4: 1e-5).  Dopamine's TensorFlow RMSProp, which PSER ran, adds it inside the
+    square root (about 3.2e-3 outside it while the mean square is small); torch adds it outside, as LAP's
+    PyTorch code: a departure, kept so that ``dqn`` and ``ddqn`` differ in PSER's table only."""
     start_steps: int = 12_500
     """Random agent steps before learning (PSER Table 4: 50K frames = 12,500 agent steps)."""
     target_every: int = 625
     """Updates between target copies (PSER Table 4: 10K frames = 2,500 agent steps = 625 updates)."""
     eps_decay: int = 62_500
-    """Updates of epsilon's linear decay (PSER gives 1.0 -> 0.01 without a period; Nature: 1M frames =
-    250k agent steps = 62,500 updates)."""
+    """Updates of epsilon's linear decay (PSER Table 4 gives 1.0 -> 0.01 without a period; Dopamine's DQN
+    configuration, whose epsilons 0.01 and 0.001 Table 4 repeats, decays over 250k agent steps = 62,500 updates)."""
     eval_eps: float = 0.001
     """Epsilon of the evaluation policy (PSER Table 4: 0.001)."""
 
@@ -146,7 +159,8 @@ class MinAtarSettings(RunSettings):
     """
 
     env: str = "MinAtar/Breakout-v1"
-    """MinAtar game id (MinAtar/<Game>-v1, minimal action set; -v0: all 6 actions)."""
+    """MinAtar game id (MinAtar/<Game>-v1, each game's minimal action set; -v0: all 6 actions, as the reference
+    DQN, which acts on ``env.num_actions()``: a departure of ours for -v1)."""
     steps: int = 5_000_000
     """Frames to train for (MinAtar paper: 5M frames)."""
     eval_every: int = 100_000

@@ -131,4 +131,6 @@ register(MethodEntry(
 ))  # fmt: skip
 register(MethodEntry("pal", loss=pal_loss, check=_check_pal, reads=("alpha", "kappa"),
                      build=lambda m, capacity, seed: make_sampler("uniform", capacity, seed=seed)))  # fmt: skip
+# PSER's own (alpha, beta) are Table 4's (0.5, 0.5) for its DQN (dqn's Defaults); with ddqn, TD3 and SAC, which no
+# paper ran with PSER, it takes the agent's PER values, so that PSER differs from PER in its decay only
 register(MethodEntry("pser", uses_weights=True, default_alpha=_per_alpha, build=_pser, reads=PSER_READS))

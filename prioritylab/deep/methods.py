@@ -48,11 +48,12 @@ class ReplaySettings:
     eps: float | None = None
     """PER's added priority (1e-10, LAP Table 6 / Castro et al.)."""
     kappa: float | None = None
-    """LAP/PAL's priority floor and Huber threshold (1 for TD3/SAC, eq. 10; 0.01 for DDQN, eq. 29-30)."""
+    """LAP/PAL's priority floor and Huber threshold (1 for TD3/SAC, eq. 9-10; 0.01 for DDQN, App. D.2, "we use
+    kappa=0.01", in eq. 29-30)."""
     rho: float = 0.4
     """PSER decay coefficient (PSER Section 3.2, Atari table: 0.4)."""
     eta: float = 0.7
-    """PSER anti-collapse factor, eq. 10 (0.7)."""
+    """PSER anti-collapse factor of eq. 10 (0.7: Section 4.2 and the appendix's Table 2, "previous priority")."""
     window: int | None = None
     """PSER decay window; None: W = floor(ln 0.01 / ln rho), eq. 9 (5 for rho = 0.4)."""
     mode: str = "max"

@@ -53,7 +53,10 @@ SAMPLE_SIZE = 128
 LEARNING_RATE = 1e-4
 """Adam learning rate of NERS."""
 ALPHA, BETA0 = 0.5, 0.4
-"""Initial (alpha, beta) of the prioritised buffer; beta annealed to 1 (Table B.1 and its footnote)."""
+"""Initial (alpha, beta) of the prioritised buffer; beta annealed to 1 (Table B.1 and its footnote's words, "beta
+increases to 1.0"; its formula, beta = 0.4 eta + 1.0 (1 - eta) with eta = step / maximum steps, would run from
+1.0 down to 0.4 instead), except under ``dqn``, which keeps every weighted sampler's beta fixed (PSER Table 4 /
+Dopamine; docs/ners.md)."""
 UNSEEN = 1.0
 """TD-error and Q-value feature of an item with none reported yet (App. B: 1.0 for the newest samples)."""
 TIMESTEP_SCALE = 1000.0
@@ -562,7 +565,7 @@ def _describe(s) -> dict:
 
 METHOD = register(MethodEntry(
     "ners", build=_build, uses_weights=True,  # NERS eq. 5: PER's IS weights, beta annealed
-    default_alpha=lambda defaults: ALPHA, default_beta0=lambda defaults: BETA0,  # Table B.1, whatever the agent
+    default_alpha=lambda defaults: ALPHA, default_beta0=lambda defaults: BETA0,  # Table B.1, any agent
     check_env=_check_env, attach=_attach, report=_report, describe=_describe,
     reads=("alpha", "beta0", "normalise", "ners_baseline", "ners_schedule", "ners_sample_size", "ners_lr",
            "ners_local", "ners_score"),  # not eps: NERS's scores are its priorities (eps 0)

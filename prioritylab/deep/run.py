@@ -71,11 +71,11 @@ class RunSettings:
     """Settings every agent shares."""
 
     env: str = "Hopper-v5"
-    """Gymnasium environment id."""
+    """Gymnasium environment id (LAP/PAL ran the MuJoCo -v3 tasks, which gymnasium no longer maintains)."""
     sampler: str = "uniform"
     """Replay method: uniform, per, lap, pal, pser, ners (docs/ners.md)."""
     steps: int = 1_000_000
-    """Environment steps to train for (LAP/PAL: 1M for MuJoCo)."""
+    """Environment steps to train for (LAP/PAL: 1M for MuJoCo, "1 million time steps", App. B Table 3)."""
     seed: int = 0
     """Seed of every random component (networks, exploration, replay, environment)."""
     device: str = "auto"

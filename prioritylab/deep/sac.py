@@ -40,7 +40,7 @@ class SACSettings(ContinuousSettings):
     squash_eps: float = 1e-6
     """Epsilon inside log(1 - tanh(u)^2 + eps) (Table 6)."""
     initial_temperature: float = 1.0
-    """Initial entropy temperature (learned)."""
+    """Initial entropy temperature, then learned (ours, log temperature 0: no paper here gives a value)."""
     target_entropy: float | None = None
     """Entropy target; None: -|A|, minus the action dimension (Table 6)."""
 

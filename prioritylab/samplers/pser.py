@@ -73,7 +73,7 @@ class PSERSampler(PERSampler):
         eta: float = 0.7,
         window: int | None = None,
         mode: str = "max",
-        eps: float = 1e-6,
+        eps: float = 1e-6,  # PSER gives no value; PER's sampler's (the deep agents: 1e-10, LAP Table 6)
         seed=None,
         **kwargs,
     ):

@@ -17,8 +17,8 @@ over ranks depends only on the capacity and is built once, and each draw is a
 binary search, O(log N).  ``"uniform"`` is PER's O(1) shortcut: a rank drawn
 uniformly between the segment's boundaries (kept for the last size and batch
 size), whose probabilities (returned in ``probs``) only approximate the power
-law.  Defaults: alpha = 0.7, beta0 = 0.5
-(PER Table 3, rank-based).
+law.  Defaults: alpha = 0.7, beta0 = 0.5 (PER's rank-based setting; its
+hyperparameter table did not survive in the text, ``FORMULAS.md``).
 """
 
 from __future__ import annotations
