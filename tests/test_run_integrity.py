@@ -338,6 +338,21 @@ def test_a_resume_keeps_the_runs_first_record_and_adds_its_own(tmp_path):
     assert (tmp_path / FOLDER / "finished.json").exists()
 
 
+def test_resuming_a_finished_run_trains_nothing_changes_no_file_and_says_so(tmp_path, capsys):
+    """``--resume`` of a run that has finished: its settings are still checked (another value is refused), and
+    otherwise nothing is trained and no file changes (the manifest gains no resumed stretch)."""
+    steps = [*TINY, "--out", str(tmp_path), "--steps", "300", "--eval-every", "150"]
+    assert cli_main(["train", "td3", *steps]) == 0
+    folder = tmp_path / FOLDER
+    before = run_files(folder)
+    capsys.readouterr()
+    assert cli_main(["train", "td3", *steps, "--resume"]) == 0
+    assert f"{folder} already holds a finished run; nothing was trained" in capsys.readouterr().out
+    assert run_files(folder) == before
+    assert cli_main(["train", "td3", *steps, "--lr", "0.1", "--resume"]) == 2
+    assert "lr" in capsys.readouterr().err and run_files(folder) == before
+
+
 # ---- 3. the run folder lock ----
 
 

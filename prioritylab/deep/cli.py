@@ -168,7 +168,7 @@ def _checked(argv: list[str]):
 def main(argv: list[str]) -> int:
     from .loop import train
     from .methods import Method, unread
-    from .run import Interrupted, SettingsError
+    from .run import Interrupted, SettingsError, run_dir
 
     specs, settings = _agents()
     if not argv or argv[0] not in AGENTS:
@@ -193,6 +193,7 @@ def main(argv: list[str]) -> int:
     for name, value, readers in unused:
         print(f"{prog}: warning: --replay.{name.replace('_', '-')} {value} has no effect with --sampler "
               f"{cfg.sampler} (read by {', '.join(readers) or 'no sampler'})", file=sys.stderr)  # fmt: skip
+    was_finished = cfg.resume and (run_dir(cfg, spec.name) / "finished.json").exists()
     try:
         folder = train(spec, cfg)
     except SettingsError as err:
@@ -203,6 +204,9 @@ def main(argv: list[str]) -> int:
         return 128 + stop.signum
     if not (folder / "finished.json").exists():  # stopped at --stop-after, as asked
         print(f"run stopped at its --stop-after step with a checkpoint in {folder}; continue it with --resume")
+        return 0
+    if was_finished:
+        print(f"{folder} already holds a finished run; nothing was trained (--overwrite runs it again)")
         return 0
     print(f"run written to {folder}")
     return 0

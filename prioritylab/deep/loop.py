@@ -275,6 +275,8 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
     settings = recorded_now(cfg, spec.name, method.describe())  # what the manifest records of this run
     if cfg.resume and manifest.exists():  # before the checkpoint, which may take minutes to read
         check_resumable(folder, settings)
+        if (folder / "finished.json").exists():  # nothing left to run: no file changes
+            return folder
     checkpoint = load_checkpoint(folder / CHECKPOINT, identity) if cfg.resume else None
     if checkpoint is not None:
         check_threads(checkpoint, folder / CHECKPOINT)
