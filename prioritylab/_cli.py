@@ -122,6 +122,26 @@ def check_output_dir(path, option: str = "--out", program: str | None = None) ->
     return path
 
 
+def missing_dirs(path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, deepest first: what :func:`check_output_dir`
+    would create, for :func:`remove_empty_dirs` to take back when the command then fails."""
+    out = []
+    for folder in (Path(path), *Path(path).parents):
+        if folder.exists():
+            break
+        out.append(folder)
+    return out
+
+
+def remove_empty_dirs(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first) while they are empty; a folder something was written into stays."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
 def check_output_file(path, option: str) -> Path:
     """The folder of ``path`` must be writable (:func:`check_output_dir`) and ``path`` not a folder."""
     path = Path(path)

@@ -791,11 +791,10 @@ def test_a_bad_against_is_a_one_line_error_before_anything_is_written(tmp_path, 
     for seed, eps in enumerate((0.01, 0.01, 1e-5, 1e-3)):
         fake_run(tmp_path / "runs", "per", seed, [1.0] * 12, config={"rms_eps": eps, "per": True})
     with pytest.raises(SystemExit) as err:
-        cli_main(["report", str(tmp_path / "runs"), "--against", against, "--out", str(tmp_path / "out")])
+        cli_main(["report", str(tmp_path / "runs"), "--against", against, "--out", str(tmp_path / "new" / "out")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert err.value.code == 2 and len(lines) == 1 and message in lines[0], lines
-    out = tmp_path / "out"
-    assert not (out.exists() and any(out.iterdir()))  # at most the checked, empty --out folder
+    assert not (tmp_path / "new").exists()  # the folders the refused report had made for --out are gone
 
 
 def test_every_committed_report_was_made_from_a_clean_tree():

@@ -91,7 +91,7 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..._cli import check_output_dir, fail
+from ..._cli import check_output_dir, fail, missing_dirs, remove_empty_dirs
 from ...results import write_csv, write_manifest
 from . import plots, stats, tables
 from .runs import against_flags, collect, grouped, incomparable
@@ -258,10 +258,12 @@ def _main(args) -> int:
             if not (sep and key.strip() and value.strip()):
                 fail("prioritylab report", f"--against takes SETTING=VALUE, got {text!r}")
             against.append((key.strip(), value.strip()))
+    created = missing_dirs(args.out)
     try:
         check_output_dir(args.out, program="prioritylab report")
         result = report(args.runs, args.out, include_partial=args.include_partial, against=against)
     except ValueError as err:
+        remove_empty_dirs(created)  # a refused report leaves no folder of its own behind
         fail("prioritylab report", f"{err}")
     print(tables.table_markdown(result["table"]))
     left_out = [x for x in result["status"] if not x["status"].startswith("used")]
