@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -161,6 +162,19 @@ def write_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> di
     return manifest
 
 
+def command_line(argv: list[str] | None = None) -> str:
+    """The command that ran (``sys.argv``), as one can paste it into a shell: ``python -m prioritylab ...`` when
+    it ran as the module (whose ``argv[0]`` is the path of ``prioritylab/__main__.py``), ``prioritylab ...`` for
+    the installed command, and every argument quoted where the shell needs it."""
+    argv = list(sys.argv if argv is None else argv)
+    first = Path(argv[0]) if argv else None
+    if first is not None and first.name == "__main__.py" and first.parent.name == "prioritylab":
+        argv[:1] = ["python", "-m", "prioritylab"]
+    elif first is not None and first.name == "prioritylab":
+        argv[0] = "prioritylab"
+    return shlex.join(argv)
+
+
 def new_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> dict:
     """What :func:`write_manifest` writes, without writing it."""
     manifest = {
@@ -170,7 +184,7 @@ def new_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> dict
         "packages": package_versions(),
         "machine": machine_info(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": " ".join(sys.argv),
+        "command": command_line(),
     }
     if extra:
         manifest.update(extra)

@@ -139,3 +139,18 @@ def test_git_dirty_ignores_the_folder_a_result_is_written_to(tmp_path):
     assert git_dirty(ignore=tmp_path / "report", cwd=tmp_path) is False
     (tmp_path / "code" / "a.py").write_text("x = 2\n")
     assert git_dirty(ignore=tmp_path / "report", cwd=tmp_path) is True
+
+
+@pytest.mark.parametrize("argv, recorded", [
+    (["/x/prioritylab/__main__.py", "train", "td3", "--out", "my runs"],
+     "python -m prioritylab train td3 --out 'my runs'"),
+    (["/venv/bin/prioritylab", "report", "a", "--against", "rms_eps=0.01"],
+     "prioritylab report a --against rms_eps=0.01"),
+    (["theory/per_fig1.py", "--seeds", "3"], "theory/per_fig1.py --seeds 3"),
+])  # fmt: skip
+def test_the_recorded_command_pastes_back_into_a_shell(argv, recorded):
+    """A manifest's ``command``: the module run as ``python -m prioritylab``, not the path of its ``__main__.py``
+    (which a shell cannot run with its arguments), the installed command by its name, arguments quoted."""
+    from prioritylab.results import command_line
+
+    assert command_line(argv) == recorded
