@@ -46,8 +46,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     def _get_help_string(self, action):
         text = plain(action.help) or ""
         default = action.default
-        if ("default" in text or default in (None, False, argparse.SUPPRESS) or not action.option_strings
-                or isinstance(action, argparse._HelpAction)):  # fmt: skip
+        if ("default" in text or any(default is x for x in (None, False, argparse.SUPPRESS))  # 0 is shown
+                or not action.option_strings or isinstance(action, argparse._HelpAction)):  # fmt: skip
             return text
         shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else default
         return f"{text} (default: {shown})"

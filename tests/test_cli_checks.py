@@ -154,3 +154,12 @@ def test_the_recorded_command_pastes_back_into_a_shell(argv, recorded):
     from prioritylab.results import command_line
 
     assert command_line(argv) == recorded
+
+
+def test_a_default_of_zero_is_shown_in_the_help(capsys):
+    """``0`` equals ``False`` in Python: the help hid every zero default with the switches' ``False``; a reader of
+    ``cliffwalk --help`` could not see that ``--beta`` defaults to no IS correction."""
+    for command, line in ((["cliffwalk"], "no IS correction) (default: 0.0)"), (["sweep"], "first seed (default: 0)")):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        assert line in " ".join(capsys.readouterr().out.split())
