@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import os
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -255,6 +257,20 @@ def test_bad_settings_fail_before_any_work_with_one_line(args, message, tmp_path
     assert code == 2
     assert message in err and "Traceback" not in err and len(err.splitlines()) == 1, err
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_a_refusal_is_one_line_on_the_processs_stderr_too(tmp_path):
+    """ALE writes a banner to the process's stderr from C++ (not through Python, so capsys does not see it) when
+    a game is made: the refusal of a command line must still be its only line there."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "prioritylab", "train", "ddqn", "--buffer-size", "1000000000", "--steps",
+           "1000000000", "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    root = str(Path(__file__).resolve().parents[1])  # this checkout's package, whatever is installed
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=root,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])})
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "needs 7185.0 GB" in proc.stderr, proc.stderr
 
 
 def test_cli_trains_dqn_on_pong(tmp_path, capsys):

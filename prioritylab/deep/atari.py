@@ -45,6 +45,7 @@ def make_atari_env(env_id: str, max_episode_frames: int = 108_000, sticky: float
     import ale_py
 
     gym.register_envs(ale_py)
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)  # no banner on stderr; warnings still shown
     game = game_of(env_id)
     if game is None or env_id not in gym.registry:
         if env_id in gym.registry:
