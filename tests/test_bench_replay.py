@@ -85,3 +85,14 @@ def test_transfer_ab_script_times_both_storages_and_the_device_copy_holds_the_bu
     rows = [script.copy_strategies(layout, "cpu", n=2, repeats=1) for layout in script.BATCHES]
     for r in rows:  # each way's result is checked against the host arrays inside copy_strategies
         assert {"pinned per field us", "pageable per field us", "one staging copy us"} <= set(r)
+
+
+def test_a_resident_set_that_did_not_grow_is_not_printed_as_a_size():
+    """The RSS column is the growth of the process's resident set while a buffer was built: a build that reused
+    memory freed before it shows no growth, which is not a size of 0 MB."""
+    def result(rss):
+        return bench.Result("atari", 8, 2**10, "prioritylab per", True, 1.0, [1.0], rss_bytes=rss,
+                            memory_bytes=7_185 * 2**10)  # fmt: skip
+
+    rows = bench.format_memory([result(0), result(-4096), result(7_200 * 2**10)]).splitlines()[3:]
+    assert [row.split()[4] for row in rows] == ["—", "—", "720"]

@@ -516,12 +516,16 @@ def format_memory(results: list[Result], per: int = 100_000) -> str:
         f"{'layout':<7} {'N':>2} {'contender':<28} {'RSS MB':>8} {'reported':>9} {'formula':>8} "
         f"{'stacked':>8} {'/stacked':>9}  stores"
     )
-    lines = [f"memory per {per:,} transitions (MB)", head, "-" * len(head)]
+    def grown(x):  # a resident set that did not grow measured nothing: the build reused memory freed before it
+        return "—" if x is not None and not math.isnan(x) and x <= 0 else mb(x)
+
+    lines = [f"memory per {per:,} transitions (MB; RSS: the resident set's growth while the buffer was built, "
+             "— where it reused freed memory and did not grow)", head, "-" * len(head)]  # fmt: skip
     for row in memory_rows(results, per):
         measured = row["reported"] if row["reported"] is not None else row["rss"]
         frac = "" if not measured or measured <= 0 else f"1/{row['stacked_obs_and_next_obs'] / measured:.1f}"
         lines.append(
-            f"{row['layout']:<7} {row['num_envs']:>2} {row['contender']:<28} {mb(row['rss']):>8} "
+            f"{row['layout']:<7} {row['num_envs']:>2} {row['contender']:<28} {grown(row['rss']):>8} "
             f"{mb(row['reported']):>9} {mb(row['formula']):>8} {mb(row['stacked_obs_and_next_obs']):>8} "
             f"{frac:>9}  {row['stores']}"
         )
