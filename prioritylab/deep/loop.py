@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,7 +26,7 @@ import torch
 from tqdm import tqdm
 
 from ..replay import ReplayBuffer, estimate_bytes
-from .methods import Defaults, Method
+from .methods import Defaults, Method, ReplaySettings
 from .minatar import is_minatar
 from .minatar import register as register_minatar
 from .run import (
@@ -166,7 +166,7 @@ def make_learner(spec: Spec, cfg: RunSettings, env: gym.Env, device: torch.devic
     try:
         method.attach(buffer)  # a learned sampler reads the buffer's stored fields
     except ValueError as err:
-        raise SettingsError(f"sampler {cfg.sampler}: {err}") from None
+        raise sampler_error(cfg.sampler, err) from None
     return agent, buffer, rng, noise
 
 
@@ -193,6 +193,23 @@ def learn(agent: Agent, buffer: ReplayBuffer, method: Method, step: int, batch_s
     if q_values is not None and buffer.diagnostics is not None:
         buffer.diagnostics.on_values(q=q_values.detach().to("cpu").numpy())
     return stats
+
+
+SAMPLER_ARGUMENTS = {"beta": "beta0", "local_hidden": "ners_local", "score_hidden": "ners_score"}
+"""The samplers' arguments whose ``ReplaySettings`` field has another name (NERS's others: ``ners_`` + theirs)."""
+
+
+def sampler_error(sampler: str, err: Exception) -> SettingsError:
+    """A replay method's refusal, with the setting it names written as the flag that gives it: the samplers name
+    their own arguments (``alpha must be ...``; NERS's ``lr``), the command line has ``--replay.alpha`` and
+    ``--replay.ners-lr``."""
+    text = str(err)
+    word, sep, rest = text.partition(" ")
+    names = {f.name for f in fields(ReplaySettings)}
+    name = SAMPLER_ARGUMENTS.get(word, f"ners_{word}" if f"ners_{word}" in names else word)
+    if sep and name in names:
+        text = f"--replay.{name.replace('_', '-')} {rest}"
+    return SettingsError(f"sampler {sampler}: {text}")
 
 
 def check_settings(spec: Spec, cfg: RunSettings) -> None:
@@ -248,7 +265,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
         method = Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps)
         method.check_env(env)
     except ValueError as err:
-        raise SettingsError(f"sampler {cfg.sampler}: {err}") from None
+        raise sampler_error(cfg.sampler, err) from None
     check_replay_memory(spec, cfg, env)
     folder = run_dir(cfg, spec.name)
     existed = folder.exists()
