@@ -351,6 +351,11 @@ def test_resuming_a_finished_run_trains_nothing_changes_no_file_and_says_so(tmp_
     assert run_files(folder) == before
     assert cli_main(["train", "td3", *steps, "--lr", "0.1", "--resume"]) == 2
     assert "lr" in capsys.readouterr().err and run_files(folder) == before
+    for name in ("checkpoint.pt", "checkpoint.pt.sha256"):  # as committed: the small files only
+        (folder / name).unlink()
+    before = run_files(folder)
+    assert cli_main(["train", "td3", *steps, "--resume"]) == 0
+    assert "nothing was trained" in capsys.readouterr().out and run_files(folder) == before
 
 
 # ---- 3. the run folder lock ----

@@ -263,7 +263,7 @@ def prepare_dir(path: Path, resume: bool, overwrite: bool, restart: bool = False
     returned held), and not holding a run we would clobber.  A run refused for its folder's contents leaves
     no folder behind; one refused for the lock leaves the folder to its holder, which may have made it
     between this process's look and its lock."""
-    if resume and not (path / CHECKPOINT).exists():  # checked before the folder is created
+    if resume and not (path / CHECKPOINT).exists() and not (path / "finished.json").exists():  # before mkdir
         raise SettingsError(f"--resume: {path} holds no checkpoint to resume from")
     existed = path.exists()
     try:
@@ -292,7 +292,7 @@ def _check_contents(path: Path, resume: bool, overwrite: bool, restart: bool = F
     finished = (path / "finished.json").exists()
     started = (path / CHECKPOINT).exists() or (path / EVALS).exists()
     if resume:
-        if not (path / CHECKPOINT).exists():
+        if not finished and not (path / CHECKPOINT).exists():  # a finished run needs none: nothing is left to run
             raise SettingsError(f"--resume: {path} holds no checkpoint to resume from")
         return
     if restart and (finished or (path / CHECKPOINT).exists()):  # another process ran it since it was looked at
