@@ -9,7 +9,9 @@ value, nothing written.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import io
 import json
 import os
 import shlex
@@ -47,6 +49,21 @@ def train_cmd(out: Path, *args: str) -> list[str]:
 
 def run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout, cwd=ROOT)
+
+
+def run_here(cmd: list[str]) -> subprocess.CompletedProcess:
+    """``cmd`` (a :func:`train_cmd`) run in this process, as :func:`run` runs it in a new one: the same exit code
+    and output, without a new interpreter's imports (about 2 s a run).  For runs that need no process of their
+    own: no signal, no second run at once, no thread count or recorded command under test."""
+    out, err, threads = io.StringIO(), io.StringIO(), torch.get_num_threads()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli_main(cmd[3:])
+    except SystemExit as stop:
+        code = stop.code
+    finally:
+        torch.set_num_threads(threads)  # the run sets its own; later tests keep theirs
+    return subprocess.CompletedProcess(cmd, code, out.getvalue(), err.getvalue())
 
 
 def run_files(folder: Path) -> dict[str, bytes]:
@@ -193,7 +210,7 @@ def flip_a_tensor_byte(checkpoint: Path) -> None:
 
 
 def test_a_flipped_byte_in_a_checkpoint_tensor_is_refused_and_stale_temporaries_are_removed(tmp_path):
-    stopped = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--stop-after", "250"))
+    stopped = run_here(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--stop-after", "250"))
     assert stopped.returncode == 0, stopped.stderr
     folder = tmp_path / FOLDER
     checkpoint = folder / "checkpoint.pt"
@@ -202,7 +219,7 @@ def test_a_flipped_byte_in_a_checkpoint_tensor_is_refused_and_stale_temporaries_
     evals = (folder / "evaluations.csv").read_bytes()
 
     flip_a_tensor_byte(checkpoint)
-    refused = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--resume"))
+    refused = run_here(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--resume"))
     lines = error_lines(refused)
     assert refused.returncode == 2 and len(lines) == 1, refused.stderr
     assert "checkpoint" in lines[0] and "corrupt" in lines[0] and "SHA-256" in lines[0]
@@ -211,7 +228,7 @@ def test_a_flipped_byte_in_a_checkpoint_tensor_is_refused_and_stale_temporaries_
     checkpoint.write_bytes(pristine)
     stale = folder / ".checkpoint.pt.x1y2z3.tmp"  # as a kill during a checkpoint write leaves it
     stale.write_bytes(pristine[:100])
-    resumed = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--resume"))
+    resumed = run_here(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--resume"))
     assert resumed.returncode == 0, resumed.stderr
     assert (folder / "finished.json").exists() and not stale.exists()
     assert not list(folder.glob(".*.tmp"))
@@ -268,7 +285,7 @@ def test_two_saves_cut_off_before_their_renames_leave_a_checkpoint_the_digest_li
 def test_a_checkpoint_copied_in_from_another_run_is_refused_before_anything_changes(tmp_path):
     """The checkpoint records the settings it was written with and how many evaluations the run had logged."""
     steps = ["--steps", "1400", "--eval-every", "100"]
-    donor = run(train_cmd(tmp_path / "donor", *steps, "--stop-after", "1050"))
+    donor = run_here(train_cmd(tmp_path / "donor", *steps, "--stop-after", "1050"))
     assert donor.returncode == 0, donor.stderr
     written = tmp_path / "donor" / FOLDER
     saved = torch.load(written / "checkpoint.pt", weights_only=False)
@@ -278,13 +295,13 @@ def test_a_checkpoint_copied_in_from_another_run_is_refused_before_anything_chan
         ("other", ["--lr", "0.001"], "its checkpoint was written by a run with other settings (lr 0.0003 -> 0.001)"),
         ("earlier", [], "was written after 12 evaluations, but evaluations.csv holds 2 up to that step"),
     ]:
-        stopped = run(train_cmd(tmp_path / name, *steps, *extra, "--stop-after", "150"))
+        stopped = run_here(train_cmd(tmp_path / name, *steps, *extra, "--stop-after", "150"))
         assert stopped.returncode == 0, stopped.stderr
         folder = tmp_path / name / FOLDER
         for f in ("checkpoint.pt", "checkpoint.pt.sha256"):
             shutil.copy(written / f, folder / f)  # same agent, env, sampler and seed: the identity matches
         before = run_files(folder)
-        refused = run(train_cmd(tmp_path / name, *steps, *extra, "--resume"))
+        refused = run_here(train_cmd(tmp_path / name, *steps, *extra, "--resume"))
         assert refused.returncode == 2 and len(error_lines(refused)) == 1, refused.stderr
         assert message in refused.stderr, refused.stderr
         assert run_files(folder) == before
@@ -292,10 +309,10 @@ def test_a_checkpoint_copied_in_from_another_run_is_refused_before_anything_chan
 
 def test_a_run_resumed_after_its_1000th_step_finishes_as_the_uninterrupted_one(tmp_path):
     steps = ["--steps", "1400", "--eval-every", "200"]
-    assert run(train_cmd(tmp_path / "full", *steps)).returncode == 0
-    stopped = run(train_cmd(tmp_path / "split", *steps, "--stop-after", "1050"))
+    assert run_here(train_cmd(tmp_path / "full", *steps)).returncode == 0
+    stopped = run_here(train_cmd(tmp_path / "split", *steps, "--stop-after", "1050"))
     assert stopped.returncode == 0 and "run stopped at its --stop-after step" in stopped.stdout, stopped.stdout
-    resumed = run(train_cmd(tmp_path / "split", *steps, "--resume"))
+    resumed = run_here(train_cmd(tmp_path / "split", *steps, "--resume"))
     assert resumed.returncode == 0, resumed.stderr
     full, split = tmp_path / "full" / FOLDER, tmp_path / "split" / FOLDER
     assert (full / "evaluations.csv").read_bytes() == (split / "evaluations.csv").read_bytes()
@@ -309,7 +326,7 @@ def test_a_resume_that_fails_restoring_the_environment_changes_no_file(tmp_path,
     from prioritylab.deep.run import SettingsError
 
     steps = ["--steps", "600", "--eval-every", "200"]
-    assert run(train_cmd(tmp_path, *steps, "--stop-after", "250")).returncode == 0
+    assert run_here(train_cmd(tmp_path, *steps, "--stop-after", "250")).returncode == 0
     folder = tmp_path / FOLDER
     before = run_files(folder)
     events = sorted(p.name for p in (folder / "tb").iterdir())
@@ -324,7 +341,7 @@ def test_a_resume_that_fails_restoring_the_environment_changes_no_file(tmp_path,
 
 def test_a_resume_keeps_the_runs_first_record_and_adds_its_own(tmp_path):
     steps = ["--steps", "600", "--eval-every", "200"]
-    assert run(train_cmd(tmp_path, *steps, "--stop-after", "250")).returncode == 0
+    assert run_here(train_cmd(tmp_path, *steps, "--stop-after", "250")).returncode == 0
     manifest = tmp_path / FOLDER / "manifest.json"
     first = json.loads(manifest.read_text())
     first |= {"git_commit": "0" * 40, "git_dirty": True, "created": "2000-01-01T00:00:00+00:00"}
@@ -570,7 +587,7 @@ def test_report_refuses_to_compare_samplers_whose_runs_differ_in_other_settings(
 
 def test_thread_count_is_recorded_and_a_resume_at_another_count_is_refused(tmp_path):
     assert td3.TD3Settings().threads == 1
-    stopped = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--stop-after", "250"))
+    stopped = run_here(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--stop-after", "250"))
     assert stopped.returncode == 0, stopped.stderr
     folder = tmp_path / FOLDER
     assert json.loads((folder / "manifest.json").read_text())["torch_threads"] == 1
@@ -587,20 +604,20 @@ def test_a_resume_with_settings_that_change_the_run_is_refused_naming_them(tmp_p
     """A resumed run must continue as the uninterrupted one: other learning settings are refused before any
     work, files untouched; where and how the run is kept may change."""
     common = ["--steps", "600", "--eval-every", "200"]
-    assert run(train_cmd(tmp_path, *common, "--stop-after", "250")).returncode == 0
+    assert run_here(train_cmd(tmp_path, *common, "--stop-after", "250")).returncode == 0
     folder = tmp_path / FOLDER
     before = run_files(folder)
-    refused = run(train_cmd(tmp_path, "--steps", "800", "--eval-every", "200", "--lr", "0.001", "--resume"))
+    refused = run_here(train_cmd(tmp_path, "--steps", "800", "--eval-every", "200", "--lr", "0.001", "--resume"))
     lines = error_lines(refused)
     assert refused.returncode == 2 and len(lines) == 1, refused.stderr
     assert "lr 0.0003 -> 0.001" in lines[0] and "steps 600 -> 800" in lines[0]
     assert run_files(folder) == before
     manifest = (folder / "manifest.json").read_bytes()
     (folder / "manifest.json").unlink()
-    unknown = run(train_cmd(tmp_path, *common, "--resume"))
+    unknown = run_here(train_cmd(tmp_path, *common, "--resume"))
     assert unknown.returncode == 2 and "no manifest.json" in unknown.stderr, unknown.stderr
     (folder / "manifest.json").write_bytes(manifest)
-    resumed = run(train_cmd(tmp_path, *common, "--checkpoint-every", "100", "--resume"))
+    resumed = run_here(train_cmd(tmp_path, *common, "--checkpoint-every", "100", "--resume"))
     assert resumed.returncode == 0, resumed.stderr
     assert (folder / "finished.json").exists()
 
@@ -609,14 +626,14 @@ def test_a_run_recorded_before_a_setting_existed_resumes_only_with_the_value_it_
     """A manifest without ``replay.normalise`` ran with global normalisation: a PER run resumes with 'global'
     and is refused with the new default 'batch'."""
     common = ["--steps", "600", "--eval-every", "200", "--sampler", "per"]
-    assert run(train_cmd(tmp_path, *common, "--replay.normalise", "global", "--stop-after", "250")).returncode == 0
+    assert run_here(train_cmd(tmp_path, *common, "--replay.normalise", "global", "--stop-after", "250")).returncode == 0
     manifest = tmp_path / "td3_Pendulum-v1_per_s0" / "manifest.json"
     recorded = json.loads(manifest.read_text())
     del recorded["config"]["replay"]["normalise"]
     manifest.write_text(json.dumps(recorded))
-    refused = run(train_cmd(tmp_path, *common, "--resume"))
+    refused = run_here(train_cmd(tmp_path, *common, "--resume"))
     assert refused.returncode == 2 and "replay.normalise 'global' -> 'batch'" in refused.stderr, refused.stderr
-    resumed = run(train_cmd(tmp_path, *common, "--replay.normalise", "global", "--resume"))
+    resumed = run_here(train_cmd(tmp_path, *common, "--replay.normalise", "global", "--resume"))
     assert resumed.returncode == 0, resumed.stderr
 
 
@@ -625,17 +642,17 @@ def test_a_run_recorded_before_the_capacity_counted_tail_slots_resumes_with_its_
     rule (room for the tail slots too) it would change its replay, and is refused naming the capacity; with a
     ``--buffer-size`` that gives its capacity it resumes."""
     common = ["--steps", "600", "--eval-every", "200"]
-    assert run(train_cmd(tmp_path, *common, "--buffer-size", "600", "--stop-after", "250")).returncode == 0
+    assert run_here(train_cmd(tmp_path, *common, "--buffer-size", "600", "--stop-after", "250")).returncode == 0
     manifest = tmp_path / FOLDER / "manifest.json"
     recorded = json.loads(manifest.read_text())
     assert recorded["replay_capacity"] == 600  # min(buffer_size, 2 * steps)
     del recorded["replay_capacity"]
     recorded["config"]["buffer_size"] = 1_000_000  # as such a run recorded it: capacity min(1M, 600 steps)
     manifest.write_text(json.dumps(recorded))
-    refused = run(train_cmd(tmp_path, *common, "--resume"))
+    refused = run_here(train_cmd(tmp_path, *common, "--resume"))
     assert refused.returncode == 2 and "replay_capacity 600 -> 1200" in refused.stderr, refused.stderr
     assert "--buffer-size 600" in refused.stderr
-    resumed = run(train_cmd(tmp_path, *common, "--buffer-size", "600", "--resume"))
+    resumed = run_here(train_cmd(tmp_path, *common, "--buffer-size", "600", "--resume"))
     assert resumed.returncode == 0, resumed.stderr
     assert (tmp_path / FOLDER / "finished.json").exists()
 
