@@ -165,13 +165,16 @@ def write_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> di
 def command_line(argv: list[str] | None = None) -> str:
     """The command that ran (``sys.argv``), as one can paste it into a shell: ``python -m prioritylab ...`` when
     it ran as the module (whose ``argv[0]`` is the path of ``prioritylab/__main__.py``), ``prioritylab ...`` for
-    the installed command, and every argument quoted where the shell needs it."""
+    the installed command, ``python script.py ...`` for a script, and every argument quoted where the shell
+    needs it."""
     argv = list(sys.argv if argv is None else argv)
     first = Path(argv[0]) if argv else None
     if first is not None and first.name == "__main__.py" and first.parent.name == "prioritylab":
         argv[:1] = ["python", "-m", "prioritylab"]
     elif first is not None and first.name == "prioritylab":
         argv[0] = "prioritylab"
+    elif first is not None and first.suffix == ".py":  # a script (theory/, deep/): not executable on its own
+        argv[:0] = ["python"]
     return shlex.join(argv)
 
 

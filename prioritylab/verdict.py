@@ -23,16 +23,45 @@ QUICK_CAVEAT = ("--quick: smoke settings, so a verdict above can differ from the
 """Printed under a theory script's verdicts when it ran with ``--quick``."""
 
 
-def caveat(quick: bool, below: list[str]) -> str | None:
+DEMO_NOTE = ("make demo's settings: fewer runs than the defaults, checked claim by claim to give the default run's "
+             "verdicts (docs/benchmarks.md, 'make demo')")
+"""Printed in place of a caveat when a script ran with exactly the settings ``make demo`` gives it."""
+
+
+def caveat(quick: bool, below: list[str], script: str | None = None) -> str | None:
     """The line printed under a theory script's verdicts when it ran with fewer runs, cases or sizes than its
     defaults: :data:`QUICK_CAVEAT` with ``--quick``; else one naming ``below``, each option that shrank the run
-    as given (``"--n-max 4"``); ``None`` when the run was not smaller than the default one."""
+    as given (``"--n-max 4"``); ``None`` when the run was not smaller than the default one.  When those are
+    exactly the settings ``make demo`` gives ``script`` (:data:`prioritylab.demo.DEMO_ARGS`), whose verdicts
+    were checked against the default run's, :data:`DEMO_NOTE` instead."""
+    from .demo import DEMO_ARGS  # the demo imports this module: read when called
+
+    given = (["--quick"] if quick else []) + [word for option in below for word in option.split()]
+    if script is not None and given and _pairs(given) == _pairs(DEMO_ARGS.get(script, [""])):
+        return DEMO_NOTE
     if quick:
         return QUICK_CAVEAT
     if below:
         return (f"{', '.join(below)}: fewer than the defaults, so a verdict above can differ from the default run's "
                 "(docs/benchmarks.md, 'make demo', gives settings checked to keep every verdict)")  # fmt: skip
     return None
+
+
+def _pairs(args: list[str]) -> set[tuple[str, ...]]:
+    """Command-line words as a set of options, each with the values after it (the order of options aside)."""
+    out, current = set(), None
+    for word in args:
+        if word.startswith("--"):
+            if current is not None:
+                out.add(tuple(current))
+            current = [word]
+        elif current is not None:
+            current.append(word)
+        else:
+            out.add((word,))
+    if current is not None:
+        out.add(tuple(current))
+    return out
 
 
 def verdict_word(reproduced: bool | None) -> str:

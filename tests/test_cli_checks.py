@@ -146,7 +146,7 @@ def test_git_dirty_ignores_the_folder_a_result_is_written_to(tmp_path):
      "python -m prioritylab train td3 --out 'my runs'"),
     (["/venv/bin/prioritylab", "report", "a", "--against", "rms_eps=0.01"],
      "prioritylab report a --against rms_eps=0.01"),
-    (["theory/per_fig1.py", "--seeds", "3"], "theory/per_fig1.py --seeds 3"),
+    (["theory/per_fig1.py", "--seeds", "3"], "python theory/per_fig1.py --seeds 3"),
 ])  # fmt: skip
 def test_the_recorded_command_pastes_back_into_a_shell(argv, recorded):
     """A manifest's ``command``: the module run as ``python -m prioritylab``, not the path of its ``__main__.py``

@@ -398,20 +398,27 @@ def test_a_run_smaller_than_the_defaults_says_its_verdicts_can_differ(tmp_path, 
     table is followed by one line naming each option that shrank the run, and a default-sized option is not
     named."""
     script = load_script()
-    argv = ["--n-max", "4", "--mc-runs", "100", "--real-seeds", "10", "--per-seeds", "100", "--seed", "3"]
+    argv = ["--n-max", "4", "--mc-runs", "100", "--real-seeds", "10", "--per-seeds", "3000", "--seed", "3"]
     assert script.main([*argv, "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "fewer than the defaults" in x)
-    assert line.startswith("--n-max 4, --mc-runs 100, --real-seeds 10, --per-seeds 100: ")
+    assert line.startswith("--n-max 4, --mc-runs 100, --real-seeds 10: ")  # --per-seeds 3000 is the default
     assert out.index(line) > out.index("real PSER faster than real PER") and "--quick" not in out
 
 
-def test_the_caveat_names_only_what_is_below_the_defaults():
-    from prioritylab.verdict import QUICK_CAVEAT, caveat
+def test_the_caveat_tells_make_demos_settings_from_other_smaller_runs():
+    """make demo's settings were checked to keep every verdict: a run at exactly those (in any order) says so,
+    and any other smaller run, --quick or not, gets the caveat."""
+    from prioritylab.verdict import DEMO_NOTE, QUICK_CAVEAT, caveat
 
-    assert caveat(False, []) is None
-    assert caveat(True, []) == caveat(True, ["--seeds 3"]) == QUICK_CAVEAT
+    assert caveat(False, []) is None and caveat(False, [], "per_fig1.py") is None
+    assert caveat(True, []) == caveat(True, ["--seeds 3"], "per_fig2.py") == QUICK_CAVEAT
     assert caveat(False, ["--seeds 3"]).startswith("--seeds 3: fewer than the defaults")
+    assert caveat(False, ["--seeds 2"], "per_fig2.py").startswith("--seeds 2: fewer than the defaults")
+    assert caveat(False, ["--seeds 3"], "per_fig2.py") == DEMO_NOTE
+    assert caveat(False, ["--real-seeds 20", "--mc-runs 2000"], "pser_theorem1.py") == DEMO_NOTE
+    assert caveat(True, [], "lap_equivalence.py") == DEMO_NOTE
+    assert caveat(False, ["--mc-runs 2000"], "pser_theorem1.py").startswith("--mc-runs 2000: fewer")
 
 
 def test_script_quick_run(tmp_path, capsys):

@@ -120,7 +120,7 @@ def test_fig7_verdict_fails_when_pser_is_slower():
 
 def test_fewer_seeds_than_the_default_are_named_under_the_verdicts(tmp_path, capsys):
     """Without --quick, a run with fewer seeds than the default's 10 prints one line saying its verdicts can
-    differ from the default run's; at the default seed count (or more) there is no such line."""
+    differ from the default run's."""
     mod = load("per_fig1")
     assert mod.main(["--seeds", "2", "--out", str(tmp_path / "two"), "--no-progress"]) == 0
     out = capsys.readouterr().out

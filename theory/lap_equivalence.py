@@ -255,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
                                      "claims": len(checks),
                                      "not_reproduced": n_bad, "verdict": [c.row() for c in checks]})
     print(f"\n{len(checks) - n_bad}/{len(checks)} claims reproduced; results in {out} ({time.time() - start:.0f} s)")
-    if (line := caveat(args.quick, [f"--cases {n_cases}"] if n_cases < DEFAULT_CASES else [])) is not None:
+    below = [f"--cases {n_cases}"] if args.cases is not None and n_cases < DEFAULT_CASES else []
+    if (line := caveat(args.quick, below, "lap_equivalence.py")) is not None:
         print(line)
     return 0
 

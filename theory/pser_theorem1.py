@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     full = Config()
     below = [f"--{k.replace('_', '-')} {getattr(cfg, k)}" for k in ("n_max", "mc_runs", "real_seeds", "per_seeds")
              if getattr(cfg, k) < getattr(full, k)]  # fmt: skip
-    if (line := caveat(args.quick, below)) is not None:
+    if (line := caveat(args.quick, below, "pser_theorem1.py")) is not None:
         print(line)
     print(f"\nresults in {args.out} ({seconds:.1f} s)")
     return 0

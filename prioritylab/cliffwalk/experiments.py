@@ -305,7 +305,8 @@ def run_script(
     print(format_table(shown, list(columns)))
     print()
     print(verdict_table(checks))
-    if (line := caveat(args.quick, [f"--seeds {len(seeds)}"] if len(seeds) < DEFAULT_SEEDS else [])) is not None:
+    below = [f"--seeds {len(seeds)}"] if args.seeds is not None and len(seeds) < DEFAULT_SEEDS else []
+    if (line := caveat(args.quick, below, f"{name}.py")) is not None:
         print(line)
     print("\nreplay diagnostics (medians over seeds; docs/diagnostics.md):")
     print(format_table(shown, list(DIAGNOSTIC_COLUMNS)))
