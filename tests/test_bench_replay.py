@@ -94,5 +94,5 @@ def test_a_resident_set_that_did_not_grow_is_not_printed_as_a_size():
         return bench.Result("atari", 8, 2**10, "prioritylab per", True, 1.0, [1.0], rss_bytes=rss,
                             memory_bytes=7_185 * 2**10)  # fmt: skip
 
-    rows = bench.format_memory([result(0), result(-4096), result(7_200 * 2**10)]).splitlines()[3:]
-    assert [row.split()[4] for row in rows] == ["—", "—", "720"]
+    rows = bench.format_memory([result(0), result(-4096), result(4096), result(7_200 * 2**10)]).splitlines()[3:]
+    assert [row.split()[4] for row in rows] == ["—", "—", "<1", "720"]

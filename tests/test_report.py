@@ -191,6 +191,7 @@ def test_partial_and_corrupt_runs_are_listed_and_never_averaged_in(tmp_path):
     ("step,wall_time\n1000,60\n2000\n3000,180\n", "row 2 is not whole: 1 fields where the header has 2"),
     ("step,wall_time\n1000,60,7\n2000,120\n", "row 1 is not whole: 3 fields where the header has 2"),
     ("step,wall_time\n1000,60\n2000,12", "row 2 is truncated (the file ends without a line end)"),
+    ("step,wall_time\n1000\n2000,12", "row 1 is not whole: 1 fields where the header has 2"),
     (b"step,wall_time\n1000,\xff\n", "not readable CSV"),
 ])  # fmt: skip
 def test_whole_rows_names_the_first_row_that_is_not_whole(tmp_path, text, message):

@@ -1,4 +1,5 @@
-"""Runs that refuse what they cannot vouch for, checked with real ``prioritylab train`` / ``sweep`` processes.
+"""Runs that refuse what they cannot vouch for, checked through ``prioritylab train`` / ``sweep``: in processes of
+their own where signals, concurrent runs or the recorded command are under test, else in the test's process.
 
 A report skips a cut evaluations file and lists empty folders; a checkpoint with one flipped byte is refused;
 two processes never share a run folder; a killed sweep takes its runs with it; a run that never updates is
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import sys
 import threading
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -54,16 +56,20 @@ def run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
 def run_here(cmd: list[str]) -> subprocess.CompletedProcess:
     """``cmd`` (a :func:`train_cmd`) run in this process, as :func:`run` runs it in a new one: the same exit code
     and output, without a new interpreter's imports (about 2 s a run).  For runs that need no process of their
-    own: no signal, no second run at once, no thread count or recorded command under test."""
+    own: no signal, no second run at once, no recorded command under test.  Python warnings come first in its
+    ``stderr``, as a process would print them."""
     out, err, threads = io.StringIO(), io.StringIO(), torch.get_num_threads()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli_main(cmd[3:])
-    except SystemExit as stop:
-        code = stop.code
-    finally:
-        torch.set_num_threads(threads)  # the run sets its own; later tests keep theirs
-    return subprocess.CompletedProcess(cmd, code, out.getvalue(), err.getvalue())
+    with warnings.catch_warnings(record=True) as caught:  # a process prints them on its stderr: so does this
+        warnings.simplefilter("default")
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = cli_main(cmd[3:])
+        except SystemExit as stop:
+            code = stop.code
+        finally:
+            torch.set_num_threads(threads)  # the run sets its own; later tests keep theirs
+    shown = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in caught)
+    return subprocess.CompletedProcess(cmd, code, out.getvalue(), shown + err.getvalue())
 
 
 def run_files(folder: Path) -> dict[str, bytes]:
@@ -373,6 +379,10 @@ def test_resuming_a_finished_run_trains_nothing_changes_no_file_and_says_so(tmp_
     before = run_files(folder)
     assert cli_main(["train", "td3", *steps, "--resume"]) == 0
     assert "nothing was trained" in capsys.readouterr().out and run_files(folder) == before
+    (folder / "manifest.json").unlink()  # then nothing to check its settings against: refused, in one line
+    assert cli_main(["train", "td3", *steps, "--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.endswith("holds no checkpoint to resume from"), err
 
 
 # ---- 3. the run folder lock ----
@@ -587,7 +597,7 @@ def test_report_refuses_to_compare_samplers_whose_runs_differ_in_other_settings(
 
 def test_thread_count_is_recorded_and_a_resume_at_another_count_is_refused(tmp_path):
     assert td3.TD3Settings().threads == 1
-    stopped = run_here(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--stop-after", "250"))
+    stopped = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--stop-after", "250"))
     assert stopped.returncode == 0, stopped.stderr
     folder = tmp_path / FOLDER
     assert json.loads((folder / "manifest.json").read_text())["torch_threads"] == 1

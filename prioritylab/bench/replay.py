@@ -517,13 +517,15 @@ def format_memory(results: list[Result], per: int = 100_000) -> str:
         f"{'stacked':>8} {'/stacked':>9}  stores"
     )
     def grown(x):  # a resident set that did not grow measured nothing: the build reused memory freed before it
-        return "—" if x is not None and not math.isnan(x) and x <= 0 else mb(x)
+        if x is not None and not math.isnan(x) and x < 0.5e6:
+            return "—" if x <= 0 else "<1"
+        return mb(x)
 
     lines = [f"memory per {per:,} transitions (MB; RSS: the resident set's growth while the buffer was built, "
              "— where it reused freed memory and did not grow)", head, "-" * len(head)]  # fmt: skip
     for row in memory_rows(results, per):
         measured = row["reported"] if row["reported"] is not None else row["rss"]
-        frac = "" if not measured or measured <= 0 else f"1/{row['stacked_obs_and_next_obs'] / measured:.1f}"
+        frac = "" if not measured or measured < 0.5e6 else f"1/{row['stacked_obs_and_next_obs'] / measured:.1f}"
         lines.append(
             f"{row['layout']:<7} {row['num_envs']:>2} {row['contender']:<28} {grown(row['rss']):>8} "
             f"{mb(row['reported']):>9} {mb(row['formula']):>8} {mb(row['stacked_obs_and_next_obs']):>8} "

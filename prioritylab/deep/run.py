@@ -83,7 +83,7 @@ class RunSettings:
     out: Path = Path("runs")
     """Parent folder; the run is written to out/<agent>_<env>_<sampler>_s<seed>."""
     resume: bool = False
-    """Continue the run in the folder from its checkpoint."""
+    """Continue the run in the folder from its checkpoint (a finished run: its settings are checked, nothing is run)."""
     overwrite: bool = False
     """Delete a previous run in the folder and start afresh."""
     restart: bool = False
@@ -263,7 +263,7 @@ def prepare_dir(path: Path, resume: bool, overwrite: bool, restart: bool = False
     returned held), and not holding a run we would clobber.  A run refused for its folder's contents leaves
     no folder behind; one refused for the lock leaves the folder to its holder, which may have made it
     between this process's look and its lock."""
-    if resume and not (path / CHECKPOINT).exists() and not (path / "finished.json").exists():  # before mkdir
+    if resume and not (path / CHECKPOINT).exists() and not _finished_with_record(path):  # before mkdir
         raise SettingsError(f"--resume: {path} holds no checkpoint to resume from")
     existed = path.exists()
     try:
@@ -288,11 +288,17 @@ def discard_new_dir(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _finished_with_record(path: Path) -> bool:
+    """A finished run with the manifest its settings are checked against: ``--resume`` needs no checkpoint
+    there (nothing is left to run; committed runs keep only their small files)."""
+    return (path / "finished.json").exists() and (path / "manifest.json").exists()
+
+
 def _check_contents(path: Path, resume: bool, overwrite: bool, restart: bool = False) -> None:
     finished = (path / "finished.json").exists()
     started = (path / CHECKPOINT).exists() or (path / EVALS).exists()
     if resume:
-        if not finished and not (path / CHECKPOINT).exists():  # a finished run needs none: nothing is left to run
+        if not (path / CHECKPOINT).exists() and not _finished_with_record(path):  # nothing left to run there
             raise SettingsError(f"--resume: {path} holds no checkpoint to resume from")
         return
     if restart and (finished or (path / CHECKPOINT).exists()):  # another process ran it since it was looked at

@@ -56,9 +56,9 @@ def whole_rows(path: Path) -> list[dict]:
             rows = list(csv.DictReader(text.splitlines(keepends=True)))
         except (csv.Error, UnicodeDecodeError) as err:
             raise NotWhole(f"not readable CSV ({err})") from None
-    if rows and not text.endswith("\n"):
-        raise NotWhole(f"row {len(rows)} is truncated (the file ends without a line end)")
     for i, row in enumerate(rows):
+        if i == len(rows) - 1 and not text.endswith("\n"):  # a file cut while written, whatever its last row holds
+            raise NotWhole(f"row {i + 1} is truncated (the file ends without a line end)")
         if None in row or None in row.values():
             fields = sum(k is not None and v is not None for k, v in row.items()) + len(row.get(None) or [])
             raise NotWhole(f"row {i + 1} is not whole: {fields} fields where the header has "
