@@ -42,3 +42,30 @@ def _sb3_logs_in_the_tests_own_folder(tmp_path_factory):
         os.environ.pop("SB3_LOGDIR", None)
     else:
         os.environ["SB3_LOGDIR"] = previous
+
+
+class QuickDemo:
+    """``make demo``'s smoke run, ``python -m prioritylab.demo --quick``: its folder, printed output and exit code."""
+
+    def __init__(self, out, text: str, code: int):
+        self.out, self.text, self.code = out, text, code
+
+    def printed(self, script: str) -> str:
+        """What ``script`` (``per_fig1.py``) printed, as the demo relays it whole."""
+        return self.text.split(f"[demo] ---- {script} ----\n", 1)[1].split("\n[demo] ", 1)[0]
+
+
+@pytest.fixture(scope="session")
+def quick_demo(tmp_path_factory) -> QuickDemo:
+    """The demo's smoke run, once a session: every theory script's ``--quick`` run (each in a process of its own)
+    beside the deep half.  The demo's test and the scripts' ``--quick`` tests read their results from it, so
+    that no script runs its smoke settings twice in a session."""
+    import contextlib
+    import io
+
+    from prioritylab import demo
+
+    out, text = tmp_path_factory.mktemp("quick-demo"), io.StringIO()
+    with contextlib.redirect_stdout(text):
+        code = demo.main(["--out", str(out), "--quick"])
+    return QuickDemo(out, text.getvalue(), code)

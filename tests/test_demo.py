@@ -126,10 +126,10 @@ def test_verdict_counts_without_a_manifest(tmp_path):
     assert demo.verdict_counts(tmp_path) == "no verdict in manifest.json"
 
 
-def test_quick_demo_end_to_end(tmp_path, capsys):
+def test_quick_demo_end_to_end(quick_demo):
     """Every real script in --quick mode (about 15 s): exit 0 and a manifest whose verdict words are the shared ones."""
-    assert demo.main(["--out", str(tmp_path), "--quick"]) == 0
-    text = capsys.readouterr().out
+    assert quick_demo.code == 0
+    tmp_path, text = quick_demo.out, quick_demo.text
     for name in demo.SCRIPTS:
         stem = name.removesuffix(".py")
         rows = json.loads((tmp_path / stem / "manifest.json").read_text())["verdict"]

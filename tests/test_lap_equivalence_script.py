@@ -33,9 +33,10 @@ def read_checks(path: Path) -> dict[str, dict]:
         return {row["claim"]: row for row in csv.DictReader(fh)}
 
 
-def test_quick_run_writes_files_and_every_verdict(tmp_path, capsys):
+def test_quick_run_writes_files_and_every_verdict(quick_demo):
     mod = load()
-    assert mod.main(["--quick", "--out", str(tmp_path)]) == 0
+    tmp_path = quick_demo.out / "lap_equivalence"  # the demo's --quick run of the script (tests/conftest.py)
+    assert "lap_equivalence.py: exit 0" in quick_demo.text
     assert FILES <= {p.name for p in tmp_path.iterdir()}
     rows = read_checks(tmp_path / "checks.csv")
     expected = list(mod.EXACT_ORDER) + OTHER_CLAIMS
@@ -46,7 +47,7 @@ def test_quick_run_writes_files_and_every_verdict(tmp_path, capsys):
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["claims"] == len(expected) and manifest["not_reproduced"] == 0
     assert [v["claim"] for v in manifest["verdict"]] == list(rows)
-    out = capsys.readouterr().out
+    out = quick_demo.printed("lap_equivalence.py")
     assert f"{len(expected)}/{len(expected)} claims reproduced" in out and DEMO_NOTE in out  # make demo runs --quick
     for claim in expected:
         assert claim in out

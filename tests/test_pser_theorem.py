@@ -421,10 +421,11 @@ def test_the_caveat_tells_make_demos_settings_from_other_smaller_runs():
     assert caveat(False, ["--mc-runs 2000"], "pser_theorem1.py").startswith("--mc-runs 2000: fewer")
 
 
-def test_script_quick_run(tmp_path, capsys):
+def test_script_quick_run(quick_demo):
     script = load_script()
-    assert script.main(["--quick", "--out", str(tmp_path)]) == 0
-    assert "--quick: smoke settings" in capsys.readouterr().out
+    tmp_path = quick_demo.out / "pser_theorem1"  # the demo's --quick run of the script (tests/conftest.py)
+    assert "pser_theorem1.py: exit 0" in quick_demo.text
+    assert "--quick: smoke settings" in quick_demo.printed("pser_theorem1.py")
     with open(tmp_path / "expected_steps.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert list(rows[0].keys()) == script.COLUMNS

@@ -32,15 +32,16 @@ WORDS = {True: "reproduced", False: "not reproduced", None: "n/a"}
 
 
 @pytest.mark.parametrize("name", ["per_fig1", "per_fig2", "pser_fig7"])
-def test_quick_mode_writes_files_and_a_verdict(name, tmp_path, capsys):
+def test_quick_mode_writes_files_and_a_verdict(name, quick_demo):
     mod = load(name)
-    assert mod.main(["--quick", "--out", str(tmp_path), "--no-progress"]) == 0
+    tmp_path = quick_demo.out / name  # the demo's --quick run of the script (tests/conftest.py)
+    assert f"{name}.py: exit 0" in quick_demo.text
     files = {p.name for p in tmp_path.iterdir()}
     assert "manifest.json" in files
     assert any(f.endswith(".csv") for f in files) and any(f.endswith(".png") for f in files)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["verdict"] and all(c["verdict"] == WORDS[c["reproduced"]] for c in manifest["verdict"])
-    out = capsys.readouterr().out
+    out = quick_demo.printed(f"{name}.py")
     assert mod.CLAIM in out and QUICK_CAVEAT in out  # its verdicts are the smoke settings'
     table = out[out.index(" verdict") :]
     for c in manifest["verdict"]:
