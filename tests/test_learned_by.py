@@ -43,3 +43,29 @@ def test_a_run_that_is_not_minatar_is_a_one_line_error(tmp_path, capsys):
     assert script.main([str(folder)]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "Hopper-v5 is not a MinAtar game" in lines[0]
+
+
+def test_the_long_studys_budgets_reach_past_where_the_probe_learned_each_game():
+    """``deep/minatar_study_long.py`` runs the games the 250k-frame study leaves out, each for at least the frames
+    at which the committed probe run (``docs/results/minatar_budget``) met the criterion, plus a final-score
+    window (the study's last 10 evaluations) after it."""
+    from prioritylab.harness.report.runs import column, read_run
+    from prioritylab.harness.sweep import load_module, load_spec
+    from prioritylab.scores import MINATAR_RANDOM
+
+    script = load_script("learned_by")
+    deep = Path(__file__).resolve().parents[1] / "deep"
+    long, study = load_module(deep / "minatar_study_long.py"), load_module(deep / "minatar_study.py")
+    assert set(long.FRAMES) == set(study.GAMES) - set(study.LEARNED_BY_250K) == set(script.SPEC.GAMES)
+    probes = Path(__file__).resolve().parents[1] / "docs" / "results" / "minatar_budget" / "runs"
+    window = script.SPEC.LEARNED_WINDOW * study.REDUCED["eval_every"]
+    for game, frames in long.FRAMES.items():
+        run = read_run(probes / f"dqn_MinAtar-{game}-v1_uniform_s0")
+        first, _ = script.learned_by(column(run["rows"], "step"), column(run["rows"], "return_mean"),
+                                     MINATAR_RANDOM[game])  # fmt: skip
+        assert first is not None and first + window <= frames, game
+    runs = load_spec(deep / "minatar_study_long.py", "reduced")
+    assert {(r["env"], r["sampler"], r["steps"]) for r in runs} == {
+        (f"MinAtar/{g}-v1", s, f) for g, f in long.FRAMES.items() for s in study.SAMPLERS}
+    assert all({k: v for k, v in r.items() if k not in ("env", "sampler", "steps")} == {
+        "agent": "dqn", **{k: v for k, v in study.REDUCED.items() if k != "steps"}} for r in runs)

@@ -1,0 +1,42 @@
+"""The MinAtar sampler study on the three games DQN learns late: Asterix, Freeway and Seaquest.
+
+``minatar_study.py`` runs DQN with uniform, PER, LAP, PAL and PSER at 250k frames, where DQN with uniform replay
+leaves random play on Breakout and SpaceInvaders only.  ``minatar_budget.py`` measured (one seed, 1M frames;
+``docs/results/minatar_budget``) when it leaves random play on the other three: Asterix at 300k frames and
+14.5-16.7 from 675k on, Freeway at 550k and climbing steeply after it, Seaquest only at 850k with scores of 1-3
+at 1M.  This specification gives each game the budget that measurement names, with everything else the study's
+(agent, samplers and their defaults, evaluation every 12.5k frames with 10 episodes, so a run's final score
+is again the mean of its last 10 evaluations, the last 125k frames):
+
+- **Asterix**: 600k frames (12 % of the MinAtar paper's 5M; Young & Tian, 2019);
+- **Freeway**: 700k frames (14 %);
+- **Seaquest**: 1M frames (20 %), where the probe's curve had not levelled off.
+
+Each is one seed's measurement, so a seed that learns later than the probe's may still be near random play at
+the end; the report's per-run table shows it.  At the probe's 62-77 minutes per 1M frames on one core of this
+2-core machine, 5 samplers x 5 seeds take about 19 hours (Asterix), 19 (Freeway) and 26 (Seaquest).  Run them
+a game at a time, cheapest first, each queue seed by seed:
+
+    prioritylab sweep deep/minatar_study_long.py --budget reduced --seeds 5 --only env=MinAtar/Asterix-v1 \
+        --out runs/minatar_study_long
+    prioritylab report runs/minatar_study_long --out docs/results/minatar_study_long
+
+``paper`` is ``minatar_study.py``'s: the paper's 5M frames on all five games.
+"""
+
+from pathlib import Path
+
+from prioritylab.harness.sweep import load_module, load_spec
+
+HERE = Path(__file__).resolve().parent
+STUDY = load_module(HERE / "minatar_study.py")
+FRAMES = {"Asterix": 600_000, "Freeway": 700_000, "Seaquest": 1_000_000}
+"""Frames per run, from ``docs/results/minatar_budget`` (seed 0 of DQN with uniform replay)."""
+SEED_MAJOR = True
+
+
+def runs(budget: str) -> list[dict]:
+    if budget == "paper":
+        return load_spec(HERE / "minatar_study.py", "paper")
+    return [{"agent": "dqn", "env": f"MinAtar/{game}-v1", "sampler": s, **STUDY.REDUCED, "steps": steps}
+            for game, steps in FRAMES.items() for s in STUDY.SAMPLERS]  # fmt: skip
