@@ -379,7 +379,7 @@ COMMITTED = [  # specification, study folder, seeds, at least this many finished
     ("minatar_lap_eps.py", "minatar_lap_eps", 5, 20),
     ("minatar_lap_kappa.py", "minatar_lap_kappa", 5, 10),
     ("minatar_budget.py", "minatar_budget", 1, 3),
-    ("ners_fig3.py", "ners_fig3", 10, 59),
+    ("ners_fig3.py", "ners_fig3", 10, 60),
 ]
 
 
