@@ -15,6 +15,7 @@ SUBCOMMANDS = {
     "cliffwalk": "prioritylab.cliffwalk.cli",
     "bench": "prioritylab.bench.cli",
     "report": "prioritylab.harness.report",
+    "collect": "prioritylab.harness.collect",
     "sweep": "prioritylab.harness.sweep",
 }
 

@@ -1,0 +1,127 @@
+"""``prioritylab collect``: copy finished runs' small files into a folder of results to keep.
+
+A study's runs are written with checkpoints and event files (hundreds of MB); what a report needs, and what a
+repository keeps, is each finished run's ``evaluations.csv``, ``manifest.json``, ``finished.json`` and
+``timing.csv``.  ``prioritylab collect runs/study --into docs/results/study/runs`` copies those files of every
+finished run under ``runs/study`` into ``<into>/<run folder>/``, leaving runs still in progress where they are
+(and naming them).
+
+Every run is checked before anything is copied, with the report's own reader: a finished run whose files are cut,
+replaced or do not match its ``finished.json`` is refused, as is a run whose folder under ``--into`` already
+holds other files of the same name (another run, or another version of it) and two finished runs with one
+folder name.  A refusal copies nothing.  Each file is written whole or not at all, and a run collected
+before with the same files is left as it is, so the command can be repeated as a study goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..results import atomic_write
+from .report.runs import NotWhole, find_runs, whole_rows
+
+SMALL_FILES = ("evaluations.csv", "manifest.json", "finished.json", "timing.csv")
+"""A run's files that a report reads; ``timing.csv`` is copied where the run wrote one."""
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    return b.exists() and a.read_bytes() == b.read_bytes()
+
+
+def plan(roots: list[Path], into: Path) -> dict:
+    """What :func:`collect` would do, every check made: ``copy`` (run folders to copy), ``same`` (already
+    collected with the same files), ``unfinished`` and ``left`` (folders that are not finished runs, with why).
+    ``ValueError`` (one line) for anything that must stop the whole collection."""
+    chosen: dict[str, Path] = {}
+    unfinished, left = [], []
+    target_root = into.resolve()
+
+    def inside_into(folder: Path) -> bool:  # runs collected before, when --into lies under a folder searched
+        return folder.resolve() == target_root or target_root in folder.resolve().parents
+
+    for root in roots:
+        runs, status = find_runs(root, exclude=into)
+        runs = [run for run in runs if not inside_into(run["folder"])]
+        for entry in status:
+            folder = Path(entry["folder"])
+            if inside_into(folder):
+                continue
+            if entry["status"] == "corrupt" and (folder / "finished.json").exists():
+                raise ValueError(f"finished run {folder} is not whole: {entry['detail']}")
+            left.append(entry)
+        for run in runs:
+            folder = run["folder"]
+            if not run["finished"]:
+                unfinished.append(folder)
+                continue
+            timing = folder / "timing.csv"
+            if timing.exists():
+                try:
+                    whole_rows(timing)
+                except (OSError, NotWhole) as err:
+                    raise ValueError(f"finished run {folder}: its timing.csv: {err}") from None
+            other = chosen.get(folder.name)
+            if other is not None and other.resolve() != folder.resolve():
+                raise ValueError(f"two finished runs are named {folder.name}: {other} and {folder}")
+            chosen[folder.name] = folder
+    copy, same = [], []
+    for name, folder in sorted(chosen.items()):
+        target = into / name
+        differs = [f for f in SMALL_FILES
+                   if (target / f).exists() and not _same_bytes(target / f, folder / f)]  # fmt: skip
+        if differs:
+            raise ValueError(f"{target} already holds another {differs[0]} than {folder / differs[0]} (another run, "
+                             f"or another version of this one): remove it to collect this one")  # fmt: skip
+        whole = all((target / f).exists() for f in SMALL_FILES if (folder / f).exists())
+        (same if whole else copy).append(folder)
+    return {"copy": copy, "same": same, "unfinished": sorted(unfinished), "left": left}
+
+
+def collect(roots: list[Path], into: Path) -> dict:
+    """Copy the small files of every finished run under ``roots`` into ``into/<run folder>/`` after
+    :func:`plan`'s checks; returns the plan."""
+    todo = plan(roots, into)
+    for folder in todo["copy"]:
+        for name in SMALL_FILES:
+            source = folder / name
+            if source.exists():
+                data = source.read_bytes()
+                atomic_write(into / folder.name / name, lambda fh, data=data: fh.write(data), binary=True)
+    return todo
+
+
+def register(subparsers) -> None:
+    from .._cli import plain
+
+    p = subparsers.add_parser("collect", help="copy finished runs' small files into a results folder",
+                              description=plain(__doc__.splitlines()[0]),
+                              epilog=plain("\n".join(__doc__.splitlines()[2:])),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("runs", type=Path, nargs="+",
+                   help="folder holding run folders (searched recursively), as prioritylab sweep --out writes it, "
+                        "or single run folders")  # fmt: skip
+    p.add_argument("--into", type=Path, required=True,
+                   help="folder to copy into, one subfolder per run (for example docs/results/<study>/runs)")
+    p.set_defaults(func=_main)
+
+
+def _main(args) -> int:
+    from .._cli import fail
+
+    for folder in args.runs:
+        if not folder.is_dir():
+            fail("prioritylab collect", f"{folder} is not a folder")
+    if args.into.exists() and not args.into.is_dir():
+        fail("prioritylab collect", f"--into {args.into} is not a folder")
+    try:
+        done = collect(args.runs, args.into)
+    except (OSError, ValueError) as err:
+        fail("prioritylab collect", f"{err}")
+    for folder in done["unfinished"]:
+        print(f"not finished, left where it is: {folder}")
+    for entry in done["left"]:
+        print(f"not a finished run, left: {entry['folder']}: {entry['status']} ({entry['detail']})")
+    print(f"{len(done['copy'])} runs copied into {args.into}, {len(done['same'])} already there with the same "
+          f"files, {len(done['unfinished'])} not finished")  # fmt: skip
+    return 0

@@ -1,0 +1,106 @@
+"""``prioritylab collect``: finished runs' small files copied into a results folder, every run checked first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_report import fake_run
+
+from prioritylab.cli import main as cli_main
+from prioritylab.harness import report as R
+from prioritylab.harness.collect import SMALL_FILES
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def refused(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(argv)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(lines) == 1, lines
+    return lines[0]
+
+
+def test_finished_runs_small_files_are_copied_and_runs_in_progress_left(tmp_path, capsys):
+    runs, into = tmp_path / "runs", tmp_path / "kept" / "runs"
+    for seed in range(2):
+        fake_run(runs, "per", seed, [1.0 + seed] * 12, wall=3.0)
+    fake_run(runs, "per", 2, [5.0] * 4, finished=False)
+    heavy = runs / "td3_Hopper-v5_per_s0"
+    (heavy / "checkpoint.pt").write_bytes(b"\0" * 64)
+    (heavy / "tb").mkdir()
+    (heavy / "tb" / "events").write_bytes(b"x")
+    assert cli_main(["collect", str(runs), "--into", str(into)]) == 0
+    out = capsys.readouterr().out
+    assert "2 runs copied" in out and "1 not finished" in out
+    assert f"not finished, left where it is: {runs / 'td3_Hopper-v5_per_s2'}" in out
+    for seed in range(2):
+        name = f"td3_Hopper-v5_per_s{seed}"
+        assert sorted(p.name for p in (into / name).iterdir()) == sorted(SMALL_FILES)
+        for f in SMALL_FILES:
+            assert (into / name / f).read_bytes() == (runs / name / f).read_bytes()
+    assert not (into / "td3_Hopper-v5_per_s2").exists()
+    assert R.report(into, tmp_path / "a")["table"] == R.report(runs, tmp_path / "b")["table"]
+    before = files_under(into)
+    assert cli_main(["collect", str(runs), "--into", str(into)]) == 0  # repeated as the study goes on
+    assert "0 runs copied" in capsys.readouterr().out and files_under(into) == before
+
+
+def test_a_finished_run_whose_evaluations_are_cut_stops_the_collection_before_any_copy(tmp_path, capsys):
+    runs, into = tmp_path / "runs", tmp_path / "kept"
+    for seed in range(2):
+        fake_run(runs, "per", seed, [1.0] * 12)
+    evals = runs / "td3_Hopper-v5_per_s1" / "evaluations.csv"
+    evals.write_text(evals.read_text()[:-20])  # cut inside its last row
+    line = refused(["collect", str(runs), "--into", str(into)], capsys)
+    assert "finished run" in line and "td3_Hopper-v5_per_s1" in line and "not whole" in line
+    assert not into.exists()
+
+
+def test_a_finished_run_with_a_cut_timing_file_is_refused(tmp_path, capsys):
+    runs, into = tmp_path / "runs", tmp_path / "kept"
+    fake_run(runs, "per", 0, [1.0] * 12, wall=3.0)
+    timing = runs / "td3_Hopper-v5_per_s0" / "timing.csv"
+    timing.write_text(timing.read_text().rstrip("\n"))
+    line = refused(["collect", str(runs), "--into", str(into)], capsys)
+    assert "its timing.csv" in line and "td3_Hopper-v5_per_s0" in line
+    assert not into.exists()
+
+
+def test_another_version_of_a_run_already_collected_is_refused_and_left_as_it_was(tmp_path, capsys):
+    first, second, into = tmp_path / "first", tmp_path / "second", tmp_path / "kept"
+    fake_run(first, "per", 0, [1.0] * 12)
+    assert cli_main(["collect", str(first), "--into", str(into)]) == 0
+    before = files_under(into)
+    fake_run(second, "per", 0, [2.0] * 12)  # the same run folder name, other evaluations
+    fake_run(second, "uniform", 0, [2.0] * 12)
+    line = refused(["collect", str(second), "--into", str(into)], capsys)
+    assert "td3_Hopper-v5_per_s0" in line and "already holds another evaluations.csv" in line
+    assert files_under(into) == before  # the uniform run, which could have been copied, was not either
+
+
+def test_two_finished_runs_with_one_name_are_refused(tmp_path, capsys):
+    fake_run(tmp_path / "a", "per", 0, [1.0] * 12)
+    fake_run(tmp_path / "b", "per", 0, [2.0] * 12)
+    line = refused(["collect", str(tmp_path / "a"), str(tmp_path / "b"), "--into", str(tmp_path / "kept")], capsys)
+    assert "two finished runs are named td3_Hopper-v5_per_s0" in line
+    assert not (tmp_path / "kept").exists()
+
+
+def test_a_results_folder_inside_the_searched_folder_is_not_read_as_more_runs(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    fake_run(runs, "per", 0, [1.0] * 12)
+    for _ in range(2):
+        assert cli_main(["collect", str(runs), "--into", str(runs / "kept")]) == 0
+    assert "0 runs copied" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_a_missing_source_or_an_into_that_is_a_file_is_a_one_line_error(tmp_path, capsys):
+    fake_run(tmp_path / "runs", "per", 0, [1.0] * 12)
+    assert "is not a folder" in refused(["collect", str(tmp_path / "nowhere"), "--into", str(tmp_path / "k")], capsys)
+    (tmp_path / "file").write_text("x")
+    line = refused(["collect", str(tmp_path / "runs"), "--into", str(tmp_path / "file")], capsys)
+    assert f"--into {tmp_path / 'file'} is not a folder" in line
