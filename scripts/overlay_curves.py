@@ -7,9 +7,15 @@ settings, and marks groups whose settings differ as not comparable.  This draws,
 ``LABEL=GLOB`` (a glob of run folders, e.g. ``"lap, eps 0.01=docs/results/minatar_study/runs/
 dqn_MinAtar-Breakout-v1_lap_s*"``), the mean over its finished runs of the evaluation return,
 smoothed and aligned on the steps every run logged as the report does, with its 95 % t-interval
-band.  Folders without ``finished.json`` are left out and named; a corrupt one is an error.
+band where the set has at least 5 runs (the report's tables give no interval from fewer).  Folders
+without ``finished.json`` are left out and named; a corrupt one is an error.
 Sets whose labels start alike (up to the first comma, e.g. ``"lap, eps 0.01"`` and ``"lap, eps
 1e-5"``) share a colour; ``--dashed TEXT`` draws the sets whose label contains TEXT dashed.
+
+``--column NAME`` draws another column of ``evaluations.csv`` than the return (for example SAC's
+``temperature`` or a replay diagnostic such as ``top1_share``); ``--log`` draws it on a log scale, the mean
+and band then taken over the logarithms (a geometric mean), and ``--each`` adds every run's own curve, thin.
+A column a run did not log, or a value at or below 0 with ``--log``, is an error naming the run.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import numpy as np
 
 from prioritylab.harness.report.plots import SMOOTH, smooth
 from prioritylab.harness.report.runs import aligned, read_run
-from prioritylab.harness.report.stats import mean_ci
+from prioritylab.harness.report.stats import MIN_CI_RUNS, mean_ci
 from prioritylab.results import save_figure
 
 
@@ -47,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="the PNG to write")
     p.add_argument("--title", default="", help="the figure's title")
     p.add_argument("--dashed", default=None, metavar="TEXT", help="draw the sets whose label contains TEXT dashed")
+    p.add_argument("--column", default="return_mean", help="the column of evaluations.csv to draw")
+    p.add_argument("--log", action="store_true", help="a log scale (mean and band over the logarithms)")
+    p.add_argument("--each", action="store_true", help="draw each run's curve too")
     args = p.parse_args(argv)
     try:
         sets = parse_sets(args.sets)
@@ -59,7 +68,14 @@ def main(argv: list[str] | None = None) -> int:
             runs = [r for r in runs if r["finished"]]
             if not runs:
                 raise ValueError(f"{label}: no finished run")
-            loaded.append((label, runs))
+            steps, values = aligned(runs, args.column)
+            for r, v in zip(runs, values, strict=True):
+                if args.column not in r["rows"][0] or not np.isfinite(v).all():
+                    raise ValueError(f"{r['folder']}: no finite {args.column!r} at every evaluation")
+                if args.log and (v <= 0).any():
+                    low = float(v.min())
+                    raise ValueError(f"{r['folder']}: {args.column} reaches {low!r}, which a log scale cannot show")
+            loaded.append((label, runs, steps, np.log10(values) if args.log else values))
     except ValueError as err:
         print(f"overlay_curves: error: {err}", file=sys.stderr)
         return 2
@@ -71,22 +87,30 @@ def main(argv: list[str] | None = None) -> int:
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     colours: dict[str, str] = {}
-    for label, runs in loaded:
+    shown = (lambda x: 10.0**x) if args.log else (lambda x: x)
+    for label, runs, steps, values in loaded:
         colour = colours.setdefault(label.split(",")[0].strip(), f"C{len(colours)}")
         style = "--" if args.dashed is not None and args.dashed in label else "-"
-        steps, values = aligned(runs, "return_mean")
         values = np.stack([smooth(v) for v in values])
         mean, half = mean_ci(values)
-        ax.plot(steps, mean, color=colour, ls=style, lw=1.8,
+        ax.plot(steps, shown(mean), color=colour, ls=style, lw=1.8,
                 label=f"{label} ({len(runs)} seed{'s' * (len(runs) > 1)})")  # fmt: skip
-        if len(runs) > 1:
-            ax.fill_between(steps, mean - half, mean + half, color=colour, alpha=0.12, lw=0)
+        if len(runs) >= MIN_CI_RUNS:  # the report's tables give no interval from fewer runs either
+            ax.fill_between(steps, shown(mean - half), shown(mean + half), color=colour, alpha=0.12, lw=0)
+        if args.each:
+            for v in values:
+                ax.plot(steps, shown(v), color=colour, ls=style, lw=0.6, alpha=0.4)
+    if args.log:
+        ax.set_yscale("log")
     ax.set_xlabel("environment steps")
-    ax.set_ylabel(f"return (smoothed over {SMOOTH} evals)")
+    name = "return" if args.column == "return_mean" else args.column
+    ax.set_ylabel(f"{name} (smoothed over {SMOOTH} evals)")
     ax.set_title(args.title)
     ax.legend(fontsize=8)
-    fig.text(0.01, -0.02, "Line: mean over seeds; band: 95 % t-interval of the mean.", fontsize=7, ha="left",
-             va="top")  # fmt: skip
+    note = f"Line: mean over seeds; band: 95 % t-interval of the mean, for sets of {MIN_CI_RUNS} runs or more"
+    note += " (both over the logarithms: a geometric mean)" if args.log else ""
+    note += "; thin: each run." if args.each else "."
+    fig.text(0.01, -0.02, note, fontsize=7, ha="left", va="top")
     save_figure(fig, args.out)
     plt.close(fig)
     print(f"wrote {args.out}")

@@ -46,3 +46,41 @@ def test_bad_sets_are_one_line_errors_and_write_nothing(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert message in err[-1] and err[-1].startswith("overlay_curves: error:"), err
         assert not out.exists()
+
+
+def with_column(folder: Path, name: str, values) -> None:
+    lines = (folder / "evaluations.csv").read_text().splitlines()
+    rows = [f"{lines[0]},{name}"] + [f"{line},{v}" for line, v in zip(lines[1:], values, strict=True)]
+    (folder / "evaluations.csv").write_text("\n".join(rows) + "\n")
+
+
+def test_another_column_on_a_log_scale_with_each_run(tmp_path, capsys, monkeypatch):
+    script = load_script("overlay_curves")
+    drawn = {}
+    monkeypatch.setattr(script, "save_figure", lambda fig, path: drawn.update(
+        lines=[(ln.get_label(), ln.get_ydata().copy()) for ln in fig.axes[0].get_lines()],
+        scale=fig.axes[0].get_yscale(), label=fig.axes[0].get_ylabel()))  # fmt: skip
+    for s, temps in enumerate(([0.1] * 6, [0.001] * 6)):
+        with_column(run_folder(tmp_path, f"sac_s{s}", [1.0] * 6), "temperature", temps)
+    out = tmp_path / "fig.png"
+    assert script.main([f"all={tmp_path}/sac_s*", "--out", str(out), "--column", "temperature", "--log", "--each"]) == 0
+    assert drawn["scale"] == "log" and drawn["label"].startswith("temperature")
+    mean = next(y for label, y in drawn["lines"] if label.startswith("all (2 seeds)"))
+    assert abs(mean[-1] - 0.01) < 1e-12  # the geometric mean of 0.1 and 0.001
+    each = [y for label, y in drawn["lines"] if label.startswith("_")]
+    assert sorted(round(float(y[-1]), 12) for y in each) == [0.001, 0.1]
+
+
+def test_a_column_a_run_lacks_or_a_log_of_zero_is_a_one_line_error(tmp_path, capsys):
+    script = load_script("overlay_curves")
+    with_column(run_folder(tmp_path, "sac_s0", [1.0] * 6), "temperature", [0.1, 0.1, 0.1, 0.0, 0.1, 0.1])
+    run_folder(tmp_path, "sac_s1", [1.0] * 6)
+    out = tmp_path / "fig.png"
+    for args, message in (
+        ([f"x={tmp_path}/sac_s1", "--column", "temperature"], "sac_s1: no finite 'temperature' at every evaluation"),
+        ([f"x={tmp_path}/sac_s0", "--column", "temperature", "--log"], "temperature reaches 0.0, which a log scale"),
+    ):
+        assert script.main([*args, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert message in err[-1] and err[-1].startswith("overlay_curves: error:"), err
+        assert not out.exists()
