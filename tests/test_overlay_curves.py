@@ -59,7 +59,8 @@ def test_another_column_on_a_log_scale_with_each_run(tmp_path, capsys, monkeypat
     drawn = {}
     monkeypatch.setattr(script, "save_figure", lambda fig, path: drawn.update(
         lines=[(ln.get_label(), ln.get_ydata().copy()) for ln in fig.axes[0].get_lines()],
-        scale=fig.axes[0].get_yscale(), label=fig.axes[0].get_ylabel()))  # fmt: skip
+        scale=fig.axes[0].get_yscale(), label=fig.axes[0].get_ylabel(),
+        bands=len(fig.axes[0].collections)))  # fmt: skip
     for s, temps in enumerate(([0.1] * 6, [0.001] * 6)):
         with_column(run_folder(tmp_path, f"sac_s{s}", [1.0] * 6), "temperature", temps)
     out = tmp_path / "fig.png"
@@ -69,6 +70,11 @@ def test_another_column_on_a_log_scale_with_each_run(tmp_path, capsys, monkeypat
     assert abs(mean[-1] - 0.01) < 1e-12  # the geometric mean of 0.1 and 0.001
     each = [y for label, y in drawn["lines"] if label.startswith("_")]
     assert sorted(round(float(y[-1]), 12) for y in each) == [0.001, 0.1]
+    assert drawn["bands"] == 0  # 2 runs: no interval, as in the report's tables
+    for s in range(2, 5):
+        with_column(run_folder(tmp_path, f"sac_s{s}", [1.0] * 6), "temperature", [0.01] * 6)
+    assert script.main([f"all={tmp_path}/sac_s*", "--out", str(out), "--column", "temperature"]) == 0
+    assert drawn["bands"] == 1 and drawn["scale"] == "linear"
 
 
 def test_a_column_a_run_lacks_or_a_log_of_zero_is_a_one_line_error(tmp_path, capsys):
