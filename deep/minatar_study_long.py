@@ -15,7 +15,7 @@ is again the mean of its last 10 evaluations, the last 125k frames):
 Each is one seed's measurement, so a seed that learns later than the probe's may still be near random play at
 the end; the report's per-run table shows it.  At the probe's 62-77 minutes per 1M frames on one core of this
 2-core machine, 5 samplers x 5 seeds take about 19 hours (Asterix), 19 (Freeway) and 26 (Seaquest).  Run them
-a game at a time, cheapest first, each queue seed by seed:
+a game at a time, each queue seed by seed; Asterix first, the game whose probe learned earliest:
 
     prioritylab sweep deep/minatar_study_long.py --budget reduced --seeds 5 --only env=MinAtar/Asterix-v1 \
         --out runs/minatar_study_long

@@ -15,7 +15,9 @@ Sets whose labels start alike (up to the first comma, e.g. ``"lap, eps 0.01"`` a
 ``--column NAME`` draws another column of ``evaluations.csv`` than the return (for example SAC's
 ``temperature`` or a replay diagnostic such as ``top1_share``); ``--log`` draws it on a log scale, the mean
 and band then taken over the logarithms (a geometric mean), and ``--each`` adds every run's own curve, thin.
-A column a run did not log, or a value at or below 0 with ``--log``, is an error naming the run.
+Evaluations before the first at which every run of a set has a value are left out (a replay diagnostic is
+empty before the first update); a column a run did not log, a value that is not a number, one missing after
+that, or a value at or below 0 with ``--log`` is an error naming the run.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from prioritylab.harness.report.plots import SMOOTH, smooth
-from prioritylab.harness.report.runs import aligned, read_run
+from prioritylab.harness.report.runs import aligned, column, read_run
 from prioritylab.harness.report.stats import MIN_CI_RUNS, mean_ci
 from prioritylab.results import save_figure
 
@@ -68,10 +70,21 @@ def main(argv: list[str] | None = None) -> int:
             runs = [r for r in runs if r["finished"]]
             if not runs:
                 raise ValueError(f"{label}: no finished run")
+            for r in runs:
+                if args.column not in r["rows"][0]:
+                    raise ValueError(f"{r['folder']}: its evaluations.csv has no column {args.column!r}")
+                try:
+                    column(r["rows"], args.column)
+                except ValueError:
+                    why = f"its {args.column} column holds a value that is not a number"
+                    raise ValueError(f"{r['folder']}: {why}") from None
             steps, values = aligned(runs, args.column)
+            start = int(np.argmax(np.isfinite(values).all(axis=0)))  # a diagnostic is NaN before the first update
+            steps, values = steps[start:], values[:, start:]
             for r, v in zip(runs, values, strict=True):
-                if args.column not in r["rows"][0] or not np.isfinite(v).all():
-                    raise ValueError(f"{r['folder']}: no finite {args.column!r} at every evaluation")
+                if not np.isfinite(v).all():
+                    raise ValueError(f"{r['folder']}: its {args.column} is not a finite number at every evaluation "
+                                     "after the first at which every run of its set has one")  # fmt: skip
                 if args.log and (v <= 0).any():
                     low = float(v.min())
                     raise ValueError(f"{r['folder']}: {args.column} reaches {low!r}, which a log scale cannot show")

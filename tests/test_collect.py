@@ -27,15 +27,15 @@ def refused(argv, capsys) -> str:
 def test_finished_runs_small_files_are_copied_and_runs_in_progress_left(tmp_path, capsys):
     runs, into = tmp_path / "runs", tmp_path / "kept" / "runs"
     for seed in range(2):
-        fake_run(runs, "per", seed, [1.0 + seed] * 12, wall=3.0)
+        fake_run(runs, "per", seed, [1.0 + seed] * 10, wall=3.0)  # its timing.csv ends at step 1000, as its evaluations
     fake_run(runs, "per", 2, [5.0] * 4, finished=False)
     heavy = runs / "td3_Hopper-v5_per_s0"
     (heavy / "checkpoint.pt").write_bytes(b"\0" * 64)
     (heavy / "tb").mkdir()
     (heavy / "tb" / "events").write_bytes(b"x")
-    assert cli_main(["collect", str(runs), "--into", str(into)]) == 0
-    out = capsys.readouterr().out
-    assert "2 runs copied" in out and "1 not finished" in out
+    assert cli_main(["collect", str(runs), str(runs), str(runs / "td3_Hopper-v5_per_s2"), "--into", str(into)]) == 0
+    out = capsys.readouterr().out  # a folder given twice, or inside another given, counts once
+    assert "2 runs copied" in out and "1 not finished" in out and out.count("not finished, left") == 1
     assert f"not finished, left where it is: {runs / 'td3_Hopper-v5_per_s2'}" in out
     for seed in range(2):
         name = f"td3_Hopper-v5_per_s{seed}"
@@ -56,18 +56,50 @@ def test_a_finished_run_whose_evaluations_are_cut_stops_the_collection_before_an
     evals = runs / "td3_Hopper-v5_per_s1" / "evaluations.csv"
     evals.write_text(evals.read_text()[:-20])  # cut inside its last row
     line = refused(["collect", str(runs), "--into", str(into)], capsys)
-    assert "finished run" in line and "td3_Hopper-v5_per_s1" in line and "not whole" in line
+    assert "finished run" in line and "td3_Hopper-v5_per_s1" in line and "row 12 is truncated" in line
     assert not into.exists()
 
 
-def test_a_finished_run_with_a_cut_timing_file_is_refused(tmp_path, capsys):
+@pytest.mark.parametrize(("cut", "message"), [
+    (lambda text: text.rstrip("\n"), "its timing.csv: row 1 is truncated"),
+    (lambda text: text.replace("1000,", "500,"), "its timing.csv ends at step 500, its last evaluation at 1000"),
+    (lambda text: text.splitlines()[0] + "\n", "timing.csv without a wall_time and step in its last row"),
+])  # fmt: skip
+def test_a_finished_run_with_a_cut_timing_file_is_refused_as_the_report_reads_it(tmp_path, capsys, cut, message):
     runs, into = tmp_path / "runs", tmp_path / "kept"
-    fake_run(runs, "per", 0, [1.0] * 12, wall=3.0)
+    fake_run(runs, "per", 0, [1.0] * 10, wall=3.0)
     timing = runs / "td3_Hopper-v5_per_s0" / "timing.csv"
-    timing.write_text(timing.read_text().rstrip("\n"))
+    timing.write_text(cut(timing.read_text()))
     line = refused(["collect", str(runs), "--into", str(into)], capsys)
-    assert "its timing.csv" in line and "td3_Hopper-v5_per_s0" in line
+    assert message in line and "td3_Hopper-v5_per_s0" in line
     assert not into.exists()
+    left_out = []
+    R.stats.overhead({("td3", "Hopper-v5", "per"): R.runs.find_runs(runs)[0]}, left_out)
+    assert message in left_out[0]  # the overhead table leaves it out for the same reason
+
+
+@pytest.mark.parametrize("missing", ["evaluations.csv", "manifest.json"])
+def test_a_finished_run_missing_a_file_is_refused(tmp_path, capsys, missing):
+    runs, into = tmp_path / "runs", tmp_path / "kept"
+    for seed in range(2):
+        fake_run(runs, "per", seed, [1.0] * 10)
+    (runs / "td3_Hopper-v5_per_s1" / missing).unlink()
+    line = refused(["collect", str(runs), "--into", str(into)], capsys)
+    assert "finished run" in line and "td3_Hopper-v5_per_s1 cannot be read whole" in line
+    assert not into.exists()
+
+
+def test_a_file_in_the_way_or_an_into_that_is_a_searched_folder_is_refused_before_any_copy(tmp_path, capsys):
+    runs, into = tmp_path / "runs", tmp_path / "kept"
+    for seed in range(2):
+        fake_run(runs, "per", seed, [1.0] * 10)
+    into.mkdir()
+    (into / "td3_Hopper-v5_per_s1").write_text("x")
+    assert "td3_Hopper-v5_per_s1 is in the way" in refused(["collect", str(runs), "--into", str(into)], capsys)
+    assert sorted(p.name for p in into.iterdir()) == ["td3_Hopper-v5_per_s1"]  # seed 0 was not copied either
+    for target in (runs, tmp_path):
+        line = refused(["collect", str(runs), "--into", str(target)], capsys)
+        assert f"--into {target} is, or holds, the folder {runs}" in line
 
 
 def test_another_version_of_a_run_already_collected_is_refused_and_left_as_it_was(tmp_path, capsys):

@@ -81,12 +81,28 @@ def test_a_column_a_run_lacks_or_a_log_of_zero_is_a_one_line_error(tmp_path, cap
     script = load_script("overlay_curves")
     with_column(run_folder(tmp_path, "sac_s0", [1.0] * 6), "temperature", [0.1, 0.1, 0.1, 0.0, 0.1, 0.1])
     run_folder(tmp_path, "sac_s1", [1.0] * 6)
+    with_column(run_folder(tmp_path, "sac_s2", [1.0] * 6), "temperature", [0.1, 0.1, "abc", 0.1, 0.1, 0.1])
+    with_column(run_folder(tmp_path, "sac_s3", [1.0] * 6), "temperature", [0.1, 0.1, "nan", 0.1, 0.1, 0.1])
     out = tmp_path / "fig.png"
     for args, message in (
-        ([f"x={tmp_path}/sac_s1", "--column", "temperature"], "sac_s1: no finite 'temperature' at every evaluation"),
-        ([f"x={tmp_path}/sac_s0", "--column", "temperature", "--log"], "temperature reaches 0.0, which a log scale"),
+        ([f"x={tmp_path}/sac_s1"], "sac_s1: its evaluations.csv has no column 'temperature'"),
+        ([f"x={tmp_path}/sac_s2"], "sac_s2: its temperature column holds a value that is not a number"),
+        ([f"x={tmp_path}/sac_s3"], "sac_s3: its temperature is not a finite number at every evaluation after"),
+        ([f"x={tmp_path}/sac_s0", "--log"], "temperature reaches 0.0, which a log scale"),
     ):
-        assert script.main([*args, "--out", str(out)]) == 2
+        assert script.main([*args, "--out", str(out), "--column", "temperature"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert message in err[-1] and err[-1].startswith("overlay_curves: error:"), err
         assert not out.exists()
+
+
+def test_evaluations_before_a_diagnostic_has_a_value_are_left_out(tmp_path, monkeypatch):
+    """A replay diagnostic is empty (NaN) until the first update: those evaluations are not drawn."""
+    script = load_script("overlay_curves")
+    drawn = {}
+    monkeypatch.setattr(script, "save_figure", lambda fig, path: drawn.update(
+        x=[ln.get_xdata().copy() for ln in fig.axes[0].get_lines()]))  # fmt: skip
+    for s, first in enumerate((2, 3)):
+        with_column(run_folder(tmp_path, f"td3_s{s}", [1.0] * 6), "ess_mean", ["nan"] * first + [0.9] * (6 - first))
+    assert script.main([f"x={tmp_path}/td3_s*", "--out", str(tmp_path / "f.png"), "--column", "ess_mean"]) == 0
+    assert list(drawn["x"][0]) == [400, 500, 600]  # from the first evaluation at which both runs have a value

@@ -6,10 +6,11 @@ repository keeps, is each finished run's ``evaluations.csv``, ``manifest.json``,
 finished run under ``runs/study`` into ``<into>/<run folder>/``, leaving runs still in progress where they are
 (and naming them).
 
-Every run is checked before anything is copied, with the report's own reader: a finished run whose files are cut,
-replaced or do not match its ``finished.json`` is refused, as is a run whose folder under ``--into`` already
-holds other files of the same name (another run, or another version of it) and two finished runs with one
-folder name.  A refusal copies nothing.  Each file is written whole or not at all, and a run collected
+Every run is checked before anything is copied, with the report's own reader: a finished run whose files are
+missing, cut, replaced or do not match its ``finished.json`` (``timing.csv`` as the report's overhead table reads
+it) is refused, as is a run whose folder under ``--into`` already holds other files of the same name (another run,
+or another version of it), two finished runs with one folder name, and an ``--into`` that cannot be written or is
+one of the folders searched.  A refusal copies nothing.  Each file is written whole or not at all, and a run collected
 before with the same files is left as it is, so the command can be repeated as a study goes on.
 """
 
@@ -18,8 +19,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .._cli import check_output_dir, fail, missing_dirs, plain, remove_empty_dirs
 from ..results import atomic_write
-from .report.runs import NotWhole, find_runs, whole_rows
+from .report.runs import find_runs
+from .report.stats import wall_time
 
 SMALL_FILES = ("evaluations.csv", "manifest.json", "finished.json", "timing.csv")
 """A run's files that a report reads; ``timing.csv`` is copied where the run wrote one."""
@@ -31,36 +34,43 @@ def _same_bytes(a: Path, b: Path) -> bool:
 
 def plan(roots: list[Path], into: Path) -> dict:
     """What :func:`collect` would do, every check made: ``copy`` (run folders to copy), ``same`` (already
-    collected with the same files), ``unfinished`` and ``left`` (folders that are not finished runs, with why).
-    ``ValueError`` (one line) for anything that must stop the whole collection."""
-    chosen: dict[str, Path] = {}
-    unfinished, left = [], []
+    collected with the same files), ``unfinished`` (runs still in progress, or stopped) and ``left`` (folders
+    that are not runs, with why).  ``ValueError`` (one line) for anything that must stop the whole collection."""
     target_root = into.resolve()
+    for root in roots:
+        if root.resolve() == target_root or target_root in root.resolve().parents:
+            raise ValueError(f"--into {into} is, or holds, the folder {root} it would collect from")
 
     def inside_into(folder: Path) -> bool:  # runs collected before, when --into lies under a folder searched
-        return folder.resolve() == target_root or target_root in folder.resolve().parents
+        return target_root in folder.resolve().parents
 
+    chosen: dict[str, Path] = {}
+    unfinished: dict[Path, Path] = {}
+    left: dict[Path, dict] = {}
     for root in roots:
         runs, status = find_runs(root, exclude=into)
-        runs = [run for run in runs if not inside_into(run["folder"])]
         for entry in status:
             folder = Path(entry["folder"])
             if inside_into(folder):
                 continue
-            if entry["status"] == "corrupt" and (folder / "finished.json").exists():
-                raise ValueError(f"finished run {folder} is not whole: {entry['detail']}")
-            left.append(entry)
+            if (folder / "finished.json").exists():  # a finished run that the report could not read whole
+                raise ValueError(f"finished run {folder} cannot be read whole: {entry['status']} ({entry['detail']})")
+            if entry["status"] == "corrupt":  # without finished.json: a run still being written, or stopped
+                unfinished.setdefault(folder.resolve(), folder)
+            else:
+                left.setdefault(folder.resolve(), entry)
         for run in runs:
             folder = run["folder"]
-            if not run["finished"]:
-                unfinished.append(folder)
+            if inside_into(folder):
                 continue
-            timing = folder / "timing.csv"
-            if timing.exists():
+            if not run["finished"]:
+                unfinished.setdefault(folder.resolve(), folder)
+                continue
+            if (folder / "timing.csv").exists():
                 try:
-                    whole_rows(timing)
-                except (OSError, NotWhole) as err:
-                    raise ValueError(f"finished run {folder}: its timing.csv: {err}") from None
+                    wall_time(run)
+                except ValueError as err:
+                    raise ValueError(f"finished run {folder}: {err}") from None
             other = chosen.get(folder.name)
             if other is not None and other.resolve() != folder.resolve():
                 raise ValueError(f"two finished runs are named {folder.name}: {other} and {folder}")
@@ -68,6 +78,11 @@ def plan(roots: list[Path], into: Path) -> dict:
     copy, same = [], []
     for name, folder in sorted(chosen.items()):
         target = into / name
+        if target.exists() and not target.is_dir():
+            raise ValueError(f"{target} is in the way: a file where the run's folder would go")
+        for f in SMALL_FILES:
+            if (target / f).exists() and not (target / f).is_file():
+                raise ValueError(f"{target / f} is in the way: not a plain file")
         differs = [f for f in SMALL_FILES
                    if (target / f).exists() and not _same_bytes(target / f, folder / f)]  # fmt: skip
         if differs:
@@ -75,13 +90,20 @@ def plan(roots: list[Path], into: Path) -> dict:
                              f"or another version of this one): remove it to collect this one")  # fmt: skip
         whole = all((target / f).exists() for f in SMALL_FILES if (folder / f).exists())
         (same if whole else copy).append(folder)
-    return {"copy": copy, "same": same, "unfinished": sorted(unfinished), "left": left}
+    return {"copy": copy, "same": same, "unfinished": sorted(unfinished.values()), "left": list(left.values())}
 
 
 def collect(roots: list[Path], into: Path) -> dict:
     """Copy the small files of every finished run under ``roots`` into ``into/<run folder>/`` after
-    :func:`plan`'s checks; returns the plan."""
+    :func:`plan`'s checks and a check that ``into`` can be written; returns the plan."""
     todo = plan(roots, into)
+    if todo["copy"]:
+        created = missing_dirs(into)
+        try:
+            check_output_dir(into, option="--into")
+        except ValueError:
+            remove_empty_dirs(created)
+            raise
     for folder in todo["copy"]:
         for name in SMALL_FILES:
             source = folder / name
@@ -92,8 +114,6 @@ def collect(roots: list[Path], into: Path) -> dict:
 
 
 def register(subparsers) -> None:
-    from .._cli import plain
-
     p = subparsers.add_parser("collect", help="copy finished runs' small files into a results folder",
                               description=plain(__doc__.splitlines()[0]),
                               epilog=plain("\n".join(__doc__.splitlines()[2:])),
@@ -107,8 +127,6 @@ def register(subparsers) -> None:
 
 
 def _main(args) -> int:
-    from .._cli import fail
-
     for folder in args.runs:
         if not folder.is_dir():
             fail("prioritylab collect", f"{folder} is not a folder")

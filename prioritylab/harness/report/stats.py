@@ -470,6 +470,27 @@ def _improvement(cells: dict, reps: int, baseline: str, samplers: tuple[str, ...
     return rows
 
 
+def wall_time(run: dict) -> float:
+    """The run's wall time, from the last row of its ``timing.csv``; ``ValueError`` saying why there is none (no
+    readable file, a row that is not whole, a last row without a usable wall time or ending before the run's last
+    evaluation)."""
+    try:
+        last = whole_rows(run["folder"] / "timing.csv")[-1]
+        wall, step = float(last["wall_time"]), float(last["step"])
+    except OSError:
+        raise ValueError("no readable timing.csv") from None
+    except NotWhole as err:
+        raise ValueError(f"its timing.csv: {err}") from None
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise ValueError("timing.csv without a wall_time and step in its last row") from None
+    if not math.isfinite(wall) or wall < 0:
+        raise ValueError(f"its timing.csv's last wall_time is {last['wall_time']}")
+    if step != column(run["rows"], "step")[-1]:
+        last_eval = run["rows"][-1]["step"]
+        raise ValueError(f"its timing.csv ends at step {last['step']}, its last evaluation at {last_eval}")
+    return wall
+
+
 def overhead(groups: dict, left_out: list[str] | None = None) -> list[dict]:
     """Wall time of each group's runs (the last ``timing.csv`` row) and its increase over uniform's, same agent
     and env (LAP/PAL App. B, Table 3: run time and % increase).  A run whose ``timing.csv`` is missing, unreadable
@@ -478,24 +499,11 @@ def overhead(groups: dict, left_out: list[str] | None = None) -> list[dict]:
     for key, runs in sorted(groups.items()):
         times = []
         for r in runs:
-            why = None
             try:
-                last = whole_rows(r["folder"] / "timing.csv")[-1]
-                wall, step = float(last["wall_time"]), float(last["step"])
-                if not math.isfinite(wall) or wall < 0:
-                    why = f"its timing.csv's last wall_time is {last['wall_time']}"
-                elif step != column(r["rows"], "step")[-1]:
-                    why = f"its timing.csv ends at step {last['step']}, its last evaluation at {r['rows'][-1]['step']}"
-            except OSError:
-                why = "no readable timing.csv"
-            except NotWhole as err:
-                why = f"its timing.csv: {err}"
-            except (KeyError, IndexError, TypeError, ValueError):
-                why = "timing.csv without a wall_time and step in its last row"
-            if why is None:
-                times.append(wall)
-            elif left_out is not None:
-                left_out.append(f"{r['folder']}: {why}")
+                times.append(wall_time(r))
+            except ValueError as err:
+                if left_out is not None:
+                    left_out.append(f"{r['folder']}: {err}")
         if times:
             walls[key] = times
     out = []
