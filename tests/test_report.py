@@ -932,3 +932,22 @@ def test_seeds_the_pooled_tables_do_not_use_are_named(tmp_path):
     assert "per on MinAtar/Breakout-v1: 2 of its 4 seeds unused" in text
     assert "uniform on MinAtar/Breakout-v1: 2 of its 4 seeds unused" in text and "SpaceInvaders-v1: 2 of" not in text
     assert "task MinAtar/Pong-v1 left out (no random-play score" in text
+
+
+def test_the_diagnostics_panels_label_steps_short_enough_to_read(tmp_path, monkeypatch):
+    """Four panels a row leave no room for 60000 beside 80000: the x ticks read 60k, 1.5M."""
+    labels = [plots.steps_label(x) for x in (0, 500, 2000, 60000, 1_500_000, 2e6)]
+    assert labels == ["0", "500", "2k", "60k", "1.5M", "2M"]
+    drawn, real = {}, plots.save_figure
+
+    def save(fig, path):
+        drawn[Path(path).name] = fig
+        real(fig, path)
+
+    monkeypatch.setattr(plots, "save_figure", save)
+    for seed in range(2):
+        fake_run(tmp_path / "runs", "per", seed, [1.0] * 12)
+    R.report(tmp_path / "runs", tmp_path / "out")
+    fig = drawn["diagnostics_td3_Hopper-v5.png"]
+    assert fig.axes[0].xaxis.get_major_formatter()(60000, 0) == "60k"
+    assert fig.get_supxlabel() == "environment steps"

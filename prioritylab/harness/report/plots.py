@@ -25,6 +25,14 @@ earlier one that it does not draw again)."""
 PANELS = ("ess_mean", "age_median", "coverage", "top1_share", "prob_n_p99", "td_mean", "q_mean", "weight_mean")
 
 
+def steps_label(x: float, _pos=None) -> str:
+    """A step count as a short tick label (20k, 1.5M): the diagnostics panels are too narrow for 60000."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:g}{suffix}"
+    return f"{x:g}"
+
+
 def figure_path(out: Path, kind: str, agent: str, what: str) -> Path:
     """The one place a report figure's name is made: ``<kind>_<agent>_<what>.png``, ``/`` in ``what`` as ``-``."""
     if kind not in FIGURE_KINDS:
@@ -112,6 +120,7 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     written = []
     by_task = defaultdict(dict)
@@ -157,7 +166,8 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
             continue
         cols = 4
         rows_n = math.ceil(len(keys) / cols)
-        fig, axes = plt.subplots(rows_n, cols, figsize=(3.2 * cols, 2.6 * rows_n), squeeze=False)
+        fig, axes = plt.subplots(rows_n, cols, figsize=(3.2 * cols, 2.6 * rows_n), squeeze=False,
+                                 gridspec_kw={"hspace": 0.45})
         for ax, key in zip(axes.flat, keys, strict=False):
             for sampler, runs in sorted(samplers.items()):
                 steps, values = aligned(runs, key)
@@ -167,10 +177,12 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
                     ax.fill_between(steps, mean - half, mean + half, alpha=0.2)
             ax.set_title(key, fontsize=9)
             ax.tick_params(labelsize=7)
+            ax.xaxis.set_major_formatter(FuncFormatter(steps_label))
         for ax in list(axes.flat)[len(keys):]:
             ax.axis("off")
         axes.flat[0].legend(fontsize=7)
         fig.suptitle(f"Replay diagnostics, {agent.upper()} on {env} (docs/diagnostics.md)", fontsize=10)
+        fig.supxlabel("environment steps", fontsize=8)
         path = figure_path(out, "diagnostics", agent, env)
         save_figure(fig, path)
         plt.close(fig)
