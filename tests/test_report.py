@@ -947,7 +947,7 @@ def test_the_diagnostics_panels_label_steps_short_enough_to_read(tmp_path, monke
     monkeypatch.setattr(plots, "save_figure", save)
     for seed in range(2):
         fake_run(tmp_path / "runs", "per", seed, [1.0] * 12)
-    R.report(tmp_path / "runs", tmp_path / "out")
+    plots.plot_curves({("td3", "Hopper-v5", "per"): report_runs.find_runs(tmp_path / "runs")[0]}, tmp_path)
     fig = drawn["diagnostics_td3_Hopper-v5.png"]
     assert fig.axes[0].xaxis.get_major_formatter()(60000, 0) == "60k"
     assert fig.get_supxlabel() == "environment steps"
