@@ -819,6 +819,26 @@ def test_a_run_folder_without_its_manifest_is_named_not_dropped(tmp_path):
     assert "td3_Hopper-v5_per_s2" in status and "no manifest, left out" in status
 
 
+def test_links_to_run_folders_are_followed_and_each_run_read_once(tmp_path):
+    """A folder of links to runs elsewhere reads as the runs themselves; a link to a run already under the folder,
+    or to the folder itself, adds nothing (each real folder is read once)."""
+    store = tmp_path / "store"
+    for seed in range(3):
+        fake_run(store, "per", seed, [1.0 + seed] * 10)
+    picked = tmp_path / "picked"
+    picked.mkdir()
+    for seed in (0, 1):
+        (picked / f"seed{seed}").symlink_to(store / f"td3_Hopper-v5_per_s{seed}", target_is_directory=True)
+    fake_run(picked, "per", 2, [3.0] * 10)
+    (picked / "again").symlink_to(picked / "td3_Hopper-v5_per_s2", target_is_directory=True)
+    (picked / "loop").symlink_to(picked, target_is_directory=True)
+    found, status = report_runs.find_runs(picked)
+    assert sorted(run["seed"] for run in found) == [0, 1, 2] and status == []
+    result = R.report(picked, tmp_path / "out")
+    row = next(t for t in result["table"] if t["sampler"] == "per")
+    assert row["seeds"] == 3 and row["return_last10_mean"] == pytest.approx(2.0)
+
+
 def test_every_comparison_the_runs_cannot_give_is_named(tmp_path):
     """Three seeds of uniform and lap, one of per and pal: the tables compare lap with uniform only, and name the
     five comparisons of the papers (CLAIMS) they cannot make, with the reason."""

@@ -2,7 +2,8 @@
 
 Reads every run folder under each ``RUNS`` (a folder with ``manifest.json`` and
 ``evaluations.csv``, as ``prioritylab train`` writes them; several ``RUNS`` put a
-study's runs beside another study's control runs, each run counted once), groups the
+study's runs beside another study's control runs, each run counted once; links to run
+folders are followed, so a folder of links picks runs out of others), groups the
 runs by (agent, environment, sampler) across seeds and writes:
 
 * ``curves_<agent>_<env>.png``: evaluation return against steps, mean over seeds

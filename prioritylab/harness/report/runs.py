@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -128,19 +129,36 @@ def read_run(folder: Path) -> dict:
     }  # fmt: skip
 
 
+def folders_under(root: Path) -> list[Path]:
+    """``root`` and every folder under it, in order, following links to folders (a collection of links to run
+    folders is read like the folders themselves); a folder reached twice, by a link into ``root`` or a link to one
+    of its own parents, is listed once, where it is first reached."""
+    found, seen = [], set()
+    for path, subfolders, _ in os.walk(root, followlinks=True):
+        real = os.path.realpath(path)
+        if real in seen:
+            subfolders[:] = []
+            continue
+        seen.add(real)
+        subfolders.sort()
+        found.append(Path(path))
+    return found
+
+
 def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list[dict]]:
     """Every run folder under ``root`` (a ``manifest.json`` beside an ``evaluations.csv``): the readable
     runs, and the status of each folder found (``used`` is decided later; ``corrupt`` with its reason;
     ``empty`` for a folder without subfolders that holds neither file, ``no evaluations`` for a run's
     manifest without an ``evaluations.csv``, ``no manifest`` for an ``evaluations.csv`` without one);
-    ``exclude`` (the report's own folder) is not searched."""
+    ``exclude`` (the report's own folder) is not searched.  Links to folders are followed
+    (:func:`folders_under`)."""
     runs, status = [], []
     skip = exclude.resolve() if exclude is not None else None
-    for manifest in sorted(root.rglob("manifest.json")):
-        folder = manifest.parent
+    folders = folders_under(root)
+    for folder in sorted(f for f in folders if (f / "manifest.json").is_file()):
         if not (folder / "evaluations.csv").exists():
             try:
-                is_run = "agent" in json.loads(manifest.read_text()).get("config", {})
+                is_run = "agent" in json.loads((folder / "manifest.json").read_text()).get("config", {})
             except (OSError, ValueError, AttributeError):
                 is_run = True
             if is_run:
@@ -152,7 +170,7 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
             runs.append(read_run(folder))
         except ValueError as err:
             status.append({"folder": str(folder), "status": "corrupt", "detail": str(err)})
-    for folder in [root, *sorted(p for p in root.rglob("*") if p.is_dir())]:
+    for folder in [root, *sorted(folders[1:])]:
         if skip is not None and (folder.resolve() == skip or skip in folder.resolve().parents):
             continue
         inside_run = any((parent / "manifest.json").exists() for parent in (folder, *folder.parents)
