@@ -125,6 +125,19 @@ def test_two_finished_runs_with_one_name_are_refused(tmp_path, capsys):
     assert not (tmp_path / "kept").exists()
 
 
+def test_runs_reached_through_links_are_collected_under_their_own_names(tmp_path, capsys):
+    store, picked, into = tmp_path / "store", tmp_path / "picked", tmp_path / "kept"
+    for seed in range(3):
+        fake_run(store, "per", seed, [1.0 + seed] * 10)
+    picked.mkdir()
+    for seed in (0, 2):
+        (picked / f"best{seed}").symlink_to(store / f"td3_Hopper-v5_per_s{seed}", target_is_directory=True)
+    assert cli_main(["collect", str(picked), str(store), "--into", str(into)]) == 0  # each run once, by either path
+    assert "3 runs copied" in capsys.readouterr().out
+    assert sorted(p.name for p in into.iterdir()) == [f"td3_Hopper-v5_per_s{seed}" for seed in range(3)]
+    assert files_under(into) == files_under(store)
+
+
 def test_a_results_folder_inside_the_searched_folder_is_not_read_as_more_runs(tmp_path, capsys):
     runs = tmp_path / "runs"
     fake_run(runs, "per", 0, [1.0] * 12)

@@ -10,7 +10,8 @@ Every run is checked before anything is copied, with the report's own reader: a 
 missing, cut, replaced or do not match its ``finished.json`` (``timing.csv`` as the report's overhead table reads
 it) is refused, as is a run whose folder under ``--into`` already holds other files of the same name (another run,
 or another version of it), two finished runs with one folder name, and an ``--into`` that cannot be written or is
-one of the folders searched.  A refusal copies nothing.  Each file is written whole or not at all, and a run collected
+one of the folders searched.  Links to run folders are followed, and a run keeps its own folder's name.  A
+refusal copies nothing.  Each file is written whole or not at all, and a run collected
 before with the same files is left as it is, so the command can be repeated as a study goes on.
 """
 
@@ -71,10 +72,11 @@ def plan(roots: list[Path], into: Path) -> dict:
                     wall_time(run)
                 except ValueError as err:
                     raise ValueError(f"finished run {folder}: {err}") from None
-            other = chosen.get(folder.name)
+            name = folder.resolve().name  # a run reached through a link keeps the name train gave its folder
+            other = chosen.get(name)
             if other is not None and other.resolve() != folder.resolve():
-                raise ValueError(f"two finished runs are named {folder.name}: {other} and {folder}")
-            chosen[folder.name] = folder
+                raise ValueError(f"two finished runs are named {name}: {other} and {folder}")
+            chosen[name] = folder
     copy, same = [], []
     for name, folder in sorted(chosen.items()):
         target = into / name
@@ -109,7 +111,7 @@ def collect(roots: list[Path], into: Path) -> dict:
             source = folder / name
             if source.exists():
                 data = source.read_bytes()
-                atomic_write(into / folder.name / name, lambda fh, data=data: fh.write(data), binary=True)
+                atomic_write(into / folder.resolve().name / name, lambda fh, data=data: fh.write(data), binary=True)
     return todo
 
 
