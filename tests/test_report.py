@@ -55,6 +55,8 @@ def test_table_is_the_mean_and_t_interval_of_the_last_ten_evaluations(tmp_path):
     assert row["finished"] == 2 and row["seeds"] == 3
     text = (tmp_path / "out" / "table.md").read_text()
     assert "(1 partial)" in text and "n/a (1 seed)" in text
+    assert "| per | 3 (1 partial) (few seeds) |" in text and "| uniform | 1 |" in text  # 1 seed: no interval to flag
+    assert "(few seeds): fewer than 5 seeds; the t-interval" in text
     for name in ("table", "differences", "speed", "gains", "aggregates", "improvement", "overhead", "ners_table3"):
         assert (tmp_path / "out" / f"{name}.md").read_text().startswith("**1 of the 4 runs here are partial**")
     assert "partial" not in (tmp_path / "out" / "status.md").read_text().splitlines()[0]
@@ -600,6 +602,7 @@ def test_several_run_folders_are_reported_together_and_each_run_counted_once(tmp
     result = R.report([study, *uniform, uniform[0], control / "td3_Hopper-v5_uniform_s1"], tmp_path / "out")
     assert {(t["sampler"], t["seeds"]) for t in result["table"]} == {("lap", 5), ("uniform", 5)}
     assert "same seed" not in (tmp_path / "out" / "table.md").read_text()
+    assert "few seeds" not in (tmp_path / "out" / "table.md").read_text()  # 5 seeds a sampler
     imp = {(r["sampler"], r["baseline"]): r["p_improvement"] for r in result["improvement"]}
     lap, uni = 2.0 + np.arange(5), 1.0 + np.arange(5)  # P(X > Y) over the 25 pairs, a tie counting 1/2: 17/25
     assert imp[("lap", "uniform")] == pytest.approx(np.mean((lap[:, None] > uni) + 0.5 * (lap[:, None] == uni)))

@@ -10,7 +10,8 @@ runs by (agent, environment, sampler) across seeds and writes:
   with a 95 % confidence band (Student t over seeds), smoothed uniformly over a
   window of 5 evaluations (LAP/PAL App. D, Fig. 1);
 * ``table.md`` / ``table.csv``: mean ± 95 % CI over seeds of each run's average
-  return over its last 10 evaluations (LAP/PAL Table 1 format);
+  return over its last 10 evaluations (LAP/PAL Table 1 format), an interval from
+  2-4 seeds marked "few seeds" as in ``differences.md``;
 * ``diagnostics_<agent>_<env>.png``: one panel per replay statistic
   (docs/diagnostics.md) over training, one line per sampler, 95 % bands;
 * ``ners_table3.md``: the drawn transitions' |TD error| and Q-value, mean and std

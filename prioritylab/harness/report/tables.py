@@ -17,9 +17,13 @@ def table_markdown(table: list[dict]) -> str:
              "|---|---|---|---|---|---|"]  # fmt: skip
     for t in table:
         ci = "n/a (1 seed)" if math.isnan(t["ci95"]) else f"{t['ci95']:.1f}"
+        few = " (few seeds)" if 1 < t["seeds"] < MIN_CI_RUNS else ""
         unfinished = "" if t["finished"] == t["seeds"] else f" ({t['seeds'] - t['finished']} partial)"
-        lines.append(f"| {t['agent']} | {t['env']} | {t['sampler']} | {t['seeds']}{unfinished} | {t['last_step']} "
-                     f"| {t['return_last10_mean']:.1f} ± {ci} |")  # fmt: skip
+        lines.append(f"| {t['agent']} | {t['env']} | {t['sampler']} | {t['seeds']}{unfinished}{few} | "
+                     f"{t['last_step']} | {t['return_last10_mean']:.1f} ± {ci} |")  # fmt: skip
+    if any(1 < t["seeds"] < MIN_CI_RUNS for t in table):
+        lines += ["", f"(few seeds): fewer than {MIN_CI_RUNS} seeds; the t-interval is that of these seeds, too few "
+                      "for it to be meaningful."]  # fmt: skip
     flagged = [t for t in table if t.get("not_comparable")]
     if flagged:
         lines.append("")
