@@ -317,7 +317,7 @@ def test_overhead_is_the_wall_time_increase_over_uniform(tmp_path):
     assert rows["uniform"]["wall_minutes"] == pytest.approx(10.0, abs=1e-12)
     assert rows["per"]["increase_over_uniform_pct"] == pytest.approx(100 * (680 / 600 - 1), abs=1e-9)
     text = (tmp_path / "out" / "overhead.md").read_text()
-    assert "+13.3 %" in text
+    assert "+13.3 %" in text and "| per | 2 (few runs) |" in text and "(few runs): fewer than 5 runs" in text
     assert text.startswith("**Caveat: wall times of sweep runs on a shared machine.**") and "bench agent" in text
 
 

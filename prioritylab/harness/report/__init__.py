@@ -48,7 +48,8 @@ runs by (agent, environment, sampler) across seeds and writes:
   every ``SETTING = VALUE`` their sampler reads (runs that differ in two settings at once);
 * ``overhead.md``: wall time per run and its increase over uniform (LAP/PAL App. B,
   Table 3), from the runs' ``timing.csv``, under a caveat: sweep runs share a machine,
-  so these are no measure of a sampler's cost (``prioritylab bench agent`` is);
+  so these are no measure of a sampler's cost (``prioritylab bench agent`` is); intervals
+  from 2-4 runs marked "few runs";
 * ``status.md``: every run folder found, and whether it was used, left out as
   partial (no ``finished.json``), left out as a run that never updated (0
   updates: a random policy's returns), skipped as corrupt (with the reason), left out

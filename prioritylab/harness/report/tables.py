@@ -198,8 +198,12 @@ def overhead_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
         ci = "" if math.isnan(r["ci95_minutes"]) else f" ± {r['ci95_minutes']:.2f}"
         inc = "—" if math.isnan(r["increase_over_uniform_pct"]) or r["sampler"] == "uniform" else \
             f"{r['increase_over_uniform_pct']:+.1f} %"
-        lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['runs']} | {r['wall_minutes']:.2f}{ci} "
+        few = " (few runs)" if 1 < r["runs"] < MIN_CI_RUNS else ""
+        lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['runs']}{few} | {r['wall_minutes']:.2f}{ci} "
                      f"| {inc} |")  # fmt: skip
+    if any(1 < r["runs"] < MIN_CI_RUNS for r in rows):
+        lines += ["", f"(few runs): fewer than {MIN_CI_RUNS} runs; the t-interval is that of these runs, too few for "
+                      "it to be meaningful."]  # fmt: skip
     lines += left_out_lines("Runs left out of this table", left_out)
     return "\n".join(lines) + "\n"
 
