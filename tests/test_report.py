@@ -7,7 +7,10 @@ import io
 import json
 import math
 import re
+import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -809,6 +812,33 @@ def test_every_committed_report_was_made_from_a_clean_tree():
     assert len(reports) >= 7
     dirty = [str(p.relative_to(root)) for p in reports if json.loads(p.read_text()).get("git_dirty") is not False]
     assert dirty == []
+
+
+@pytest.mark.slow
+def test_every_committed_report_rebuilds_from_its_committed_runs(tmp_path):
+    """Each committed report's recorded command, run again in a fresh process from the repository's root (as
+    recorded: ``status.md`` names the run folders from there) into another folder, with the code here, gives the
+    same tables, byte for byte, and draws the same figures: every table in docs/results comes from committed run
+    files (slow: about 3.5 minutes for the 10 reports here)."""
+    repo = Path(__file__).resolve().parents[1]
+    reports = [p for p in sorted((repo / "docs" / "results").rglob("manifest.json"))
+               if "run_folders" in json.loads(p.read_text())]  # fmt: skip
+    assert len(reports) >= 10
+    for manifest in reports:
+        recorded = json.loads(manifest.read_text())
+        args = shlex.split(recorded["command"])
+        args = args[args.index("report") + 1:]
+        out = args.index("--out") + 1
+        assert repo / args[out] == manifest.parent
+        rebuilt = tmp_path / str(manifest.parent.relative_to(repo)).replace("/", "_")
+        args[out] = str(rebuilt)
+        done = subprocess.run([sys.executable, "-m", "prioritylab", "report", *args], cwd=repo, capture_output=True,
+                              text=True)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        tables = sorted(p.name for p in rebuilt.iterdir() if p.suffix in (".md", ".csv"))
+        differ = [t for t in tables if (manifest.parent / t).read_bytes() != (rebuilt / t).read_bytes()]
+        assert len(tables) >= 10 and differ == [], (manifest.parent, differ)
+        assert sorted(json.loads((rebuilt / "manifest.json").read_text())["figures"]) == sorted(recorded["figures"])
 
 
 def test_a_run_folder_without_its_manifest_is_named_not_dropped(tmp_path):
