@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -132,10 +133,25 @@ def test_runs_reached_through_links_are_collected_under_their_own_names(tmp_path
     picked.mkdir()
     for seed in (0, 2):
         (picked / f"best{seed}").symlink_to(store / f"td3_Hopper-v5_per_s{seed}", target_is_directory=True)
+    assert cli_main(["collect", str(picked), "--into", str(tmp_path / "alone")]) == 0
+    assert "2 runs copied" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "alone").iterdir()) == ["td3_Hopper-v5_per_s0", "td3_Hopper-v5_per_s2"]
     assert cli_main(["collect", str(picked), str(store), "--into", str(into)]) == 0  # each run once, by either path
     assert "3 runs copied" in capsys.readouterr().out
     assert sorted(p.name for p in into.iterdir()) == [f"td3_Hopper-v5_per_s{seed}" for seed in range(3)]
     assert files_under(into) == files_under(store)
+
+
+def test_a_folder_that_cannot_be_listed_stops_the_collection_before_any_copy(tmp_path, capsys, monkeypatch):
+    runs = tmp_path / "runs"
+    for seed in range(2):
+        fake_run(runs, "per", seed, [1.0] * 10)
+    hidden = runs / "td3_Hopper-v5_per_s1"
+    scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path=".": (_ for _ in ()).throw(
+        PermissionError(13, "Permission denied", str(path))) if Path(path) == hidden else scandir(path))
+    line = refused(["collect", str(runs), "--into", str(tmp_path / "kept")], capsys)
+    assert f"{hidden}: cannot list it (Permission denied)" in line and not (tmp_path / "kept").exists()
 
 
 def test_a_results_folder_inside_the_searched_folder_is_not_read_as_more_runs(tmp_path, capsys):

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import os
 import re
 import shlex
 import shutil
@@ -59,7 +60,7 @@ def test_table_is_the_mean_and_t_interval_of_the_last_ten_evaluations(tmp_path):
     text = (tmp_path / "out" / "table.md").read_text()
     assert "(1 partial)" in text and "n/a (1 seed)" in text
     assert "| per | 3 (1 partial) (few seeds) |" in text and "| uniform | 1 |" in text  # 1 seed: no interval to flag
-    assert "(few seeds): fewer than 5 seeds; the t-interval" in text
+    assert "(few seeds): fewer than 5 seeds; the interval is not meaningful." in text
     for name in ("table", "differences", "speed", "gains", "aggregates", "improvement", "overhead", "ners_table3"):
         assert (tmp_path / "out" / f"{name}.md").read_text().startswith("**1 of the 4 runs here are partial**")
     assert "partial" not in (tmp_path / "out" / "status.md").read_text().splitlines()[0]
@@ -320,7 +321,8 @@ def test_overhead_is_the_wall_time_increase_over_uniform(tmp_path):
     assert rows["uniform"]["wall_minutes"] == pytest.approx(10.0, abs=1e-12)
     assert rows["per"]["increase_over_uniform_pct"] == pytest.approx(100 * (680 / 600 - 1), abs=1e-9)
     text = (tmp_path / "out" / "overhead.md").read_text()
-    assert "+13.3 %" in text and "| per | 2 (few runs) |" in text and "(few runs): fewer than 5 runs" in text
+    assert "+13.3 %" in text and "| per | 2 (few runs) |" in text
+    assert "(few runs): fewer than 5 runs; the interval is not meaningful." in text
     assert text.startswith("**Caveat: wall times of sweep runs on a shared machine.**") and "bench agent" in text
 
 
@@ -818,8 +820,8 @@ def test_every_committed_report_was_made_from_a_clean_tree():
 def test_every_committed_report_rebuilds_from_its_committed_runs(tmp_path):
     """Each committed report's recorded command, run again in a fresh process from the repository's root (as
     recorded: ``status.md`` names the run folders from there) into another folder, with the code here, gives the
-    same tables, byte for byte, and draws the same figures: every table in docs/results comes from committed run
-    files (slow: about 3.5 minutes for the 10 reports here)."""
+    same tables, byte for byte, and no others, and names the same figures: every table in docs/results comes from
+    committed run files (slow: about 3.5 minutes for the 10 reports here)."""
     repo = Path(__file__).resolve().parents[1]
     reports = [p for p in sorted((repo / "docs" / "results").rglob("manifest.json"))
                if "run_folders" in json.loads(p.read_text())]  # fmt: skip
@@ -836,8 +838,10 @@ def test_every_committed_report_rebuilds_from_its_committed_runs(tmp_path):
                               text=True)  # fmt: skip
         assert done.returncode == 0, done.stderr
         tables = sorted(p.name for p in rebuilt.iterdir() if p.suffix in (".md", ".csv"))
+        kept = sorted(p.name for p in manifest.parent.iterdir()
+                      if p.suffix in (".md", ".csv") and p.name != "README.md")  # fmt: skip
         differ = [t for t in tables if (manifest.parent / t).read_bytes() != (rebuilt / t).read_bytes()]
-        assert len(tables) >= 10 and differ == [], (manifest.parent, differ)
+        assert len(tables) >= 10 and kept == tables and differ == [], (manifest.parent, differ)
         assert sorted(json.loads((rebuilt / "manifest.json").read_text())["figures"]) == sorted(recorded["figures"])
 
 
@@ -870,6 +874,44 @@ def test_links_to_run_folders_are_followed_and_each_run_read_once(tmp_path):
     result = R.report(picked, tmp_path / "out")
     row = next(t for t in result["table"] if t["sampler"] == "per")
     assert row["seeds"] == 3 and row["return_last10_mean"] == pytest.approx(2.0)
+
+
+def test_a_folder_that_cannot_be_listed_is_named_not_passed_over(tmp_path, monkeypatch):
+    runs = tmp_path / "runs"
+    for seed in range(2):
+        fake_run(runs, "per", seed, [1.0 + seed] * 10)
+    hidden = runs / "td3_Hopper-v5_per_s1"
+    scandir = os.scandir
+
+    def refuse(path="."):
+        if Path(path) == hidden:
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refuse)
+    found, status = report_runs.find_runs(runs)
+    assert [run["seed"] for run in found] == [0]
+    assert status == [{"folder": str(hidden), "status": "unreadable, left out",
+                       "detail": "cannot list it (Permission denied): a run in it or under it cannot be read"}]
+
+
+def test_a_report_beside_its_runs_still_names_what_it_leaves_out(tmp_path):
+    """``report S/runs --out S``, the layout of docs/results: the report's folder holds the runs, and excluding
+    it from the search must not hide the runs' folders."""
+    study = tmp_path / "study"
+    fake_run(study / "runs", "per", 0, [1.0] * 10)
+    fake_run(study / "runs", "per", 1, [1.0] * 10)
+    (study / "runs" / "td3_Hopper-v5_per_s1" / "manifest.json").unlink()
+    (study / "runs" / "stray").mkdir()
+    _, status = report_runs.find_runs(study / "runs", exclude=study)
+    assert {Path(x["folder"]).name: x["status"] for x in status} == {
+        "td3_Hopper-v5_per_s1": "no manifest, left out", "stray": "empty, left out"}
+    fake_run(study / "runs", "per", 2, [1.0] * 10)
+    manifest = study / "runs" / "td3_Hopper-v5_per_s2" / "manifest.json"
+    manifest.unlink()
+    manifest.mkdir()  # not a file: the run is corrupt, not passed over
+    _, status = report_runs.find_runs(study / "runs", exclude=study)
+    assert {Path(x["folder"]).name: x["status"] for x in status}["td3_Hopper-v5_per_s2"] == "corrupt"
 
 
 def test_every_comparison_the_runs_cannot_give_is_named(tmp_path):

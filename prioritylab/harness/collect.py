@@ -9,10 +9,11 @@ finished run under ``runs/study`` into ``<into>/<run folder>/``, leaving runs st
 Every run is checked before anything is copied, with the report's own reader: a finished run whose files are
 missing, cut, replaced or do not match its ``finished.json`` (``timing.csv`` as the report's overhead table reads
 it) is refused, as is a run whose folder under ``--into`` already holds other files of the same name (another run,
-or another version of it), two finished runs with one folder name, and an ``--into`` that cannot be written or is
-one of the folders searched.  Links to run folders are followed, and a run keeps its own folder's name.  A
-refusal copies nothing.  Each file is written whole or not at all, and a run collected
-before with the same files is left as it is, so the command can be repeated as a study goes on.
+or another version of it), two finished runs with one folder name, a folder under those searched that cannot be
+listed (it may hold runs), and an ``--into`` that cannot be written or is one of the folders searched.  Links to run
+folders are followed, and a run keeps its own folder's name.  A refusal copies nothing.  Each file is written whole
+or not at all, and a run collected before with the same files is left as it is, so the command can be repeated as a
+study goes on.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def plan(roots: list[Path], into: Path) -> dict:
             folder = Path(entry["folder"])
             if inside_into(folder):
                 continue
+            if entry["status"].startswith("unreadable"):  # it may hold finished runs: not a folder to pass over
+                raise ValueError(f"{folder}: {entry['detail']}; make it readable, or move it out of {root}")
             if (folder / "finished.json").exists():  # a finished run that the report could not read whole
                 raise ValueError(f"finished run {folder} cannot be read whole: {entry['status']} ({entry['detail']})")
             if entry["status"] == "corrupt":  # without finished.json: a run still being written, or stopped

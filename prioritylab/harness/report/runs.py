@@ -129,12 +129,18 @@ def read_run(folder: Path) -> dict:
     }  # fmt: skip
 
 
-def folders_under(root: Path) -> list[Path]:
+def folders_under(root: Path, unlisted: dict[Path, str] | None = None) -> list[Path]:
     """``root`` and every folder under it, in order, following links to folders (a collection of links to run
     folders is read like the folders themselves); a folder reached twice, by a link into ``root`` or a link to one
-    of its own parents, is listed once, where it is first reached."""
+    of its own parents, is listed once, where it is first reached.  A folder that cannot be listed is left out and
+    put in ``unlisted`` with the reason."""
+
+    def note(err: OSError) -> None:
+        if unlisted is not None:
+            unlisted[Path(err.filename)] = err.strerror or str(err)
+
     found, seen = [], set()
-    for path, subfolders, _ in os.walk(root, followlinks=True):
+    for path, subfolders, _ in os.walk(root, onerror=note, followlinks=True):
         real = os.path.realpath(path)
         if real in seen:
             subfolders[:] = []
@@ -149,13 +155,17 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
     """Every run folder under ``root`` (a ``manifest.json`` beside an ``evaluations.csv``): the readable
     runs, and the status of each folder found (``used`` is decided later; ``corrupt`` with its reason;
     ``empty`` for a folder without subfolders that holds neither file, ``no evaluations`` for a run's
-    manifest without an ``evaluations.csv``, ``no manifest`` for an ``evaluations.csv`` without one);
-    ``exclude`` (the report's own folder) is not searched.  Links to folders are followed
-    (:func:`folders_under`)."""
+    manifest without an ``evaluations.csv``, ``no manifest`` for an ``evaluations.csv`` without one,
+    ``unreadable`` for a folder that cannot be listed, so that a run in it or under it cannot be read);
+    ``exclude`` (the report's own folder) is not searched, unless it holds ``root``.  Links to folders are
+    followed (:func:`folders_under`)."""
     runs, status = [], []
     skip = exclude.resolve() if exclude is not None else None
-    folders = folders_under(root)
-    for folder in sorted(f for f in folders if (f / "manifest.json").is_file()):
+    if skip is not None and (skip == root.resolve() or skip in root.resolve().parents):
+        skip = None  # a report written beside its runs (--out S for S/runs) hides none of them
+    unlisted: dict[Path, str] = {}
+    folders = folders_under(root, unlisted)
+    for folder in sorted(f for f in folders if (f / "manifest.json").exists()):
         if not (folder / "evaluations.csv").exists():
             try:
                 is_run = "agent" in json.loads((folder / "manifest.json").read_text()).get("config", {})
@@ -170,7 +180,11 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
             runs.append(read_run(folder))
         except ValueError as err:
             status.append({"folder": str(folder), "status": "corrupt", "detail": str(err)})
-    for folder in [root, *sorted(folders[1:])]:
+    for folder, why in sorted(unlisted.items()):
+        if skip is None or not (folder.resolve() == skip or skip in folder.resolve().parents):
+            status.append({"folder": str(folder), "status": "unreadable, left out",
+                           "detail": f"cannot list it ({why}): a run in it or under it cannot be read"})
+    for folder in [root, *sorted(f for f in folders if f != root)] if folders else []:
         if skip is not None and (folder.resolve() == skip or skip in folder.resolve().parents):
             continue
         inside_run = any((parent / "manifest.json").exists() for parent in (folder, *folder.parents)

@@ -22,8 +22,7 @@ def table_markdown(table: list[dict]) -> str:
         lines.append(f"| {t['agent']} | {t['env']} | {t['sampler']} | {t['seeds']}{unfinished}{few} | "
                      f"{t['last_step']} | {t['return_last10_mean']:.1f} ± {ci} |")  # fmt: skip
     if any(1 < t["seeds"] < MIN_CI_RUNS for t in table):
-        lines += ["", f"(few seeds): fewer than {MIN_CI_RUNS} seeds; the t-interval is that of these seeds, too few "
-                      "for it to be meaningful."]  # fmt: skip
+        lines += ["", f"(few seeds): fewer than {MIN_CI_RUNS} seeds; the interval is not meaningful."]
     flagged = [t for t in table if t.get("not_comparable")]
     if flagged:
         lines.append("")
@@ -202,8 +201,7 @@ def overhead_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
         lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['runs']}{few} | {r['wall_minutes']:.2f}{ci} "
                      f"| {inc} |")  # fmt: skip
     if any(1 < r["runs"] < MIN_CI_RUNS for r in rows):
-        lines += ["", f"(few runs): fewer than {MIN_CI_RUNS} runs; the t-interval is that of these runs, too few for "
-                      "it to be meaningful."]  # fmt: skip
+        lines += ["", f"(few runs): fewer than {MIN_CI_RUNS} runs; the interval is not meaningful."]
     lines += left_out_lines("Runs left out of this table", left_out)
     return "\n".join(lines) + "\n"
 
