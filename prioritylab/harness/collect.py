@@ -30,6 +30,12 @@ SMALL_FILES = ("evaluations.csv", "manifest.json", "finished.json", "timing.csv"
 """A run's files that a report reads; ``timing.csv`` is copied where the run wrote one."""
 
 
+def _name(folder: Path) -> str:
+    """The name a run is collected under: its own folder's, the name ``train`` gave it (which ``sweep`` matches
+    runs by), also when it is reached through a link of another name."""
+    return folder.resolve().name
+
+
 def _same_bytes(a: Path, b: Path) -> bool:
     return b.exists() and a.read_bytes() == b.read_bytes()
 
@@ -75,7 +81,7 @@ def plan(roots: list[Path], into: Path) -> dict:
                     wall_time(run)
                 except ValueError as err:
                     raise ValueError(f"finished run {folder}: {err}") from None
-            name = folder.resolve().name  # a run reached through a link keeps the name train gave its folder
+            name = _name(folder)
             other = chosen.get(name)
             if other is not None and other.resolve() != folder.resolve():
                 raise ValueError(f"two finished runs are named {name}: {other} and {folder}")
@@ -114,7 +120,7 @@ def collect(roots: list[Path], into: Path) -> dict:
             source = folder / name
             if source.exists():
                 data = source.read_bytes()
-                atomic_write(into / folder.resolve().name / name, lambda fh, data=data: fh.write(data), binary=True)
+                atomic_write(into / _name(folder) / name, lambda fh, data=data: fh.write(data), binary=True)
     return todo
 
 

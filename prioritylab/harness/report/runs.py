@@ -180,12 +180,16 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
             runs.append(read_run(folder))
         except ValueError as err:
             status.append({"folder": str(folder), "status": "corrupt", "detail": str(err)})
+
+    def excluded(folder: Path) -> bool:
+        return skip is not None and (folder.resolve() == skip or skip in folder.resolve().parents)
+
     for folder, why in sorted(unlisted.items()):
-        if skip is None or not (folder.resolve() == skip or skip in folder.resolve().parents):
+        if not excluded(folder):
             status.append({"folder": str(folder), "status": "unreadable, left out",
                            "detail": f"cannot list it ({why}): a run in it or under it cannot be read"})
     for folder in [root, *sorted(f for f in folders if f != root)] if folders else []:
-        if skip is not None and (folder.resolve() == skip or skip in folder.resolve().parents):
+        if excluded(folder):
             continue
         inside_run = any((parent / "manifest.json").exists() for parent in (folder, *folder.parents)
                          if parent == root or root in parent.parents)  # fmt: skip
