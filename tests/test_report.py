@@ -530,6 +530,32 @@ def test_speed_compares_areas_and_sizes_a_twofold_speed_up(tmp_path):
     assert "Y twice as fast: gain" in text and "x and more |" in text
 
 
+def test_a_speed_up_is_excluded_and_more_only_when_every_larger_factor_is_excluded(tmp_path):
+    """The interval of X - (Y read f times as fast) need not tighten as f grows: here uniform's seeds agree until
+    their last evaluation, which a faster reading holds for ever more of the curve, so the interval excludes
+    f = 1 to 1.30 and no larger factor.  "Any speed-up excluded" would be false; the row names none."""
+    runs = tmp_path / "runs"
+    ramp = np.minimum(np.arange(1, 41) / 2.0, 10.0)  # 0.5, 1, ..., 10 at evaluation 20, then 10
+    for seed, end in enumerate((6.0, 8.0, 10.0, 12.0, 14.0)):
+        fake_run(runs, "uniform", seed, [*ramp[:-1], end])
+        fake_run(runs, "per", seed, [7.0 + 0.1 * seed] * 40)
+    row = next(r for r in R.report(runs, tmp_path / "out")["speed"] if r["sampler"] == "per")
+    assert row["hi"] < 0 and math.isnan(row["excluded_speed_up"])
+    x = np.array([7.0 + 0.1 * seed for seed in range(5)])
+    base = [np.array([*ramp[:-1], end]) for end in (6.0, 8.0, 10.0, 12.0, 14.0)]
+    steps = 100.0 * np.arange(1, 41)
+
+    def upper(f):
+        return report_stats.welch_ci(x, np.array([np.interp(f * steps, steps, c).mean() for c in base]))[2]
+
+    assert upper(1.3) < 0 < upper(1.35) and upper(4.0) > 0  # excluded up to 1.30 only
+    assert report_stats._excluded_from((1.0, 1.05, 1.1, 1.15), (True, False, True, True)) == 1.1
+    assert report_stats._excluded_from((1.0, 1.05, 1.1), (True, True, True)) == 1.0
+    assert math.isnan(report_stats._excluded_from((1.0, 1.05, 1.1), (True, True, False)))
+    text = (tmp_path / "out" / "speed.md").read_text()
+    assert "| — |" in text.splitlines()[2] and "any (X behind Y)" not in text
+
+
 def test_a_twofold_speed_up_holds_a_curve_still_rising_at_its_end():
     """The area at twice the speed reads the curve at 2, 4, ... and holds its last value beyond the end."""
     from prioritylab.harness.report.runs import area

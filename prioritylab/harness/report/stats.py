@@ -152,12 +152,24 @@ FACTORS = np.round(np.arange(1.05, 4.0001, 0.05), 2)
 """The speed-ups :func:`speed` tries for the smallest one the interval of the areas excludes."""
 
 
+def _excluded_from(factors: Sequence[float], excluded: Sequence[bool]) -> float:
+    """The smallest of ``factors`` (ascending) from which every one on is excluded; NaN if the last is not.  The
+    interval's upper end need not fall as the factor grows (a curve read past its end is held at its last value,
+    and one that falls late gives a faster reading a smaller area), so a factor excluded alone, with larger ones
+    not excluded after it, does not make "that speed-up and more" excluded."""
+    first = math.nan
+    for f, out in zip(factors, excluded, strict=True):
+        first = (first if math.isfinite(first) else float(f)) if out else math.nan
+    return first
+
+
 def speed(groups: dict, claims: dict | None = None) -> list[dict]:
     """:func:`differences` of :func:`area`, the mean return over all evaluations, and two readings of a speed-up:
     what Y's area would gain if Y learned :data:`SPEED_UP` times as fast (each Y run's curve read at twice each
     step), with the Welch interval of X's areas minus those (wholly below 0: X learns less than twice as fast),
-    and the smallest speed-up of Y in :data:`FACTORS` for which that interval lies wholly below 0 (1 when X's
-    areas are below Y's own; NaN if none).  It makes the comparisons :func:`differences` makes, so that
+    and the smallest speed-up of Y (1, or one of :data:`FACTORS`) from which that interval lies wholly below 0 for
+    it and every larger factor tried (1: X's areas are below Y's own at every factor; NaN if the largest factor
+    is not excluded).  It makes the comparisons :func:`differences` makes, so that
     function's ``left_out`` names those it does not."""
     rows = differences(groups, claims, score=area)
     for r in rows:
@@ -167,11 +179,10 @@ def speed(groups: dict, claims: dict | None = None) -> list[dict]:
         fast = np.array([area(run, SPEED_UP) for run in base])
         gain = float(fast.mean()) - y
         d, lo, hi = welch_ci(x, fast)
-        beyond = [1.0] if r["hi"] < 0 else [
-            f for f in FACTORS if welch_ci(x, np.array([area(run, f) for run in base]))[2] < 0]
+        excluded = [r["hi"] < 0] + [welch_ci(x, np.array([area(run, f) for run in base]))[2] < 0 for f in FACTORS]
         r.update({"twice_as_fast": gain, "twice_as_fast_pct": 100 * gain / abs(y) if y != 0 else math.nan,
                   "vs_twice": d, "vs_twice_lo": lo, "vs_twice_hi": hi,
-                  "excluded_speed_up": float(beyond[0]) if beyond else math.nan})  # fmt: skip
+                  "excluded_speed_up": _excluded_from((1.0, *FACTORS), excluded)})  # fmt: skip
     return rows
 
 

@@ -148,8 +148,9 @@ def speed_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
               "(CLAIMS). Y twice as fast: each Y run's curve read at twice each evaluation step, held at its last "
               "value beyond its end (which understates a run still improving there); the gain is the size of PER's "
               "\"learning is twice as fast\" in these units, and an interval of X - (Y twice as fast) wholly below 0 "
-              "says X learns less than twice as fast as Y. Speed-up excluded: the smallest factor (in steps of 0.05, "
-              "up to 4) for which the interval of X - (Y that much faster) lies wholly below 0."]
+              "says X learns less than twice as fast as Y. Speed-up excluded: the smallest factor (1, or 1.05 to 4 "
+              "in steps of 0.05) from which the interval of X - (Y that much faster) lies wholly below 0 at every "
+              "factor tried up to 4; \"any\" when that holds from 1 on."]
     if any(r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS for r in rows):
         lines.append(f"(few seeds): fewer than {MIN_CI_RUNS} seeds on a side; the interval is not meaningful.")
     lines += left_out_lines(NOT_COMPARED, left_out)
