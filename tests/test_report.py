@@ -408,6 +408,34 @@ def test_a_game_only_some_samplers_reached_is_left_out_not_the_samplers(tmp_path
     assert "task MinAtar/SpaceInvaders-v1 left out" in (tmp_path / "out" / "aggregates.md").read_text()
 
 
+def test_a_samplers_bootstrap_interval_does_not_depend_on_the_other_samplers_in_the_report(tmp_path):
+    """The same uniform and PER runs, reported alone and beside LAP's and PAL's: uniform's IQM interval and
+    P(PER > uniform)'s are the same in both (one stream shared by the samplers in turn made them differ)."""
+    rng = np.random.default_rng(11)
+    scores = {s: rng.normal(loc, 1.0, size=5) for s, loc in (("uniform", 0.0), ("per", 0.5), ("lap", 0.2),
+                                                              ("pal", 0.1))}  # fmt: skip
+    found = []
+    for name, samplers in (("two", ("uniform", "per")), ("four", ("uniform", "per", "lap", "pal"))):
+        for sampler in samplers:
+            for seed, score in enumerate(scores[sampler]):
+                fake_run(tmp_path / name, sampler, seed, [float(score)] * 10)
+        result = R.report(tmp_path / name, tmp_path / f"out_{name}")
+        iqm = next(r for r in result["aggregates"] if r["sampler"] == "uniform")
+        p = next(r for r in result["improvement"] if (r["sampler"], r["baseline"]) == ("per", "uniform"))
+        found.append(((iqm["iqm_lo"], iqm["iqm_hi"]), (p["lo"], p["hi"])))
+    assert found[0] == found[1]
+
+
+def test_probability_of_improvement_is_rliables_with_ties():
+    from rliable import metrics
+
+    rng = np.random.default_rng(3)
+    for n, m, tasks in ((5, 5, 1), (5, 3, 2), (10, 10, 3), (2, 7, 1)):
+        x, y = rng.integers(0, 4, size=(n, tasks)).astype(float), rng.integers(0, 4, size=(m, tasks)).astype(float)
+        assert report_stats.probability_of_improvement(x, y) == metrics.probability_of_improvement(x, y)
+        assert report_stats.probability_of_improvement(x, x) == 0.5
+
+
 def test_bootstrap_intervals_are_the_same_in_every_report_and_leave_numpy_as_found(tmp_path):
     runs = tmp_path / "runs"
     rng = np.random.default_rng(5)
