@@ -594,6 +594,12 @@ def test_a_twofold_speed_up_holds_a_curve_still_rising_at_its_end():
     assert area(run, 2.0) == pytest.approx(np.minimum(2 * np.arange(1, 21), 20).mean())  # 2, 4, ..., 20, 20, ...
 
 
+def test_a_profiles_score_axis_names_the_domains_normalisation():
+    assert plots.score_label("Atari (human-normalised)") == "final score (human-normalised)"
+    assert plots.score_label(report_stats.MINATAR_DOMAIN) == "final score (0 = random, 1 = uniform)"
+    assert plots.score_label("Hopper-v5") == "final score"
+
+
 def test_curves_mark_random_play_and_a_nearby_human_score():
     import matplotlib
 

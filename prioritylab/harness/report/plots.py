@@ -190,6 +190,13 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
     return written
 
 
+def score_label(domain: str) -> str:
+    """The axis label of a domain's final scores: with the domain's normalisation where its name gives one
+    (``Atari (human-normalised)``, ``MinAtar (0 = random, 1 = uniform)``), raw scores otherwise."""
+    _, sep, scale = domain.partition(" (")
+    return "final score" + (f" ({scale}" if sep else "")
+
+
 def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path) -> Path:
     """``profiles_<agent>_<domain>.png``: rliable's performance profiles of one domain's runs x tasks matrices,
     with 95 % stratified-bootstrap bands."""
@@ -207,7 +214,7 @@ def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path) -> Path:
     for k, s in enumerate(sorted(score_dict)):
         ax.plot(taus, profiles[s], color=f"C{k}", label=s)
         ax.fill_between(taus, cis[s][0], cis[s][1], color=f"C{k}", alpha=0.15, lw=0)
-    ax.set_xlabel("final score" + (" (human-normalised)" if domain.startswith("Atari") else ""))
+    ax.set_xlabel(score_label(domain))
     ax.set_ylabel("fraction of runs with score > x")
     ax.set_title(f"Performance profile, {agent.upper()} on {domain}", fontsize=10)
     ax.legend(fontsize=8)
