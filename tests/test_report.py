@@ -426,6 +426,16 @@ def test_a_samplers_bootstrap_interval_does_not_depend_on_the_other_samplers_in_
     assert found[0] == found[1]
 
 
+def test_a_samplers_profile_band_does_not_depend_on_the_other_samplers():
+    rng = np.random.default_rng(4)
+    scores = {s: rng.normal(size=(5, 2)) for s in ("lap", "per", "uniform")}  # uniform drawn last
+    taus = np.linspace(-2.0, 2.0, 21)
+    alone = plots.profile_bands({"uniform": scores["uniform"]}, taus, 100)
+    together = plots.profile_bands(scores, taus, 100)
+    assert np.array_equal(alone[0]["uniform"], together[0]["uniform"])
+    assert np.array_equal(alone[1]["uniform"], together[1]["uniform"])
+
+
 def test_probability_of_improvement_is_rliables_with_ties():
     from rliable import metrics
 

@@ -15,8 +15,8 @@ from .runs import aligned, last_values
 from .stats import TABLE3_KEYS, mean_ci, rliable_seeded
 
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
-PROFILE_REPS = 500
-"""Bootstrap replications of the performance profiles' bands."""
+PROFILE_REPS = 2000
+"""Bootstrap replications of the performance profiles' bands (rliable's default, ``create_performance_profile``)."""
 FIGURE_KINDS = ("curves", "diagnostics", "table3", "profiles")
 """The figures the report draws, each named ``<kind>_<agent>_<what>.png`` by :func:`figure_path`."""
 FIGURE_PREFIXES = tuple(f"{kind}_" for kind in FIGURE_KINDS)
@@ -197,6 +197,20 @@ def score_label(domain: str) -> str:
     return "final score" + (f" ({scale}" if sep else "")
 
 
+def profile_bands(score_dict: dict, taus: np.ndarray, reps: int) -> tuple[dict, dict]:
+    """rliable's performance profile of each entry of ``score_dict`` with its 95 % band, each on a stream of its
+    own seeded alike (as :func:`~prioritylab.harness.report.stats.interval_estimates`), so that a sampler's band
+    depends only on its own runs."""
+    from rliable import library as rly
+
+    profiles, cis = {}, {}
+    for key, scores in score_dict.items():
+        with rliable_seeded():
+            p, c = rly.create_performance_profile({key: scores}, taus, reps=reps)
+        profiles[key], cis[key] = p[key], c[key]
+    return profiles, cis
+
+
 def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path) -> Path:
     """``profiles_<agent>_<domain>.png``: rliable's performance profiles of one domain's runs x tasks matrices,
     with 95 % stratified-bootstrap bands."""
@@ -204,12 +218,10 @@ def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from rliable import library as rly
 
     allv = np.concatenate([v.ravel() for v in score_dict.values()])
     taus = np.linspace(allv.min(), allv.max(), 101)
-    with rliable_seeded():
-        profiles, cis = rly.create_performance_profile(score_dict, taus, reps=PROFILE_REPS)
+    profiles, cis = profile_bands(score_dict, taus, PROFILE_REPS)
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     for k, s in enumerate(sorted(score_dict)):
         ax.plot(taus, profiles[s], color=f"C{k}", label=s)
