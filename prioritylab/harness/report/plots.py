@@ -12,7 +12,7 @@ import numpy as np
 from ...results import save_figure
 from ...scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
 from .runs import aligned, last_values
-from .stats import TABLE3_KEYS, mean_ci, rliable_seeded
+from .stats import TABLE3_KEYS, mean_ci, on_own_streams
 
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
 PROFILE_REPS = 2000
@@ -198,17 +198,11 @@ def score_label(domain: str) -> str:
 
 
 def profile_bands(score_dict: dict, taus: np.ndarray, reps: int) -> tuple[dict, dict]:
-    """rliable's performance profile of each entry of ``score_dict`` with its 95 % band, each on a stream of its
-    own seeded alike (as :func:`~prioritylab.harness.report.stats.interval_estimates`), so that a sampler's band
-    depends only on its own runs."""
+    """rliable's performance profile of each entry of ``score_dict`` with its 95 % band, each on its own stream
+    (:func:`~prioritylab.harness.report.stats.on_own_streams`), so that a sampler's band depends only on its runs."""
     from rliable import library as rly
 
-    profiles, cis = {}, {}
-    for key, scores in score_dict.items():
-        with rliable_seeded():
-            p, c = rly.create_performance_profile({key: scores}, taus, reps=reps)
-        profiles[key], cis[key] = p[key], c[key]
-    return profiles, cis
+    return on_own_streams(score_dict, lambda one: rly.create_performance_profile(one, taus, reps=reps))
 
 
 def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path) -> Path:

@@ -286,18 +286,26 @@ def rliable_seeded(seed: int = 0):
         np.random.set_state(saved)  # noqa: NPY002
 
 
-def interval_estimates(score_dict: dict, func, reps: int) -> tuple[dict, dict]:
-    """rliable's ``get_interval_estimates`` of each entry of ``score_dict`` on a stream of its own, seeded alike, so
-    that an interval depends only on its own runs, not on which other entries share the call (one call draws every
-    entry's resamples from one stream in turn)."""
-    from rliable import library as rly
-
+def on_own_streams(score_dict: dict, estimate) -> tuple[dict, dict]:
+    """``estimate`` (an rliable call taking a dict of scores and giving two dicts by the same keys: estimates and
+    their intervals) of each entry of ``score_dict`` alone, on a stream of its own seeded alike, so that what it
+    gives an entry depends only on that entry's runs: one call over several entries draws their resamples from
+    one stream in turn, and so gives an entry another interval beside other entries."""
     point, ci = {}, {}
     for key, scores in score_dict.items():
         with rliable_seeded():
-            p, c = rly.get_interval_estimates({key: scores}, func, reps=reps, random_state=np.random.RandomState(0))
+            p, c = estimate({key: scores})
         point[key], ci[key] = p[key], c[key]
     return point, ci
+
+
+def interval_estimates(score_dict: dict, func, reps: int) -> tuple[dict, dict]:
+    """rliable's ``get_interval_estimates`` of each entry of ``score_dict``, each on its own stream
+    (:func:`on_own_streams`)."""
+    from rliable import library as rly
+
+    return on_own_streams(score_dict, lambda one: rly.get_interval_estimates(
+        one, func, reps=reps, random_state=np.random.RandomState(0)))  # fmt: skip
 
 
 def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
