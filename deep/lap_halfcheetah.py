@@ -36,6 +36,9 @@ alone (16 more runs; 13 a side give 0.81-0.90 power):
 
     prioritylab sweep deep/lap_halfcheetah.py --budget reduced --seeds 13 --only sampler=uniform \
         --only sampler=lap --out runs/lap_halfcheetah
+
+Its runs are committed apart from the 20 (``docs/results/lap_halfcheetah/followup/runs``), so that the 5-seed
+report keeps rebuilding from its own runs; the follow-up's report reads both folders.
 """
 
 SAMPLERS = ("uniform", "per", "lap", "pal")
