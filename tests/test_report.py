@@ -349,6 +349,25 @@ def test_intervals_from_fewer_than_five_runs_are_not_shown(tmp_path):
     assert "(no CI)" not in (tmp_path / "out2" / "aggregates.md").read_text()
 
 
+def test_shown_bootstrap_intervals_say_they_cover_less_than_95_percent_over_few_runs(tmp_path):
+    """aggregates.md and improvement.md name the kind of interval they show and that over few runs it is narrower
+    than a 95 % one (measured by scripts/bootstrap_coverage.py); tables showing no interval say nothing of it."""
+    runs = tmp_path / "runs"
+    for seed in range(2):
+        fake_run(runs, "uniform", seed, [10.0 + seed] * 10)
+        fake_run(runs, "per", seed, [12.0 + seed] * 10)
+    R.report(runs, tmp_path / "out")
+    for name in ("aggregates.md", "improvement.md"):
+        assert "percentile interval" not in (tmp_path / "out" / name).read_text()
+    for seed in range(2, 5):
+        fake_run(runs, "uniform", seed, [10.0 + seed] * 10)
+        fake_run(runs, "per", seed, [12.0 + seed] * 10)
+    R.report(runs, tmp_path / "out2")
+    for name in ("aggregates.md", "improvement.md"):
+        text = (tmp_path / "out2" / name).read_text()
+        assert "rliable's stratified-bootstrap percentile interval" in text and "bootstrap_coverage.py" in text
+
+
 def test_probability_of_improvement_over_uniform(tmp_path):
     runs = tmp_path / "runs"
     for seed in range(5):  # per beats uniform in every pair of runs; lap ties uniform exactly
