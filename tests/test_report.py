@@ -350,8 +350,9 @@ def test_intervals_from_fewer_than_five_runs_are_not_shown(tmp_path):
 
 
 def test_shown_bootstrap_intervals_say_they_cover_less_than_95_percent_over_few_runs(tmp_path):
-    """aggregates.md and improvement.md name the kind of interval they show and that over few runs it is narrower
-    than a 95 % one (measured by scripts/bootstrap_coverage.py); tables showing no interval say nothing of it."""
+    """aggregates.md and improvement.md name the kind of interval they show and that over fewer than 10 runs it is
+    narrower than a 95 % one (measured by scripts/bootstrap_coverage.py); tables showing no interval, or
+    intervals over 10 runs a task, say nothing of it."""
     runs = tmp_path / "runs"
     for seed in range(2):
         fake_run(runs, "uniform", seed, [10.0 + seed] * 10)
@@ -366,6 +367,13 @@ def test_shown_bootstrap_intervals_say_they_cover_less_than_95_percent_over_few_
     for name in ("aggregates.md", "improvement.md"):
         text = (tmp_path / "out2" / name).read_text()
         assert "rliable's stratified-bootstrap percentile interval" in text and "bootstrap_coverage.py" in text
+    row = {"agent": "td3", "domain": "Hopper-v5", "sampler": "per", "baseline": "uniform", "runs": 10, "tasks": 1,
+           "ci_meaningful": True, "p_improvement": 0.5, "lo": 0.2, "hi": 0.8,
+           **{k: 1.0 for m in ("iqm", "mean", "median") for k in (m, m + "_lo", m + "_hi")}}  # fmt: skip
+    for markdown in (tables.aggregates_markdown([row], []), tables.improvement_markdown([row])):
+        assert "[0.2, 0.8]" in markdown or "[1, 1]" in markdown
+        assert "percentile interval" not in markdown
+    assert "percentile interval" in tables.improvement_markdown([{**row, "runs": 9}])
 
 
 def test_probability_of_improvement_over_uniform(tmp_path):

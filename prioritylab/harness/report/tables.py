@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .runs import last_values
-from .stats import MIN_CI_RUNS, TABLE3_KEYS, mean_ci, welch_ci
+from .stats import MIN_CI_RUNS, NOMINAL_RUNS, TABLE3_KEYS, mean_ci, welch_ci
 
 
 def table_markdown(table: list[dict]) -> str:
@@ -180,9 +180,10 @@ BY_TASK_NOTE = ("Each task of the domain alone (`<domain>: <task>`), with its ow
                 "(still running) cuts every other task's there.")
 FEW_RUNS_NOTE = (f"(no CI): fewer than {MIN_CI_RUNS} runs per task, too few for a meaningful bootstrap interval; "
                  "the point estimate describes these runs only.")
-BOOTSTRAP_NOTE = ("95 % CI: rliable's stratified-bootstrap percentile interval. Over few runs per task it is "
-                  "narrower than a 95 % interval: in simulated studies of 5 and of 10 runs a side it missed its truth "
-                  "more often than 1 time in 20 (docs/results/README.md, `scripts/bootstrap_coverage.py`).")
+BOOTSTRAP_NOTE = (f"95 % CI: rliable's stratified-bootstrap percentile interval. With fewer than {NOMINAL_RUNS} runs "
+                  "per task it is narrower than a 95 % interval: in simulated studies of 5 runs a side it missed its "
+                  "truth about twice as often as a 95 % interval would, at 10 runs close to 1 time in 20 "
+                  "(docs/results/README.md, `scripts/bootstrap_coverage.py`).")
 OVERHEAD_CAVEAT = ("**Caveat: wall times of sweep runs on a shared machine.** Each run's time includes whatever "
                    "else ran beside it (other runs, tests, builds), so these rows are no measure of a sampler's "
                    "cost; `prioritylab bench agent` measures that side by side (docs/benchmarks.md).")
@@ -266,7 +267,7 @@ def aggregates_markdown(rows: list[dict], left_out: list[str], by_task: bool = F
               + " | ".join(interval(r[m], r[m + "_lo"], r[m + "_hi"], r["ci_meaningful"])
                            for m in ("iqm", "mean", "median"))
               + " |" for r in rows]  # fmt: skip
-    if any(r["ci_meaningful"] for r in rows):
+    if any(r["ci_meaningful"] and r["runs"] < NOMINAL_RUNS for r in rows):
         lines += ["", BOOTSTRAP_NOTE]
     if any(not r["ci_meaningful"] for r in rows):
         lines += ["", FEW_RUNS_NOTE]
@@ -288,7 +289,7 @@ def improvement_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
              "|---|---|---|---|---|---|"]
     lines += [f"| {r['agent']} | {r['domain']} | {r['sampler']} | {r['baseline']} | {r['runs']} x {r['tasks']} | "
               f"{interval(r['p_improvement'], r['lo'], r['hi'], r['ci_meaningful'])} |" for r in rows]  # fmt: skip
-    if any(r["ci_meaningful"] for r in rows):
+    if any(r["ci_meaningful"] and r["runs"] < NOMINAL_RUNS for r in rows):
         lines += ["", BOOTSTRAP_NOTE]
     if any(not r["ci_meaningful"] for r in rows):
         lines += ["", FEW_RUNS_NOTE]
