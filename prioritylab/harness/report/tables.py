@@ -182,8 +182,9 @@ FEW_RUNS_NOTE = (f"(no CI): fewer than {MIN_CI_RUNS} runs per task, too few for 
                  "the point estimate describes these runs only.")
 BOOTSTRAP_NOTE = (f"95 % CI: rliable's stratified-bootstrap percentile interval. With fewer than {NOMINAL_RUNS} runs "
                   "per task it is narrower than a 95 % interval: in simulated studies of 5 runs a side it missed its "
-                  "truth about twice as often as a 95 % interval would, at 10 runs close to 1 time in 20 "
-                  "(docs/results/README.md, `scripts/bootstrap_coverage.py`).")
+                  "truth about twice as often as a 95 % interval would, and far more often where one sampler's runs "
+                  "nearly all beat the other's; at 10 runs close to 1 time in 20 (docs/results/README.md, "
+                  "`scripts/bootstrap_coverage.py`).")
 OVERHEAD_CAVEAT = ("**Caveat: wall times of sweep runs on a shared machine.** Each run's time includes whatever "
                    "else ran beside it (other runs, tests, builds), so these rows are no measure of a sampler's "
                    "cost; `prioritylab bench agent` measures that side by side (docs/benchmarks.md).")
