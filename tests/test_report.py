@@ -282,7 +282,7 @@ def test_gain_tables_follow_lap_table_2(tmp_path):
     assert rows[("lap", "per")]["mean_gain_pct"] == pytest.approx(81.25, abs=1e-12)
     assert rows[("lap", "per")]["envs"] == 2
     text = (tmp_path / "out" / "gains.md").read_text()
-    assert "| td3 | lap | per | 2 | 1 (few seeds) | +81.25 % | +81.25 % |" in text  # one seed: flagged
+    assert "| td3 | lap | per | 2 | 1 (few seeds) | +81.25 % | — (= mean) |" in text  # one seed: flagged
     assert "not an estimate one can rely on" in text
 
 
@@ -309,7 +309,7 @@ def test_atari_scores_are_human_normalised_and_aggregated_by_rliable(tmp_path):
         assert per[f"{m}_lo"] == pytest.approx(0.5, abs=1e-12) and per[f"{m}_hi"] == pytest.approx(0.5, abs=1e-12)
     assert agg["uniform"]["mean"] == pytest.approx(0.6, abs=1e-12)
     assert (tmp_path / "out" / "profiles_ddqn_Atari.png").stat().st_size > 0
-    assert "| ddqn | per | 2 | 0.500 | 0.500 |" in (tmp_path / "out" / "human_normalised.md").read_text()
+    assert "| ddqn | per | 2 | 0.500 | — (= mean) |" in (tmp_path / "out" / "human_normalised.md").read_text()
 
 
 def test_overhead_is_the_wall_time_increase_over_uniform(tmp_path):
@@ -374,6 +374,36 @@ def test_shown_bootstrap_intervals_say_they_cover_less_than_95_percent_over_few_
         assert "[0.2, 0.8]" in markdown or "[1, 1]" in markdown
         assert "percentile interval" not in markdown
     assert "percentile interval" in tables.improvement_markdown([{**row, "runs": 9}])
+
+
+def test_a_median_over_one_or_two_tasks_is_not_repeated_as_if_it_were_a_median_of_runs(tmp_path):
+    """rliable's median, the gains' and the human-normalised median are over tasks, so over one or two they equal
+    the mean: the tables show "— (= mean)" and say why, and show the median itself over three or more."""
+    runs = tmp_path / "runs"
+    for env, (u, p) in {"Hopper-v5": (10.0, 20.0), "Walker2d-v5": (10.0, 11.0), "Ant-v5": (10.0, 12.0)}.items():
+        for seed in range(5):
+            fake_run(runs, "uniform", seed, [u + seed] * 10, env=env)
+            fake_run(runs, "per", seed, [p + seed] * 10, env=env)
+    R.report(runs, tmp_path / "out")
+    gains = (tmp_path / "out" / "gains.md").read_text()
+    row = next(line for line in gains.splitlines() if line.startswith("| td3 | per | uniform | 3 |"))
+    assert row.endswith("| +36.11 % | +16.67 % |") and "— (= mean)" not in gains  # gains 83.3, 8.3, 16.7 %
+    aggregates = (tmp_path / "out" / "aggregates.md").read_text()
+    rows = [line for line in aggregates.splitlines() if line.startswith("| td3 |")]  # a domain per environment
+    assert len(rows) == 6 and all(line.endswith("| — (= mean) |") for line in rows)
+    assert "over one or two it equals the mean" in aggregates
+    assert "| — (= mean) |" in tables.gains_markdown([{"agent": "td3", "sampler": "per", "baseline": "uniform",
+                                                        "envs": 2, "seeds": 5, "mean_gain_pct": 1.0,
+                                                        "median_gain_pct": 1.0}])  # fmt: skip
+    agg = {"agent": "dqn", "domain": "MinAtar", "sampler": "per", "runs": 5, "tasks": 3, "ci_meaningful": True,
+           **{m: v for m, v in (("iqm", 1.0), ("mean", 2.0), ("median", 3.0))},
+           **{m + "_lo": 0.5 for m in ("iqm", "mean", "median")}, **{m + "_hi": 4.0 for m in ("iqm", "mean", "median")}}
+    shown = tables.aggregates_markdown([agg], [])
+    assert "| 1 [0.5, 4] | 2 [0.5, 4] | 3 [0.5, 4] |" in shown and "— (= mean)" not in shown
+    assert "| 2 [0.5, 4] | — (= mean) |" in tables.aggregates_markdown([{**agg, "tasks": 2}], [])
+    hn = [{"agent": "dqn", "sampler": "per", "games": g, "mean": 0.25, "median": 0.5} for g in (2, 3)]
+    assert tables.human_normalised_markdown(hn).splitlines()[2:4] == ["| dqn | per | 2 | 0.250 | — (= mean) |",
+                                                                     "| dqn | per | 3 | 0.250 | 0.500 |"]
 
 
 def test_probability_of_improvement_over_uniform(tmp_path):

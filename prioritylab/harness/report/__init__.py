@@ -27,7 +27,8 @@ runs by (agent, environment, sampler) across seeds and writes:
   by ``rliable`` over runs x tasks (Atari games human-normalised, MinAtar games
   normalised between random play and the uniform sampler's mean; one task otherwise).
   With fewer than ``MIN_CI_RUNS`` runs per task the intervals are not shown: they are
-  not meaningful;
+  not meaningful. Every median here is over tasks (environments, games), so over one
+  or two it is the mean: the Markdown tables show "— (= mean)" there, the CSVs the value;
 * ``improvement.md`` / ``.csv``: rliable's probability of improvement of each sampler
   over ``uniform``, and of the comparisons the papers make (LAP, PAL, PSER and NERS
   over ``per``; PAL over ``lap``, where 0.5 is the claim: :data:`CLAIMS`), P(X > Y)

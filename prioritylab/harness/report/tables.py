@@ -161,8 +161,11 @@ def gains_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
     lines = ["| agent | sampler | vs | envs | seeds | mean % gain | median % gain |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         few = " (few seeds)" if r["seeds"] < MIN_CI_RUNS else ""
+        median = median_cell(r["median_gain_pct"], r["envs"], "{:+.2f} %")
         lines.append(f"| {r['agent']} | {r['sampler']} | {r['baseline']} | {r['envs']} | {r['seeds']}{few} | "
-                     f"{r['mean_gain_pct']:+.2f} % | {r['median_gain_pct']:+.2f} % |")  # fmt: skip
+                     f"{r['mean_gain_pct']:+.2f} % | {median} |")  # fmt: skip
+    if any(r["envs"] < MIN_MEDIAN_TASKS for r in rows):
+        lines += ["", MEDIAN_NOTE.format(over="environments")]
     if any(r["seeds"] < MIN_CI_RUNS for r in rows):
         lines += ["", f"(few seeds): a gain from fewer than {MIN_CI_RUNS} seeds per sampler is the difference of "
                       "these runs, not an estimate one can rely on: seed-to-seed spread is often larger."]
@@ -170,11 +173,26 @@ def gains_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
+def median_cell(value, over: int, fmt: str = "") -> str:
+    """A median over ``over`` tasks (environments, games): ``value`` formatted with ``fmt``, or an aggregates row
+    (``value`` a dict) as its median interval; "—" over fewer than :data:`MIN_MEDIAN_TASKS`, where it is the mean."""
+    if over < MIN_MEDIAN_TASKS:
+        return MEDIAN_IS_MEAN
+    if isinstance(value, dict):
+        return interval(value["median"], value["median_lo"], value["median_hi"], value["ci_meaningful"])
+    return fmt.format(value)
+
+
 def interval(value: float, lo: float, hi: float, meaningful: bool) -> str:
     """``value [lo, hi]``, or the value alone (marked) when the interval rests on too few runs."""
     return f"{value:.3g} [{lo:.3g}, {hi:.3g}]" if meaningful else f"{value:.3g} (no CI)"
 
 
+MIN_MEDIAN_TASKS = 3
+"""A median over fewer tasks is their mean (rliable's median is over the tasks' mean scores, not over runs)."""
+MEDIAN_IS_MEAN = "— (= mean)"
+MEDIAN_NOTE = ("— (= mean): the median is taken over {over}, not over runs (as rliable's is), and over one or two it "
+               "equals the mean, so it is not repeated here; the CSV keeps the value.")
 BY_TASK_NOTE = ("Each task of the domain alone (`<domain>: <task>`), with its own seeds: the domain's rows take "
                 "each sampler's seeds as many on every task as on its task with the fewest, so a task with fewer seeds "
                 "(still running) cuts every other task's there.")
@@ -254,7 +272,10 @@ def status_markdown(status: list[dict]) -> str:
 
 def human_normalised_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
     lines = ["| agent | sampler | games | mean | median |", "|---|---|---|---|---|"]
-    lines += [f"| {r['agent']} | {r['sampler']} | {r['games']} | {r['mean']:.3f} | {r['median']:.3f} |" for r in rows]
+    lines += [f"| {r['agent']} | {r['sampler']} | {r['games']} | {r['mean']:.3f} | "
+              f"{median_cell(r['median'], r['games'], '{:.3f}')} |" for r in rows]  # fmt: skip
+    if any(r["games"] < MIN_MEDIAN_TASKS for r in rows):
+        lines += ["", MEDIAN_NOTE.format(over="games")]
     lines += left_out_lines("Games left out, and samplers compared over different games", left_out)
     return "\n".join(lines) + "\n"
 
@@ -265,9 +286,10 @@ def aggregates_markdown(rows: list[dict], left_out: list[str], by_task: bool = F
     lines = ["| agent | domain | sampler | runs x tasks | IQM [95 % CI] | mean [95 % CI] | median [95 % CI] |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     lines += [f"| {r['agent']} | {r['domain']} | {r['sampler']} | {r['runs']} x {r['tasks']} | "
-              + " | ".join(interval(r[m], r[m + "_lo"], r[m + "_hi"], r["ci_meaningful"])
-                           for m in ("iqm", "mean", "median"))
-              + " |" for r in rows]  # fmt: skip
+              + " | ".join(interval(r[m], r[m + "_lo"], r[m + "_hi"], r["ci_meaningful"]) for m in ("iqm", "mean"))
+              + f" | {median_cell(r, r['tasks'])} |" for r in rows]  # fmt: skip
+    if any(r["tasks"] < MIN_MEDIAN_TASKS for r in rows):
+        lines += ["", MEDIAN_NOTE.format(over="tasks")]
     if any(r["ci_meaningful"] and r["runs"] < NOMINAL_RUNS for r in rows):
         lines += ["", BOOTSTRAP_NOTE]
     if any(not r["ci_meaningful"] for r in rows):
