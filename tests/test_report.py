@@ -391,7 +391,7 @@ def test_a_median_over_one_or_two_tasks_is_not_repeated_as_if_it_were_a_median_o
     aggregates = (tmp_path / "out" / "aggregates.md").read_text()
     rows = [line for line in aggregates.splitlines() if line.startswith("| td3 |")]  # a domain per environment
     assert len(rows) == 6 and all(line.endswith("| — (= mean) |") for line in rows)
-    assert "over one or two it equals the mean" in aggregates
+    assert "like rliable's, is taken over tasks rather than over runs" in aggregates
     assert "| — (= mean) |" in tables.gains_markdown([{"agent": "td3", "sampler": "per", "baseline": "uniform",
                                                         "envs": 2, "seeds": 5, "mean_gain_pct": 1.0,
                                                         "median_gain_pct": 1.0}])  # fmt: skip

@@ -191,8 +191,8 @@ def interval(value: float, lo: float, hi: float, meaningful: bool) -> str:
 MIN_MEDIAN_TASKS = 3
 """A median over fewer tasks is their mean (rliable's median is over the tasks' mean scores, not over runs)."""
 MEDIAN_IS_MEAN = "— (= mean)"
-MEDIAN_NOTE = ("— (= mean): the median is taken over {over}, not over runs (as rliable's is), and over one or two it "
-               "equals the mean, so it is not repeated here; the CSV keeps the value.")
+MEDIAN_NOTE = ("— (= mean): this median, like rliable's, is taken over {over} rather than over runs, so over one or "
+               "two it equals the mean and is not repeated here (the CSV keeps the value).")
 BY_TASK_NOTE = ("Each task of the domain alone (`<domain>: <task>`), with its own seeds: the domain's rows take "
                 "each sampler's seeds as many on every task as on its task with the fewest, so a task with fewer seeds "
                 "(still running) cuts every other task's there.")
