@@ -54,7 +54,8 @@ runs by (agent, environment, sampler) across seeds and writes:
 * ``status.md``: every run folder found, and whether it was used, left out as
   partial (no ``finished.json``), left out as a run that never updated (0
   updates: a random policy's returns), skipped as corrupt (with the reason), left out
-  for want of a ``manifest.json`` beside its ``evaluations.csv``, or empty (neither file);
+  for want of a ``manifest.json`` beside its ``evaluations.csv``, or empty (neither file),
+  with the commit each run was recorded with, and the groups recorded at several;
 * ``manifest.json``: the command, commit, package versions, the run folders used and the figures drawn.  A
   report into a folder that holds an earlier report removes the figures that one drew and this one does not
   (a group no longer there); figures it did not draw, such as one drawn by hand, stay.
@@ -118,7 +119,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     runs, reference_runs, status = collect(roots, out, include_partial, against)
     earlier_figures = _drawn_before(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "status.md").write_text(tables.status_markdown(status))
+    (out / "status.md").write_text(tables.status_markdown(status, runs))
     if not runs:
         raise ValueError(f"no finished runs under {', '.join(map(str, roots))} (see {out / 'status.md'}; "
                          "--include-partial uses the others)")  # fmt: skip

@@ -126,7 +126,17 @@ def read_run(folder: Path) -> dict:
         "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
         "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
         "finished": was_finished, "config": recorded(recorded_manifest),
+        "code": code_label(recorded_manifest),
     }  # fmt: skip
+
+
+def code_label(manifest: dict) -> str:
+    """The code a run was recorded with: its commit's first 7 digits, marked when the checkout had uncommitted
+    changes; "not recorded" for a manifest without a commit."""
+    commit = manifest.get("git_commit")
+    if not isinstance(commit, str) or not commit:
+        return "not recorded"
+    return commit[:7] + (" + uncommitted changes" if manifest.get("git_dirty") else "")
 
 
 def folders_under(root: Path, unlisted: dict[Path, str] | None = None) -> list[Path]:
@@ -413,7 +423,7 @@ def collect(roots: Sequence[Path], out: Path, include_partial: bool = False,
     for r in found:
         last = int(column(r["rows"], "step")[-1])
         if never_updated(r):
-            status.append({"folder": str(r["folder"]), "status": "no updates, left out",
+            status.append({"folder": str(r["folder"]), "status": "no updates, left out", "code": r["code"],
                            "detail": f"0 updates by step {last}: a random policy's returns (steps <= start_steps?)"})
             continue
         if id(r) in in_reference:
@@ -423,7 +433,7 @@ def collect(roots: Sequence[Path], out: Path, include_partial: bool = False,
             state = "used"
         else:
             state = "used, partial" if include_partial else "partial, left out"
-        status.append({"folder": str(r["folder"]), "status": state,
+        status.append({"folder": str(r["folder"]), "status": state, "code": r["code"],
                        "detail": f"last evaluation at step {last} of {r['steps']}"})  # fmt: skip
     status.sort(key=lambda x: x["folder"])
     return runs, reference_runs, status

@@ -263,10 +263,19 @@ def partial_note(runs: list[dict]) -> str:
             "under the learning curve covers only the evaluations it reached. `status.md` names them.\n\n")
 
 
-def status_markdown(status: list[dict]) -> str:
-    """``status.md``: every folder found, with what became of it."""
-    lines = ["| run folder | status | detail |", "|---|---|---|"]
-    lines += [f"| {x['folder']} | {x['status']} | {x['detail']} |" for x in status]
+def status_markdown(status: list[dict], runs: Sequence[dict] = ()) -> str:
+    """``status.md``: every folder found, with what became of it and the code it was recorded with; then each
+    group of ``runs`` (agent, env, sampler) whose runs were recorded at more than one commit."""
+    lines = ["| run folder | status | detail | code (commit) |", "|---|---|---|---|"]
+    lines += [f"| {x['folder']} | {x['status']} | {x['detail']} | {x.get('code', '—')} |" for x in status]
+    commits = defaultdict(set)
+    for r in runs:
+        commits[(r["agent"], r["env"], r["sampler"])].add(r["code"])
+    mixed = {group: sorted(codes) for group, codes in sorted(commits.items()) if len(codes) > 1}
+    if mixed:
+        lines += ["", "Groups whose runs were recorded at more than one commit (the report compares their settings, "
+                  "not their code: `git log` between the commits lists what changed):", ""]
+        lines += [f"- {' '.join(group)}: {', '.join(codes)}" for group, codes in mixed.items()]
     return "\n".join(lines) + "\n"
 
 
