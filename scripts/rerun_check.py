@@ -1,0 +1,125 @@
+"""Does the code here still produce the committed runs?  Re-run the start of each run folder given, with the
+settings its manifest recorded, and compare its evaluation rows with the committed ones, text for text.
+
+A study's runs are often recorded at several commits (``status.md`` lists them); the report compares their
+settings, not their code.  This check answers the question the commits leave open: whether the code that now
+trains a run still gives that run's numbers.  Each run is re-run with ``prioritylab train`` and its recorded
+command, into a temporary folder, up to its ``--evals``-th evaluation (``--stop-after``), and every column of
+those rows (return, updates, loss, replay diagnostics, ...) must match the committed ``evaluations.csv`` exactly,
+and the settings the re-run records must be the committed run's (:func:`prioritylab.provenance.changed_settings`:
+a default that changed since would show there).
+
+    python scripts/rerun_check.py docs/results/minatar_study/runs/dqn_MinAtar-Breakout-v1_per_s0 --evals 2
+
+Prints one line per run (``identical`` through a step, or the first row and column that differ) and exits
+with 1 if any run differs.  Settings are checked before any run starts: a folder without a readable manifest,
+a recorded command without ``train``, or a run with fewer evaluations than asked is a one-line error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from prioritylab.provenance import changed_settings
+
+DROPPED = {"--resume": 0, "--restart": 0, "--overwrite": 0, "--no-progress": 0, "--out": 1, "--stop-after": 1}
+"""Options of a recorded command that say where and how it ran, not what: left out (with their value's count)."""
+
+
+def rerun_args(manifest: dict, out: Path, until: int) -> list[str]:
+    """The recorded ``train`` command's arguments, writing into ``out`` and stopping at step ``until``."""
+    words = shlex.split(manifest["command"])
+    if "train" not in words:
+        raise ValueError(f"its recorded command is not a train command: {manifest['command']!r}")
+    words = words[words.index("train"):]
+    args, i = [], 0
+    while i < len(words):
+        name = words[i].split("=", 1)[0]
+        if name in DROPPED:
+            i += 1 + (DROPPED[name] if "=" not in words[i] else 0)
+            continue
+        args.append(words[i])
+        i += 1
+    return [*args, "--out", str(out), "--stop-after", str(until), "--no-progress"]
+
+
+def read_rows(path: Path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def plan(folder: Path, evals: int) -> tuple[dict, list[dict], int]:
+    """The run's manifest, its first ``evals`` committed rows and their last step; ``ValueError`` if unusable."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{folder}: no readable manifest.json ({err})") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("command"), str):
+        raise ValueError(f"{folder}: its manifest.json records no command")
+    try:
+        rows = read_rows(folder / "evaluations.csv")
+    except OSError as err:
+        raise ValueError(f"{folder}: no readable evaluations.csv ({err})") from None
+    if len(rows) < evals:
+        raise ValueError(f"{folder}: has {len(rows)} evaluations, fewer than --evals {evals}")
+    rows = rows[:evals]
+    rerun_args(manifest, folder, 1)  # raises on a command that is not train's
+    return manifest, rows, int(float(rows[-1]["step"]))
+
+
+def compare(committed: list[dict], now: list[dict]) -> str | None:
+    """The first difference between two runs' evaluation rows, or None when they are the same text."""
+    for i, row in enumerate(committed):
+        if i >= len(now):
+            return f"the re-run has {len(now)} rows through step {row['step']}, the committed run {len(committed)}"
+        for key, value in row.items():
+            if now[i].get(key) != value:
+                return f"step {row['step']}, column {key}: committed {value}, now {now[i].get(key)}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders (manifest.json + evaluations.csv)")
+    parser.add_argument("--evals", type=int, default=2, help="evaluations to re-run and compare (default 2)")
+    args = parser.parse_args(argv)
+    if args.evals < 1:
+        parser.error(f"--evals must be at least 1, got {args.evals}")
+    try:
+        plans = [(folder, *plan(folder, args.evals)) for folder in args.runs]
+    except ValueError as err:
+        parser.error(str(err))
+    differing = 0
+    for folder, manifest, committed, until in plans:
+        with tempfile.TemporaryDirectory(prefix="rerun_check_") as tmp:
+            cmd = [sys.executable, "-m", "prioritylab", *rerun_args(manifest, Path(tmp), until)]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            found = sorted(Path(tmp).glob("*/evaluations.csv"))
+            if done.returncode != 0 or len(found) != 1:
+                print(f"{folder}: the re-run failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
+                differing += 1
+                continue
+            changed = changed_settings(manifest, json.loads((found[0].parent / "manifest.json").read_text()))
+            diff = compare(committed, read_rows(found[0]))
+        if changed:  # the code here reads the recorded command as other settings (a default changed, say)
+            diff = "settings: " + ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items()) + (
+                f"; and {diff}" if diff else "")
+        commit = str(manifest.get("git_commit", "not recorded"))[:7]
+        if diff is None:
+            print(f"{folder} (recorded at {commit}): identical through step {until} "
+                  f"({len(committed)} evaluations, {len(committed[0])} columns)")  # fmt: skip
+        else:
+            differing += 1
+            print(f"{folder} (recorded at {commit}): differs at {diff}")
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""``scripts/rerun_check.py``: re-run the start of a recorded run with the code here and compare, row by row."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+from theory_scripts import load_script
+
+TRAIN = ["train", "td3", "--env", "Pendulum-v1", "--steps", "120", "--start-steps", "40", "--eval-every", "40",
+         "--eval-episodes", "1", "--hidden", "16", "--batch-size", "8"]  # fmt: skip
+
+
+def test_a_recorded_command_is_re_run_into_another_folder_and_stops_at_the_step_compared(tmp_path):
+    script = load_script("rerun_check")
+    manifest = {"command": "/x/prioritylab/__main__.py train td3 --env Hopper-v5 --seed 3 --out /runs --no-progress "
+                           "--resume --stop-after=50 --checkpoint-every 25000"}  # fmt: skip
+    assert script.rerun_args(manifest, tmp_path, 900) == [
+        "train", "td3", "--env", "Hopper-v5", "--seed", "3", "--checkpoint-every", "25000",
+        "--out", str(tmp_path), "--stop-after", "900", "--no-progress"]  # fmt: skip
+    with pytest.raises(ValueError, match="not a train command"):
+        script.rerun_args({"command": "prioritylab report runs"}, tmp_path, 1)
+    rows = [{"step": "40", "return_mean": "-1.5"}, {"step": "80", "return_mean": "-2.5"}]
+    assert script.compare(rows, [dict(r) for r in rows]) is None
+    assert script.compare(rows, [rows[0], {"step": "80", "return_mean": "-2.50001"}]) == (
+        "step 80, column return_mean: committed -2.5, now -2.50001")
+    assert "the re-run has 1 rows through step 80" in script.compare(rows, rows[:1])
+
+
+def test_a_run_re_run_here_is_identical_and_a_changed_value_or_setting_is_found(tmp_path, capsys):
+    """A run made by this code (by ``prioritylab train``, whose command its manifest records) re-runs to the
+    same text through its second evaluation (after its first updates); an evaluation value changed in the
+    committed file, or a setting recorded otherwise, is named and the check exits with 1."""
+    script = load_script("rerun_check")
+    subprocess.run([sys.executable, "-m", "prioritylab", *TRAIN, "--out", str(tmp_path), "--no-progress"], check=True)
+    folder = tmp_path / "td3_Pendulum-v1_uniform_s0"
+    capsys.readouterr()
+    assert script.main([str(folder), "--evals", "2"]) == 0
+    assert "identical through step 80 (2 evaluations" in capsys.readouterr().out
+    evals = folder / "evaluations.csv"
+    with open(evals, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert float(rows[1]["updates"]) > 0  # the rows compared cover learning, not only random steps
+    rows[1]["loss" if "loss" in rows[1] else "return_mean"] = "123.0"
+    changed = next(k for k in ("loss", "return_mean") if rows[1].get(k) == "123.0")
+    with open(evals, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert script.main([str(folder), "--evals", "2"]) == 1
+    assert f"differs at step 80, column {changed}: committed 123.0, now " in capsys.readouterr().out
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["command"] = manifest["command"].replace("--hidden 16", "--hidden 32")
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert script.main([str(folder), "--evals", "1"]) == 1
+    assert "differs at settings: hidden 16 -> 32" in capsys.readouterr().out
+
+
+def test_an_unusable_run_folder_is_a_one_line_error_before_any_run(tmp_path, capsys):
+    script = load_script("rerun_check")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as err:
+        script.main([str(tmp_path / "empty")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and "no readable manifest.json" in lines[-1]
+    with pytest.raises(SystemExit):
+        script.main([str(tmp_path / "empty"), "--evals", "0"])
+    assert "--evals must be at least 1, got 0" in capsys.readouterr().err
