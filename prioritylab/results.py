@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-_PACKAGES = ("numpy", "numba", "scipy", "matplotlib", "torch", "gymnasium", "ale-py", "prioritylab")
+_PACKAGES = ("numpy", "numba", "scipy", "matplotlib", "torch", "gymnasium", "mujoco", "ale-py", "minatar", "rliable",
+             "prioritylab")
 
 
 def file_mode() -> int:
@@ -147,12 +148,39 @@ def package_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
 
 
 def machine_info() -> dict:
-    return {
+    """The machine: platform, Python, processor and core count; on Linux the CPU's model and its vector
+    instruction sets, and once torch is loaded the kernels it dispatches to (``torch_cpu``).  Floating-point
+    results can depend on those: torch picks its CPU kernels by the vector units, so the same seed and code on
+    another CPU need not give the same bits (``scripts/rerun_check.py`` compares a run with its re-run here)."""
+    info = {
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
+        **cpu_model(),
     }
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        info["torch_cpu"] = torch.backends.cpu.get_cpu_capability()
+    return info
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> dict:
+    """``cpu`` (model name, family, model) and ``simd`` (its AVX sets) from ``/proc/cpuinfo``; {} elsewhere."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return {}
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the first processor's block is enough
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    flags = fields.get("flags", "").split()
+    return {"cpu": f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')}, model "
+                   f"{fields.get('model', '?')})",
+            "simd": " ".join(sorted(f for f in flags if f.startswith("avx"))) or "no AVX"}  # fmt: skip
 
 
 def write_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> dict:

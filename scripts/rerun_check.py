@@ -11,9 +11,13 @@ a default that changed since would show there).
 
     python scripts/rerun_check.py docs/results/minatar_study/runs/dqn_MinAtar-Breakout-v1_per_s0 --evals 2
 
-Prints one line per run (``identical`` through a step, or the first row and column that differ) and exits
-with 1 if any run differs.  Settings are checked before any run starts: a folder without a readable manifest,
-a recorded command without ``train``, or a run with fewer evaluations than asked is a one-line error.
+Prints one line per run (``identical`` through a step, or the first row and column that differ, with what
+differs between the machine and packages the run recorded and those here) and exits with 1 if any run differs.
+Rows that differ although the re-run used the run's own commit point to the machine or the packages: torch
+picks its CPU kernels by the CPU's vector units, MuJoCo's version changes its arithmetic, and either moves the
+last bits, which a run then amplifies.  Settings are checked before any run starts: a folder without a
+readable manifest, a recorded command without ``train``, or a run with fewer evaluations than asked is a
+one-line error.
 """
 
 from __future__ import annotations
@@ -74,6 +78,18 @@ def plan(folder: Path, evals: int) -> tuple[dict, list[dict], int]:
     return manifest, rows, int(float(rows[-1]["step"]))
 
 
+def elsewhere(recorded: dict, now: dict) -> str:
+    """What differs between the recorded run's machine and packages and the re-run's (the usual cause of rows
+    that part at the first updates when the code is the same: other CPU kernels, another physics engine)."""
+    parts = []
+    for section, keys in (("machine", ("platform", "cpu", "simd", "torch_cpu")), ("packages", None)):
+        old, new = recorded.get(section) or {}, now.get(section) or {}
+        for key in keys or sorted({*old, *new} - {"prioritylab"}):
+            if old.get(key) != new.get(key):
+                parts.append(f"{section}.{key} {old.get(key, 'not recorded')} -> {new.get(key, 'not recorded')}")
+    return f" (recorded elsewhere: {'; '.join(parts)})" if parts else " (same machine and packages as recorded)"
+
+
 def compare(committed: list[dict], now: list[dict]) -> str | None:
     """The first difference between two runs' evaluation rows, or None when they are the same text."""
     for i, row in enumerate(committed):
@@ -106,8 +122,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{folder}: the re-run failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
                 differing += 1
                 continue
-            changed = changed_settings(manifest, json.loads((found[0].parent / "manifest.json").read_text()))
+            rerun = json.loads((found[0].parent / "manifest.json").read_text())
+            changed = changed_settings(manifest, rerun)
             diff = compare(committed, read_rows(found[0]))
+            if diff is not None:
+                diff += elsewhere(manifest, rerun)
         if changed:  # the code here reads the recorded command as other settings (a default changed, say)
             diff = "settings: " + ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items()) + (
                 f"; and {diff}" if diff else "")

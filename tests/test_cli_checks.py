@@ -163,3 +163,21 @@ def test_a_default_of_zero_is_shown_in_the_help(capsys):
         with pytest.raises(SystemExit):
             main([*command, "--help"])
         assert line in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_manifest_records_the_cpu_its_vector_units_and_the_kernels_torch_takes(tmp_path):
+    """Floating-point results can depend on the CPU: the manifest says which one, from /proc/cpuinfo (its first
+    processor), its AVX sets, and (torch loaded) torch's kernel choice; MuJoCo's and MinAtar's versions too."""
+    import torch
+
+    from prioritylab.results import _PACKAGES, cpu_model, machine_info
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: AMD EPYC\ncpu family\t: 25\nmodel\t\t: 17\n"
+                    "flags\t\t: fpu sse avx2 avx512f avx avx512bw\n\nprocessor\t: 1\nmodel name\t: Other\n")
+    assert cpu_model(str(info)) == {"cpu": "AMD EPYC (family 25, model 17)", "simd": "avx avx2 avx512bw avx512f"}
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse\n")
+    assert cpu_model(str(info)) == {"cpu": "? (family ?, model ?)", "simd": "no AVX"}
+    assert cpu_model(str(tmp_path / "missing")) == {}
+    assert machine_info()["torch_cpu"] == torch.backends.cpu.get_cpu_capability()
+    assert {"mujoco", "minatar", "rliable"} <= set(_PACKAGES)

@@ -51,7 +51,9 @@ def test_a_run_re_run_here_is_identical_and_a_changed_value_or_setting_is_found(
         writer.writeheader()
         writer.writerows(rows)
     assert script.main([str(folder), "--evals", "2"]) == 1
-    assert f"differs at step 80, column {changed}: committed 123.0, now " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"differs at step 80, column {changed}: committed 123.0, now " in out
+    assert out.strip().endswith("(same machine and packages as recorded)")
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["command"] = manifest["command"].replace("--hidden 16", "--hidden 32")
     (folder / "manifest.json").write_text(json.dumps(manifest))
@@ -69,3 +71,17 @@ def test_an_unusable_run_folder_is_a_one_line_error_before_any_run(tmp_path, cap
     with pytest.raises(SystemExit):
         script.main([str(tmp_path / "empty"), "--evals", "0"])
     assert "--evals must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_a_difference_names_the_machine_and_packages_that_differ_from_the_recorded_ones():
+    script = load_script("rerun_check")
+    recorded = {"machine": {"platform": "Linux-a", "cpu": "EPYC (family 25, model 17)", "simd": "avx avx2 avx512f"},
+                "packages": {"torch": "2.13.0+cpu", "prioritylab": "0.1.0"}}  # fmt: skip
+    now = {"machine": {"platform": "Linux-a", "cpu": "EPYC (family 25, model 1)", "simd": "avx avx2",
+                       "torch_cpu": "AVX2"},
+           "packages": {"torch": "2.13.0+cpu", "mujoco": "4.0.0", "prioritylab": "0.2.0"}}  # fmt: skip
+    assert script.elsewhere(recorded, now) == (
+        " (recorded elsewhere: machine.cpu EPYC (family 25, model 17) -> EPYC (family 25, model 1); "
+        "machine.simd avx avx2 avx512f -> avx avx2; machine.torch_cpu not recorded -> AVX2; "
+        "packages.mujoco not recorded -> 4.0.0)")
+    assert script.elsewhere(recorded, recorded) == " (same machine and packages as recorded)"
