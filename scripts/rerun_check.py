@@ -11,8 +11,9 @@ a default that changed since would show there).
 
     python scripts/rerun_check.py docs/results/minatar_study/runs/dqn_MinAtar-Breakout-v1_per_s0 --evals 2
 
-Prints one line per run (``identical`` through a step, or the first row and column that differ, with what
-differs between the machine and packages the run recorded and those here) and exits with 1 if any run differs.
+Prints one line per run (``identical`` through a step, or the first row that differs, its columns that differ,
+the first step at which the run's course (episodes, returns, updates) differs, if it does, and what differs
+between the machine and packages the run recorded and those here) and exits with 1 if any run differs.
 Rows that differ although the re-run used the run's own commit point to the machine or the packages: torch
 picks its CPU kernels by the CPU's vector units, MuJoCo's version changes its arithmetic, and either moves the
 last bits, which a run then amplifies.  Settings are checked before any run starts: a folder without a
@@ -79,25 +80,42 @@ def plan(folder: Path, evals: int) -> tuple[dict, list[dict], int]:
 
 
 def elsewhere(recorded: dict, now: dict) -> str:
-    """What differs between the recorded run's machine and packages and the re-run's (the usual cause of rows
-    that part at the first updates when the code is the same: other CPU kernels, another physics engine)."""
-    parts = []
+    """What differs between the machine and packages the run recorded and the re-run's (the usual cause of rows
+    that differ when the code is the same: other CPU kernels, another physics engine), and what the run's
+    manifest did not record (manifests written before those fields)."""
+    differ, unrecorded = [], []
     for section, keys in (("machine", ("platform", "cpu", "simd", "torch_cpu")), ("packages", None)):
         old, new = recorded.get(section) or {}, now.get(section) or {}
         for key in keys or sorted({*old, *new} - {"prioritylab"}):
-            if old.get(key) != new.get(key):
-                parts.append(f"{section}.{key} {old.get(key, 'not recorded')} -> {new.get(key, 'not recorded')}")
-    return f" (recorded elsewhere: {'; '.join(parts)})" if parts else " (same machine and packages as recorded)"
+            if key not in old:
+                unrecorded.append(f"{section}.{key}")
+            elif old[key] != new.get(key):
+                differ.append(f"{section}.{key} {old[key]} -> {new.get(key, 'not recorded')}")
+    said = f"elsewhere: {'; '.join(differ)}" if differ else "the same machine and packages as far as recorded"
+    return f" ({said}" + (f"; not recorded by the run: {', '.join(unrecorded)})" if unrecorded else ")")
+
+
+TRAINING = ("episodes", "return_mean", "return_std", "updates")
+"""The columns that follow the agent's own course; the others are losses and replay statistics, whose last
+digits a change in how a statistic is summed moves without changing the run."""
 
 
 def compare(committed: list[dict], now: list[dict]) -> str | None:
-    """The first difference between two runs' evaluation rows, or None when they are the same text."""
+    """The first row in which two runs' evaluation rows differ, with every column that differs there (to 3),
+    and whether the run's course (:data:`TRAINING`) differs anywhere; None when they are the same text."""
     for i, row in enumerate(committed):
         if i >= len(now):
             return f"the re-run has {len(now)} rows through step {row['step']}, the committed run {len(committed)}"
-        for key, value in row.items():
-            if now[i].get(key) != value:
-                return f"step {row['step']}, column {key}: committed {value}, now {now[i].get(key)}"
+        keys = [key for key, value in row.items() if now[i].get(key) != value]
+        if not keys:
+            continue
+        cells = ", ".join(f"{key} {row[key]} -> {now[i].get(key)}" for key in keys[:3])
+        more = f" and {len(keys) - 3} more columns" if len(keys) > 3 else ""
+        course = next((r["step"] for r, n in zip(committed, now, strict=False)
+                       if any(r.get(k) != n.get(k) for k in TRAINING)), None)  # fmt: skip
+        after = (f"; its course ({', '.join(TRAINING)}) from step {course}" if course is not None else
+                 f"; its course ({', '.join(TRAINING)}) is identical in all {len(committed)} rows")
+        return f"step {row['step']}: {cells}{more}{after}"
     return None
 
 

@@ -26,7 +26,11 @@ def test_a_recorded_command_is_re_run_into_another_folder_and_stops_at_the_step_
     rows = [{"step": "40", "return_mean": "-1.5"}, {"step": "80", "return_mean": "-2.5"}]
     assert script.compare(rows, [dict(r) for r in rows]) is None
     assert script.compare(rows, [rows[0], {"step": "80", "return_mean": "-2.50001"}]) == (
-        "step 80, column return_mean: committed -2.5, now -2.50001")
+        "step 80: return_mean -2.5 -> -2.50001; its course (episodes, return_mean, return_std, updates) from step 80")
+    stats = [{**r, "td_std": "0.5"} for r in rows]
+    assert script.compare(stats, [*stats[:1], {**stats[1], "td_std": "0.50000001"}]) == (
+        "step 80: td_std 0.5 -> 0.50000001; its course (episodes, return_mean, return_std, updates) is identical "
+        "in all 2 rows")
     assert "the re-run has 1 rows through step 80" in script.compare(rows, rows[:1])
 
 
@@ -52,8 +56,8 @@ def test_a_run_re_run_here_is_identical_and_a_changed_value_or_setting_is_found(
         writer.writerows(rows)
     assert script.main([str(folder), "--evals", "2"]) == 1
     out = capsys.readouterr().out
-    assert f"differs at step 80, column {changed}: committed 123.0, now " in out
-    assert out.strip().endswith("(same machine and packages as recorded)")
+    assert f"differs at step 80: {changed} 123.0 -> " in out
+    assert out.strip().endswith("(the same machine and packages as far as recorded)")
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["command"] = manifest["command"].replace("--hidden 16", "--hidden 32")
     (folder / "manifest.json").write_text(json.dumps(manifest))
@@ -81,7 +85,7 @@ def test_a_difference_names_the_machine_and_packages_that_differ_from_the_record
                        "torch_cpu": "AVX2"},
            "packages": {"torch": "2.13.0+cpu", "mujoco": "4.0.0", "prioritylab": "0.2.0"}}  # fmt: skip
     assert script.elsewhere(recorded, now) == (
-        " (recorded elsewhere: machine.cpu EPYC (family 25, model 17) -> EPYC (family 25, model 1); "
-        "machine.simd avx avx2 avx512f -> avx avx2; machine.torch_cpu not recorded -> AVX2; "
-        "packages.mujoco not recorded -> 4.0.0)")
-    assert script.elsewhere(recorded, recorded) == " (same machine and packages as recorded)"
+        " (elsewhere: machine.cpu EPYC (family 25, model 17) -> EPYC (family 25, model 1); "
+        "machine.simd avx avx2 avx512f -> avx avx2; not recorded by the run: machine.torch_cpu, packages.mujoco)")
+    assert script.elsewhere(now, now) == " (the same machine and packages as far as recorded)"
+    assert script.elsewhere({}, now).startswith(" (the same machine and packages as far as recorded; not recorded")
