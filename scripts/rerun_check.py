@@ -26,12 +26,14 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import shlex
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from prioritylab._cli import PARENT_PID
 from prioritylab.provenance import changed_settings
 
 DROPPED = {"--resume": 0, "--restart": 0, "--overwrite": 0, "--no-progress": 0, "--out": 1, "--stop-after": 1}
@@ -134,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     for folder, manifest, committed, until in plans:
         with tempfile.TemporaryDirectory(prefix="rerun_check_") as tmp:
             cmd = [sys.executable, "-m", "prioritylab", *rerun_args(manifest, Path(tmp), until)]
-            done = subprocess.run(cmd, capture_output=True, text=True)
+            env = {**os.environ, PARENT_PID: str(os.getpid())}  # the re-run ends if this check is killed
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
             found = sorted(Path(tmp).glob("*/evaluations.csv"))
             if done.returncode != 0 or len(found) != 1:
                 print(f"{folder}: the re-run failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
