@@ -89,3 +89,36 @@ def test_a_difference_names_the_machine_and_packages_that_differ_from_the_record
         "machine.simd avx avx2 avx512f -> avx avx2; not recorded by the run: machine.torch_cpu, packages.mujoco)")
     assert script.elsewhere(now, now) == " (the same machine and packages as far as recorded)"
     assert script.elsewhere({}, now).startswith(" (the same machine and packages as far as recorded; not recorded")
+
+
+def test_the_re_run_ends_when_the_check_is_killed(tmp_path):
+    """The re-run is told its parent's pid, as a sweep's runs are: killing the check ends the re-run too."""
+    import os
+    import signal
+    from pathlib import Path
+
+    from ordering import wait_for
+
+    run = tmp_path / "td3_Pendulum-v1_uniform_s0"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"command": "python -m prioritylab " + " ".join(
+        ["train", "td3", "--env", "Pendulum-v1", "--steps", "400000", "--start-steps", "100", "--eval-every",
+         "200000", "--eval-episodes", "1", "--hidden", "16", "--batch-size", "8"])}))  # fmt: skip
+    (run / "evaluations.csv").write_text("step,return_mean\n200000,-1.0\n")
+    check = subprocess.Popen([sys.executable, "scripts/rerun_check.py", str(run), "--evals", "1"],
+                             cwd=Path(__file__).resolve().parents[1], env={**os.environ, "TMPDIR": str(tmp_path)},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    locks = lambda: [p for p in tmp_path.glob("rerun_check_*/*/.lock") if p.read_text().strip()]  # noqa: E731
+    wait_for(lambda: locks(), what="the re-run to take its run folder's lock", while_=lambda: check.poll() is None)
+    child = int(locks()[0].read_text().split()[0])
+
+    def gone() -> bool:
+        try:
+            return "\nState:\tZ" in Path(f"/proc/{child}/status").read_text()
+        except OSError:
+            return True
+
+    assert not gone()
+    check.send_signal(signal.SIGKILL)
+    check.wait()
+    wait_for(gone, timeout=30, what="the re-run to end with its check")
