@@ -54,15 +54,14 @@ def test_a_run_re_run_here_is_identical_and_a_changed_value_or_setting_is_found(
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["command"] = manifest["command"].replace("--steps 120", "--steps 160")  # the same first 80 steps
+    (folder / "manifest.json").write_text(json.dumps(manifest))
     assert script.main([str(folder), "--evals", "2"]) == 1
     out = capsys.readouterr().out
-    assert f"differs at step 80: {changed} 123.0 -> " in out
+    assert "differs at settings: replay_capacity 240 -> 320, steps 120 -> 160; and step 80: " in out
+    assert f"and step 80: {changed} 123.0 -> " in out
     assert out.strip().endswith("(the same machine and packages as far as recorded)")
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["command"] = manifest["command"].replace("--hidden 16", "--hidden 32")
-    (folder / "manifest.json").write_text(json.dumps(manifest))
-    assert script.main([str(folder), "--evals", "1"]) == 1
-    assert "differs at settings: hidden 16 -> 32" in capsys.readouterr().out
 
 
 def test_an_unusable_run_folder_is_a_one_line_error_before_any_run(tmp_path, capsys):
