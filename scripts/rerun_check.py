@@ -70,6 +70,8 @@ def plan(folder: Path, evals: int) -> tuple[dict, list[dict], int]:
         raise ValueError(f"{folder}: no readable manifest.json ({err})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("command"), str):
         raise ValueError(f"{folder}: its manifest.json records no command")
+    if not isinstance(manifest.get("config"), dict):
+        raise ValueError(f"{folder}: its manifest.json records no settings (config)")
     try:
         rows = read_rows(folder / "evaluations.csv")
     except OSError as err:

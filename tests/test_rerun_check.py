@@ -71,6 +71,10 @@ def test_an_unusable_run_folder_is_a_one_line_error_before_any_run(tmp_path, cap
         script.main([str(tmp_path / "empty")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert err.value.code == 2 and "no readable manifest.json" in lines[-1]
+    (tmp_path / "empty" / "manifest.json").write_text(json.dumps({"command": "prioritylab train td3"}))
+    with pytest.raises(SystemExit):
+        script.main([str(tmp_path / "empty")])
+    assert "records no settings (config)" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         script.main([str(tmp_path / "empty"), "--evals", "0"])
     assert "--evals must be at least 1, got 0" in capsys.readouterr().err
@@ -100,7 +104,7 @@ def test_the_re_run_ends_when_the_check_is_killed(tmp_path):
 
     run = tmp_path / "td3_Pendulum-v1_uniform_s0"
     run.mkdir()
-    (run / "manifest.json").write_text(json.dumps({"command": "python -m prioritylab " + " ".join(
+    (run / "manifest.json").write_text(json.dumps({"config": {}, "command": "python -m prioritylab " + " ".join(
         ["train", "td3", "--env", "Pendulum-v1", "--steps", "400000", "--start-steps", "100", "--eval-every",
          "200000", "--eval-episodes", "1", "--hidden", "16", "--batch-size", "8"])}))  # fmt: skip
     (run / "evaluations.csv").write_text("step,return_mean\n200000,-1.0\n")
