@@ -407,24 +407,35 @@ def test_a_median_over_one_or_two_tasks_is_not_repeated_as_if_it_were_a_median_o
 
 
 def test_status_names_the_code_each_run_was_recorded_with_and_the_groups_recorded_at_several(tmp_path):
-    """status.md gives each run's commit (marked when its checkout had uncommitted changes) and lists the groups
-    whose runs were recorded at more than one commit: the report compares settings, not code."""
+    """status.md gives each run's commit (marked when its checkout had uncommitted changes) and machine, and lists
+    the groups whose runs were recorded at more than one commit, and those that ran on more than one machine: the
+    report compares settings, not code or machines."""
     runs = tmp_path / "runs"
-    commits = {("uniform", 0): ("a" * 40, False), ("uniform", 1): ("a" * 40, False),
-               ("per", 0): ("b" * 40, False), ("per", 1): ("c" * 40, True)}  # fmt: skip
-    for (sampler, seed), (commit, dirty) in commits.items():
+    old = {"platform": "Linux-a"}
+    new = {"platform": "Linux-b", "cpu": "AMD EPYC (family 25, model 1)", "torch_cpu": "AVX2"}
+    commits = {("uniform", 0): ("a" * 40, False, new), ("uniform", 1): ("a" * 40, False, new),
+               ("per", 0): ("b" * 40, False, old), ("per", 1): ("c" * 40, True, new)}  # fmt: skip
+    for (sampler, seed), (commit, dirty, machine) in commits.items():
         fake_run(runs, sampler, seed, [10.0 + seed] * 10)
         manifest = runs / f"td3_Hopper-v5_{sampler}_s{seed}" / "manifest.json"
-        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "git_commit": commit, "git_dirty": dirty}))
-    fake_run(runs, "per", 2, [10.0] * 10)  # a manifest without a commit
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "git_commit": commit, "git_dirty": dirty,
+                                        "machine": machine}))  # fmt: skip
+    fake_run(runs, "per", 2, [10.0] * 10)  # a manifest without a commit or a machine
+    manifest = runs / "td3_Hopper-v5_per_s2" / "manifest.json"
+    manifest.write_text(json.dumps({k: v for k, v in json.loads(manifest.read_text()).items() if k != "machine"}))
     R.report(runs, tmp_path / "out")
     text = (tmp_path / "out" / "status.md").read_text()
-    assert "td3_Hopper-v5_uniform_s1 | used | last evaluation at step 1000 of 1000 | aaaaaaa |" in text
-    assert "per_s1 | used | last evaluation at step 1000 of 1000 | ccccccc + uncommitted changes |" in text
-    assert "td3_Hopper-v5_per_s2 | used | last evaluation at step 1000 of 1000 | not recorded |" in text
+    assert ("td3_Hopper-v5_uniform_s1 | used | last evaluation at step 1000 of 1000 | aaaaaaa | "
+            "Linux-b, AMD EPYC (family 25, model 1), torch AVX2 |") in text  # fmt: skip
+    assert "per_s1 | used | last evaluation at step 1000 of 1000 | ccccccc + uncommitted changes | Linux-b," in text
+    assert "per_s0 | used | last evaluation at step 1000 of 1000 | bbbbbbb | Linux-a, CPU not recorded |" in text
+    assert "td3_Hopper-v5_per_s2 | used | last evaluation at step 1000 of 1000 | not recorded | not recorded |" in text
     groups = text.split("recorded at more than one commit")[1]
-    assert "- td3 Hopper-v5 per: bbbbbbb, ccccccc + uncommitted changes, not recorded" in groups
-    assert "uniform" not in groups
+    commits_part, machines_part = groups.split("ran on more than one machine")
+    assert "- td3 Hopper-v5 per: bbbbbbb, ccccccc + uncommitted changes, not recorded" in commits_part
+    assert ("- td3 Hopper-v5 per: Linux-a, CPU not recorded; Linux-b, AMD EPYC (family 25, model 1), torch AVX2; "
+            "not recorded") in machines_part  # fmt: skip
+    assert "uniform" not in commits_part + machines_part
 
 
 def test_probability_of_improvement_over_uniform(tmp_path):

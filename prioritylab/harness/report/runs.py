@@ -126,7 +126,7 @@ def read_run(folder: Path) -> dict:
         "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
         "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
         "finished": was_finished, "config": recorded(recorded_manifest),
-        "code": code_label(recorded_manifest),
+        "code": code_label(recorded_manifest), "machine": machine_label(recorded_manifest),
     }  # fmt: skip
 
 
@@ -137,6 +137,19 @@ def code_label(manifest: dict) -> str:
     if not isinstance(commit, str) or not commit:
         return "not recorded"
     return commit[:7] + (" + uncommitted changes" if manifest.get("git_dirty") else "")
+
+
+def machine_label(manifest: dict) -> str:
+    """The machine a run was recorded on: its platform (kernel and build), then its CPU and the kernels torch
+    dispatched to where the manifest records them (``results.machine_info``); "not recorded" without a platform.
+    Two runs of one seed and code on different machines may differ in their last bits, then in their course."""
+    machine = manifest.get("machine")
+    if not isinstance(machine, dict) or not machine.get("platform"):
+        return "not recorded"
+    cpu = machine.get("cpu")
+    if not cpu:
+        return f"{machine['platform']}, CPU not recorded"
+    return f"{machine['platform']}, {cpu}" + (f", torch {machine['torch_cpu']}" if machine.get("torch_cpu") else "")
 
 
 def folders_under(root: Path, unlisted: dict[Path, str] | None = None) -> list[Path]:
@@ -424,6 +437,7 @@ def collect(roots: Sequence[Path], out: Path, include_partial: bool = False,
         last = int(column(r["rows"], "step")[-1])
         if never_updated(r):
             status.append({"folder": str(r["folder"]), "status": "no updates, left out", "code": r["code"],
+                           "machine": r["machine"],
                            "detail": f"0 updates by step {last}: a random policy's returns (steps <= start_steps?)"})
             continue
         if id(r) in in_reference:
@@ -433,7 +447,7 @@ def collect(roots: Sequence[Path], out: Path, include_partial: bool = False,
             state = "used"
         else:
             state = "used, partial" if include_partial else "partial, left out"
-        status.append({"folder": str(r["folder"]), "status": state, "code": r["code"],
+        status.append({"folder": str(r["folder"]), "status": state, "code": r["code"], "machine": r["machine"],
                        "detail": f"last evaluation at step {last} of {r['steps']}"})  # fmt: skip
     status.sort(key=lambda x: x["folder"])
     return runs, reference_runs, status

@@ -264,18 +264,26 @@ def partial_note(runs: list[dict]) -> str:
 
 
 def status_markdown(status: list[dict], runs: Sequence[dict] = ()) -> str:
-    """``status.md``: every folder found, with what became of it and the code it was recorded with; then each
-    group of ``runs`` (agent, env, sampler) whose runs were recorded at more than one commit."""
-    lines = ["| run folder | status | detail | code (commit) |", "|---|---|---|---|"]
-    lines += [f"| {x['folder']} | {x['status']} | {x['detail']} | {x.get('code', '—')} |" for x in status]
-    commits = defaultdict(set)
-    for r in runs:
-        commits[(r["agent"], r["env"], r["sampler"])].add(r["code"])
-    mixed = {group: sorted(codes) for group, codes in sorted(commits.items()) if len(codes) > 1}
-    if mixed:
-        lines += ["", "Groups whose runs were recorded at more than one commit (the report compares their settings, "
-                  "not their code: `git log` between the commits lists what changed):", ""]
-        lines += [f"- {' '.join(group)}: {', '.join(codes)}" for group, codes in mixed.items()]
+    """``status.md``: every folder found, with what became of it, the code it was recorded with and the machine
+    it ran on; then each group of ``runs`` (agent, env, sampler) whose runs were recorded at more than one
+    commit, and each whose runs ran on more than one machine."""
+    lines = ["| run folder | status | detail | code (commit) | machine |", "|---|---|---|---|---|"]
+    lines += [f"| {x['folder']} | {x['status']} | {x['detail']} | {x.get('code', '—')} | {x.get('machine', '—')} |"
+              for x in status]  # fmt: skip
+    for key, sep, what, why in (
+        ("code", ", ", "were recorded at more than one commit",
+         "the report compares their settings, not their code: `git log` between the commits lists what changed"),
+        ("machine", "; ", "ran on more than one machine",
+         "the same seed and code on another CPU or build may differ in its last bits and then in its course, so "
+         "such runs are valid draws of the algorithm but not bit-for-bit repeatable across machines"),
+    ):
+        values = defaultdict(set)
+        for r in runs:
+            values[(r["agent"], r["env"], r["sampler"])].add(r.get(key, "not recorded"))
+        mixed = {group: sorted(v) for group, v in sorted(values.items()) if len(v) > 1}
+        if mixed:
+            lines += ["", f"Groups whose runs {what} ({why}):", ""]
+            lines += [f"- {' '.join(group)}: {sep.join(v)}" for group, v in mixed.items()]
     return "\n".join(lines) + "\n"
 
 
