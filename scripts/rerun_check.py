@@ -14,6 +14,9 @@ a default that changed since would show there).
 Prints one line per run (``identical`` through a step, or the first row that differs, its columns that differ,
 the first step at which the run's course (episodes, returns, updates) differs, if it does, and what differs
 between the machine and packages the run recorded and those here) and exits with 1 if any run differs.
+A run recorded before the replay's capacity rule (``deep.run.replay_capacity``) is re-run with
+``--buffer-size`` set to the capacity it had, as its line says, so that its recorded command means the same
+experiment.
 Rows that differ although the re-run used the run's own commit point to the machine or the packages: torch
 picks its CPU kernels by the CPU's vector units, MuJoCo's version changes its arithmetic, and either moves the
 last bits, which a run then amplifies.  Settings are checked before any run starts: a folder without a
@@ -34,14 +37,28 @@ import tempfile
 from pathlib import Path
 
 from prioritylab._cli import PARENT_PID
-from prioritylab.provenance import changed_settings
+from prioritylab.provenance import changed_settings, recorded
 
 DROPPED = {"--resume": 0, "--restart": 0, "--overwrite": 0, "--no-progress": 0, "--out": 1, "--stop-after": 1}
 """Options of a recorded command that say where and how it ran, not what: left out (with their value's count)."""
 
 
-def rerun_args(manifest: dict, out: Path, until: int) -> list[str]:
-    """The recorded ``train`` command's arguments, writing into ``out`` and stopping at step ``until``."""
+def capacity_then(manifest: dict) -> int | None:
+    """``--buffer-size`` to give the re-run where the recorded command would now get another replay capacity
+    than the run had (``deep.run.replay_capacity``: a run shorter than its buffer now keeps room for twice its
+    steps, where runs recorded before that rule had one slot a step); None where it would get the same."""
+    settings = recorded(manifest)
+    then, size, steps = settings.get("replay_capacity"), manifest["config"].get("buffer_size"), settings.get("steps")
+    if not all(isinstance(x, int) for x in (then, size, steps)):
+        return None
+    from prioritylab.deep.run import replay_capacity  # the rule itself, one home (imports torch)
+
+    return None if replay_capacity(argparse.Namespace(buffer_size=size, steps=steps)) == then else then
+
+
+def rerun_args(manifest: dict, out: Path, until: int, buffer_size: int | None = None) -> list[str]:
+    """The recorded ``train`` command's arguments, writing into ``out`` and stopping at step ``until``, with
+    ``--buffer-size`` last where given (:func:`capacity_then`)."""
     words = shlex.split(manifest["command"])
     if "train" not in words:
         raise ValueError(f"its recorded command is not a train command: {manifest['command']!r}")
@@ -54,7 +71,8 @@ def rerun_args(manifest: dict, out: Path, until: int) -> list[str]:
             continue
         args.append(words[i])
         i += 1
-    return [*args, "--out", str(out), "--stop-after", str(until), "--no-progress"]
+    size = [] if buffer_size is None else ["--buffer-size", str(buffer_size)]
+    return [*args, *size, "--out", str(out), "--stop-after", str(until), "--no-progress"]
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -137,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     differing = 0
     for folder, manifest, committed, until in plans:
         with tempfile.TemporaryDirectory(prefix="rerun_check_") as tmp:
-            cmd = [sys.executable, "-m", "prioritylab", *rerun_args(manifest, Path(tmp), until)]
+            size = capacity_then(manifest)
+            cmd = [sys.executable, "-m", "prioritylab", *rerun_args(manifest, Path(tmp), until, size)]
             env = {**os.environ, PARENT_PID: str(os.getpid())}  # the re-run ends if this check is killed
             done = subprocess.run(cmd, capture_output=True, text=True, env=env)
             found = sorted(Path(tmp).glob("*/evaluations.csv"))
@@ -154,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             diff = "settings: " + ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items()) + (
                 f"; and {diff}" if diff else "")
         commit = str(manifest.get("git_commit", "not recorded"))[:7]
+        if size is not None:
+            commit += f"; re-run with --buffer-size {size}, the replay capacity it had"
         if diff is None:
             print(f"{folder} (recorded at {commit}): identical through step {until} "
                   f"({len(committed)} evaluations, {len(committed[0])} columns)")  # fmt: skip

@@ -64,6 +64,26 @@ def test_a_run_re_run_here_is_identical_and_a_changed_value_or_setting_is_found(
     assert out.strip().endswith("(the same machine and packages as far as recorded)")
 
 
+def test_a_run_recorded_before_the_capacity_rule_is_re_run_with_the_replay_it_had(tmp_path, capsys):
+    """A manifest recording one slot a step (120 for 120 steps, the rule before ``run.replay_capacity`` gave room
+    for twice the steps) is re-run with ``--buffer-size 120``, so its settings and rows match; a run whose
+    command still gives its capacity is re-run with the command alone."""
+    script = load_script("rerun_check")
+    subprocess.run([sys.executable, "-m", "prioritylab", *TRAIN, "--out", str(tmp_path), "--no-progress"], check=True)
+    folder = tmp_path / "td3_Pendulum-v1_uniform_s0"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["replay_capacity"] == 240 and script.capacity_then(manifest) is None
+    assert "--buffer-size" not in script.rerun_args(manifest, tmp_path, 80, script.capacity_then(manifest))
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "replay_capacity": 120}))
+    capsys.readouterr()
+    assert script.main([str(folder), "--evals", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "re-run with --buffer-size 120, the replay capacity it had): identical through step 80" in out
+    del manifest["replay_capacity"]  # a manifest from before the capacity was recorded: steps slots
+    assert script.capacity_then(manifest) == 120
+    assert script.rerun_args(manifest, tmp_path, 80, 120)[-7:-5] == ["--buffer-size", "120"]
+
+
 def test_an_unusable_run_folder_is_a_one_line_error_before_any_run(tmp_path, capsys):
     script = load_script("rerun_check")
     (tmp_path / "empty").mkdir()
