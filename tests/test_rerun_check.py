@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 
@@ -12,6 +13,20 @@ from theory_scripts import load_script
 
 TRAIN = ["train", "td3", "--env", "Pendulum-v1", "--steps", "120", "--start-steps", "40", "--eval-every", "40",
          "--eval-episodes", "1", "--hidden", "16", "--batch-size", "8"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One short TD3 run made by ``prioritylab train`` here; each test copies it (:func:`run_copy`)."""
+    out = tmp_path_factory.mktemp("trained")
+    subprocess.run([sys.executable, "-m", "prioritylab", *TRAIN, "--out", str(out), "--no-progress"], check=True)
+    return out / "td3_Pendulum-v1_uniform_s0"
+
+
+def run_copy(trained, tmp_path):
+    folder = tmp_path / trained.name
+    shutil.copytree(trained, folder)
+    return folder
 
 
 def test_a_recorded_command_is_re_run_into_another_folder_and_stops_at_the_step_compared(tmp_path):
@@ -34,13 +49,12 @@ def test_a_recorded_command_is_re_run_into_another_folder_and_stops_at_the_step_
     assert "the re-run has 1 rows through step 80" in script.compare(rows, rows[:1])
 
 
-def test_a_run_re_run_here_is_identical_and_a_changed_value_or_setting_is_found(tmp_path, capsys):
+def test_a_run_re_run_here_is_identical_and_a_changed_value_or_setting_is_found(trained, tmp_path, capsys):
     """A run made by this code (by ``prioritylab train``, whose command its manifest records) re-runs to the
     same text through its second evaluation (after its first updates); an evaluation value changed in the
     committed file, or a setting recorded otherwise, is named and the check exits with 1."""
     script = load_script("rerun_check")
-    subprocess.run([sys.executable, "-m", "prioritylab", *TRAIN, "--out", str(tmp_path), "--no-progress"], check=True)
-    folder = tmp_path / "td3_Pendulum-v1_uniform_s0"
+    folder = run_copy(trained, tmp_path)
     capsys.readouterr()
     assert script.main([str(folder), "--evals", "2"]) == 0
     assert "identical through step 80 (2 evaluations" in capsys.readouterr().out
@@ -64,13 +78,12 @@ def test_a_run_re_run_here_is_identical_and_a_changed_value_or_setting_is_found(
     assert out.strip().endswith("(the same machine and packages as far as recorded)")
 
 
-def test_a_run_recorded_before_the_capacity_rule_is_re_run_with_the_replay_it_had(tmp_path, capsys):
+def test_a_run_recorded_before_the_capacity_rule_is_re_run_with_the_replay_it_had(trained, tmp_path, capsys):
     """A manifest recording one slot a step (120 for 120 steps, the rule before ``run.replay_capacity`` gave room
     for twice the steps) is re-run with ``--buffer-size 120``, so its settings and rows match; a run whose
     command still gives its capacity is re-run with the command alone."""
     script = load_script("rerun_check")
-    subprocess.run([sys.executable, "-m", "prioritylab", *TRAIN, "--out", str(tmp_path), "--no-progress"], check=True)
-    folder = tmp_path / "td3_Pendulum-v1_uniform_s0"
+    folder = run_copy(trained, tmp_path)
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["replay_capacity"] == 240 and script.capacity_then(manifest) is None
     assert "--buffer-size" not in script.rerun_args(manifest, tmp_path, 80, script.capacity_then(manifest))
