@@ -407,9 +407,9 @@ def test_a_median_over_one_or_two_tasks_is_not_repeated_as_if_it_were_a_median_o
 
 
 def test_status_names_the_code_each_run_was_recorded_with_and_the_groups_recorded_at_several(tmp_path):
-    """status.md gives each run's commit (marked when its checkout had uncommitted changes) and machine, and lists
-    the groups whose runs were recorded at more than one commit, and those that ran on more than one machine: the
-    report compares settings, not code or machines."""
+    """status.md gives each run's commit (marked when its checkout had uncommitted changes) and machine, each
+    resumption at another one from its step, and lists the groups whose runs were recorded at more than one
+    commit, and those that ran on more than one machine: the report compares settings, not code or machines."""
     runs = tmp_path / "runs"
     old = {"platform": "Linux-a"}
     new = {"platform": "Linux-b", "cpu": "AMD EPYC (family 25, model 1)", "torch_cpu": "AVX2"}
@@ -423,6 +423,10 @@ def test_status_names_the_code_each_run_was_recorded_with_and_the_groups_recorde
     fake_run(runs, "per", 2, [10.0] * 10)  # a manifest without a commit or a machine
     manifest = runs / "td3_Hopper-v5_per_s2" / "manifest.json"
     manifest.write_text(json.dumps({k: v for k, v in json.loads(manifest.read_text()).items() if k != "machine"}))
+    manifest = runs / "td3_Hopper-v5_uniform_s0" / "manifest.json"  # resumed twice: the second at another commit
+    resumes = [{"at_step": 300, "git_commit": "a" * 40, "git_dirty": False, "machine": new},
+               {"at_step": 600, "git_commit": "d" * 40, "git_dirty": False, "machine": old}]  # fmt: skip
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "resumed": resumes}))
     R.report(runs, tmp_path / "out")
     text = (tmp_path / "out" / "status.md").read_text()
     assert ("td3_Hopper-v5_uniform_s1 | used | last evaluation at step 1000 of 1000 | aaaaaaa | "
@@ -435,7 +439,12 @@ def test_status_names_the_code_each_run_was_recorded_with_and_the_groups_recorde
     assert "- td3 Hopper-v5 per: bbbbbbb, ccccccc + uncommitted changes, not recorded" in commits_part
     assert ("- td3 Hopper-v5 per: Linux-a, CPU not recorded; Linux-b, AMD EPYC (family 25, model 1), torch AVX2; "
             "not recorded") in machines_part  # fmt: skip
-    assert "uniform" not in commits_part + machines_part
+    assert ("td3_Hopper-v5_uniform_s0 | used | last evaluation at step 1000 of 1000 | aaaaaaa; resumed at step 600: "
+            "ddddddd | Linux-b, AMD EPYC (family 25, model 1), torch AVX2; resumed at step 600: Linux-a, CPU not "
+            "recorded |") in text  # fmt: skip
+    assert "- td3 Hopper-v5 uniform: aaaaaaa, ddddddd" in commits_part
+    assert ("- td3 Hopper-v5 uniform: Linux-a, CPU not recorded; Linux-b, AMD EPYC (family 25, model 1), torch "
+            "AVX2") in machines_part  # fmt: skip
 
 
 def test_probability_of_improvement_over_uniform(tmp_path):

@@ -126,8 +126,24 @@ def read_run(folder: Path) -> dict:
         "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
         "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
         "finished": was_finished, "config": recorded(recorded_manifest),
-        "code": code_label(recorded_manifest), "machine": machine_label(recorded_manifest),
+        "code": by_segment(recorded_manifest, code_label), "machine": by_segment(recorded_manifest, machine_label),
     }  # fmt: skip
+
+
+def by_segment(manifest: dict, label) -> list[tuple[int, str]]:
+    """``(step, label(record))`` for the run's first record and for each resumption (``resumed``) whose label
+    differs from the one before: a run resumed at another commit, or on another machine, is recorded with both
+    from the step it was resumed at."""
+    parts = [(0, label(manifest))]
+    for entry in manifest.get("resumed") or []:
+        if isinstance(entry, dict) and label(entry) != parts[-1][1]:
+            parts.append((entry.get("at_step", "?"), label(entry)))
+    return parts
+
+
+def segments_text(parts: list[tuple[int, str]]) -> str:
+    """:func:`by_segment`'s labels as one cell: the first, then "resumed at step N: label" for each change."""
+    return "; ".join([parts[0][1], *(f"resumed at step {step}: {text}" for step, text in parts[1:])])
 
 
 def code_label(manifest: dict) -> str:
@@ -436,8 +452,8 @@ def collect(roots: Sequence[Path], out: Path, include_partial: bool = False,
     for r in found:
         last = int(column(r["rows"], "step")[-1])
         if never_updated(r):
-            status.append({"folder": str(r["folder"]), "status": "no updates, left out", "code": r["code"],
-                           "machine": r["machine"],
+            status.append({"folder": str(r["folder"]), "status": "no updates, left out",
+                           "code": segments_text(r["code"]), "machine": segments_text(r["machine"]),
                            "detail": f"0 updates by step {last}: a random policy's returns (steps <= start_steps?)"})
             continue
         if id(r) in in_reference:
@@ -447,7 +463,8 @@ def collect(roots: Sequence[Path], out: Path, include_partial: bool = False,
             state = "used"
         else:
             state = "used, partial" if include_partial else "partial, left out"
-        status.append({"folder": str(r["folder"]), "status": state, "code": r["code"], "machine": r["machine"],
+        status.append({"folder": str(r["folder"]), "status": state,
+                       "code": segments_text(r["code"]), "machine": segments_text(r["machine"]),
                        "detail": f"last evaluation at step {last} of {r['steps']}"})  # fmt: skip
     status.sort(key=lambda x: x["folder"])
     return runs, reference_runs, status

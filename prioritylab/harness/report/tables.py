@@ -266,7 +266,8 @@ def partial_note(runs: list[dict]) -> str:
 def status_markdown(status: list[dict], runs: Sequence[dict] = ()) -> str:
     """``status.md``: every folder found, with what became of it, the code it was recorded with and the machine
     it ran on; then each group of ``runs`` (agent, env, sampler) whose runs were recorded at more than one
-    commit, and each whose runs ran on more than one machine."""
+    commit, and each whose runs ran on more than one machine (a resumed run's commits and machines counted, each
+    from the step it was resumed at: ``runs.by_segment``)."""
     lines = ["| run folder | status | detail | code (commit) | machine |", "|---|---|---|---|---|"]
     lines += [f"| {x['folder']} | {x['status']} | {x['detail']} | {x.get('code', '—')} | {x.get('machine', '—')} |"
               for x in status]  # fmt: skip
@@ -279,7 +280,7 @@ def status_markdown(status: list[dict], runs: Sequence[dict] = ()) -> str:
     ):
         values = defaultdict(set)
         for r in runs:
-            values[(r["agent"], r["env"], r["sampler"])].add(r.get(key, "not recorded"))
+            values[(r["agent"], r["env"], r["sampler"])].update(text for _, text in r[key])
         mixed = {group: sorted(v) for group, v in sorted(values.items()) if len(v) > 1}
         if mixed:
             lines += ["", f"Groups whose runs {what} ({why}):", ""]
