@@ -165,6 +165,38 @@ def machine_info() -> dict:
     return info
 
 
+def machine_label(manifest: dict) -> str:
+    """The machine a run was recorded on: its platform (kernel and build), then its CPU and the kernels torch
+    dispatched to where the manifest records them (:func:`machine_info`); "not recorded" without a platform.
+    Two runs of one seed and code on different machines may differ in their last bits, then in their course."""
+    machine = manifest.get("machine")
+    if not isinstance(machine, dict) or not machine.get("platform"):
+        return "not recorded"
+    cpu = machine.get("cpu")
+    if not cpu:
+        return f"{machine['platform']}, CPU not recorded"
+    return f"{machine['platform']}, {cpu}" + (f", torch {machine['torch_cpu']}" if machine.get("torch_cpu") else "")
+
+
+MACHINE_KEYS = ("platform", "cpu", "simd", "torch_cpu")
+"""The entries of :func:`machine_info` that can change a run's floating-point results (not its core count)."""
+
+
+def record_differences(old: Mapping, new: Mapping) -> tuple[list[str], list[str]]:
+    """Between two records of where a run ran (a manifest, or one of its ``resumed`` stretches): what differs in
+    their machine (:data:`MACHINE_KEYS`) and packages (this project's own version left out), each as
+    ``"machine.cpu A -> B"``, and what ``old`` did not record (``"packages.mujoco"``: written before the field)."""
+    differ, unrecorded = [], []
+    for section, keys in (("machine", MACHINE_KEYS), ("packages", None)):
+        was, now = old.get(section) or {}, new.get(section) or {}
+        for key in keys or sorted({*was, *now} - {"prioritylab"}):
+            if key not in was:
+                unrecorded.append(f"{section}.{key}")
+            elif was[key] != now.get(key):
+                differ.append(f"{section}.{key} {was[key]} -> {now.get(key, 'not recorded')}")
+    return differ, unrecorded
+
+
 def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> dict:
     """``cpu`` (model name, family, model) and ``simd`` (its AVX sets) from ``/proc/cpuinfo``; {} elsewhere."""
     try:

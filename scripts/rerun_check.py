@@ -38,6 +38,7 @@ from pathlib import Path
 
 from prioritylab._cli import PARENT_PID
 from prioritylab.provenance import changed_settings, recorded
+from prioritylab.results import record_differences
 
 DROPPED = {"--resume": 0, "--restart": 0, "--overwrite": 0, "--no-progress": 0, "--out": 1, "--stop-after": 1}
 """Options of a recorded command that say where and how it ran, not what: left out (with their value's count)."""
@@ -105,14 +106,7 @@ def elsewhere(recorded: dict, now: dict) -> str:
     """What differs between the machine and packages the run recorded and the re-run's (the usual cause of rows
     that differ when the code is the same: other CPU kernels, another physics engine), and what the run's
     manifest did not record (manifests written before those fields)."""
-    differ, unrecorded = [], []
-    for section, keys in (("machine", ("platform", "cpu", "simd", "torch_cpu")), ("packages", None)):
-        old, new = recorded.get(section) or {}, now.get(section) or {}
-        for key in keys or sorted({*old, *new} - {"prioritylab"}):
-            if key not in old:
-                unrecorded.append(f"{section}.{key}")
-            elif old[key] != new.get(key):
-                differ.append(f"{section}.{key} {old[key]} -> {new.get(key, 'not recorded')}")
+    differ, unrecorded = record_differences(recorded, now)
     said = f"elsewhere: {'; '.join(differ)}" if differ else "the same machine and packages as far as recorded"
     return f" ({said}" + (f"; not recorded by the run: {', '.join(unrecorded)})" if unrecorded else ")")
 

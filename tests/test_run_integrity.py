@@ -236,6 +236,7 @@ def test_a_flipped_byte_in_a_checkpoint_tensor_is_refused_and_stale_temporaries_
     stale.write_bytes(pristine[:100])
     resumed = run_here(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--resume"))
     assert resumed.returncode == 0, resumed.stderr
+    assert "resumes" not in resumed.stderr  # the same machine and code: no warning that it is resumed elsewhere
     assert (folder / "finished.json").exists() and not stale.exists()
     assert not list(folder.glob(".*.tmp"))
 
@@ -350,15 +351,36 @@ def test_a_resume_keeps_the_runs_first_record_and_adds_its_own(tmp_path):
     assert run_here(train_cmd(tmp_path, *steps, "--stop-after", "250")).returncode == 0
     manifest = tmp_path / FOLDER / "manifest.json"
     first = json.loads(manifest.read_text())
-    first |= {"git_commit": "0" * 40, "git_dirty": True, "created": "2000-01-01T00:00:00+00:00"}
-    manifest.write_text(json.dumps(first))  # as if the first stretch had run on other code
+    platform = first["machine"]["platform"]
+    first |= {"git_commit": "0" * 40, "git_dirty": True, "created": "2000-01-01T00:00:00+00:00",
+              "machine": {**first["machine"], "platform": "Linux-other"}}  # fmt: skip
+    manifest.write_text(json.dumps(first))  # as if the first stretch had run on other code, on another machine
     resumed = run(train_cmd(tmp_path, *steps, "--resume"))
     assert resumed.returncode == 0, resumed.stderr
+    assert (f"resumes elsewhere than it last ran (machine.platform Linux-other -> {platform}): it continues "
+            "validly, but not bit for bit") in resumed.stderr  # fmt: skip
+    commit = json.loads(manifest.read_text())["resumed"][0]["git_commit"][:7]
+    assert f"resumes at commit {commit}" in resumed.stderr
+    assert "it last ran at 0000000 + uncommitted changes (`git log 0000000.." in resumed.stderr
     after = json.loads(manifest.read_text())
     assert (after["git_commit"], after["git_dirty"], after["created"]) == ("0" * 40, True, first["created"])
     [stretch] = after["resumed"]
     assert stretch["at_step"] == 400 and stretch["git_commit"] != "0" * 40 and "--resume" in stretch["command"]
     assert (tmp_path / FOLDER / "finished.json").exists()
+
+
+def test_a_resume_on_another_device_or_package_version_is_named(capsys):
+    from prioritylab.deep.run import warn_if_elsewhere
+
+    last = {"device": "cuda:0", "git_commit": "a" * 40, "git_dirty": False, "machine": {"platform": "L"},
+            "packages": {"torch": "2.13.0", "prioritylab": "0.1.0"}}  # fmt: skip
+    now = {**last, "device": "cpu", "packages": {"torch": "2.14.0", "mujoco": "4.0.0", "prioritylab": "0.2.0"}}
+    warn_if_elsewhere(Path("run"), last, now)
+    assert capsys.readouterr().err == (
+        "warning: run resumes elsewhere than it last ran (packages.torch 2.13.0 -> 2.14.0; device cuda:0 -> cpu): "
+        "it continues validly, but not bit for bit as the uninterrupted run would\n")
+    warn_if_elsewhere(Path("run"), last, {**last, "packages": {**last["packages"], "prioritylab": "0.2.0"}})
+    assert capsys.readouterr().err == ""  # the project's own version is its commit's business
 
 
 def test_resuming_a_finished_run_trains_nothing_changes_no_file_and_says_so(tmp_path, capsys):

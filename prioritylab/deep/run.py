@@ -47,7 +47,7 @@ import torch
 
 from .._cli import check_output_dir
 from ..provenance import changed_settings
-from ..results import as_recorded, atomic_write, new_manifest, run_folder, write_csv, write_json
+from ..results import as_recorded, atomic_write, new_manifest, record_differences, run_folder, write_csv, write_json
 from .methods import METHODS, ReplaySettings
 
 CHECKPOINT = "checkpoint.pt"
@@ -537,9 +537,27 @@ def write_run_manifest(path: Path, cfg, agent: str, device: torch.device, method
     if resumed_at is not None:
         first = json.loads((path / "manifest.json").read_text())
         stretch = {"at_step": resumed_at, **{k: manifest[k] for k in ORIGIN}}
+        warn_if_elsewhere(path, (first.get("resumed") or [first])[-1], stretch)
         manifest = {**manifest, **{k: first[k] for k in ORIGIN if k in first},
                     "resumed": [*first.get("resumed", []), stretch]}  # fmt: skip
     write_json(path / "manifest.json", manifest)
+
+
+def warn_if_elsewhere(path: Path, last: dict, now: dict) -> None:
+    """Say, on stderr, where a resumed run continues on another machine, device or package version than it last
+    ran on (it continues validly, but not bit for bit: CPU kernels and MuJoCo's version move the last bits), or
+    at another commit.  Both are recorded in the manifest's ``resumed`` stretch, and ``status.md`` lists them."""
+    differ, _ = record_differences(last, now)
+    if last.get("device", now["device"]) != now["device"]:
+        differ.append(f"device {last['device']} -> {now['device']}")
+    if differ:
+        print(f"warning: {path} resumes elsewhere than it last ran ({'; '.join(differ)}): it continues validly, "
+              "but not bit for bit as the uninterrupted run would", file=sys.stderr)  # fmt: skip
+    was, commit = last.get("git_commit"), now.get("git_commit")
+    if was and commit and (was, last.get("git_dirty")) != (commit, now.get("git_dirty")):
+        dirty = lambda record: " + uncommitted changes" if record.get("git_dirty") else ""  # noqa: E731
+        print(f"warning: {path} resumes at commit {commit[:7]}{dirty(now)}; it last ran at {was[:7]}{dirty(last)} "
+              f"(`git log {was[:7]}..{commit[:7]}` lists what changed)", file=sys.stderr)  # fmt: skip
 
 
 def recorded_now(cfg, agent: str, method: dict) -> dict:

@@ -15,6 +15,7 @@ import numpy as np
 
 from ...provenance import IGNORED, recorded, unread_by
 from ...replay.diagnostics import COLUMNS as DIAGNOSTICS
+from ...results import machine_label
 
 LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
 
@@ -153,19 +154,6 @@ def code_label(manifest: dict) -> str:
     if not isinstance(commit, str) or not commit:
         return "not recorded"
     return commit[:7] + (" + uncommitted changes" if manifest.get("git_dirty") else "")
-
-
-def machine_label(manifest: dict) -> str:
-    """The machine a run was recorded on: its platform (kernel and build), then its CPU and the kernels torch
-    dispatched to where the manifest records them (``results.machine_info``); "not recorded" without a platform.
-    Two runs of one seed and code on different machines may differ in their last bits, then in their course."""
-    machine = manifest.get("machine")
-    if not isinstance(machine, dict) or not machine.get("platform"):
-        return "not recorded"
-    cpu = machine.get("cpu")
-    if not cpu:
-        return f"{machine['platform']}, CPU not recorded"
-    return f"{machine['platform']}, {cpu}" + (f", torch {machine['torch_cpu']}" if machine.get("torch_cpu") else "")
 
 
 def folders_under(root: Path, unlisted: dict[Path, str] | None = None) -> list[Path]:
