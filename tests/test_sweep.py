@@ -150,6 +150,22 @@ def test_a_run_another_sweep_finished_meanwhile_is_skipped(tmp_path, monkeypatch
     assert results == {"a": {"status": "finished", "exit_code": 0}, "b": {"status": "finished (skipped)"}}
 
 
+def test_a_finished_runs_warnings_are_shown_and_recorded(tmp_path, monkeypatch, capsys):
+    """A run's error output is kept for a crash only, but the warnings of a run that finished (a resume on
+    another machine or at another commit) are printed and kept in ``sweep.json``."""
+    warning = "warning: a resumes at commit 1111111; it last ran at 0000000 (`git log 0000000..1111111` ...)"
+    outputs = {"a": f"UserWarning: something of gymnasium's\n{warning}\n", "b": ""}
+    monkeypatch.setattr(sweep, "run_local", lambda cmd, cwd=None: (0, outputs[cmd[-1]]))
+    monkeypatch.setattr(sweep, "status", lambda job: "new")
+    monkeypatch.setattr(sweep, "command", lambda job: job["args"])
+    jobs = [{"name": n, "folder": tmp_path / n, "args": ["train", n]} for n in ("a", "b")]
+    results, _ = sweep.run_sweep(jobs, 1, "local", None, tmp_path / "sweep.json")
+    assert results == {"a": {"status": "finished", "exit_code": 0, "warnings": [warning]},
+                       "b": {"status": "finished", "exit_code": 0}}  # fmt: skip
+    assert f"run a: {warning}" in capsys.readouterr().out  # where a crash is reported too
+    assert json.loads((tmp_path / "sweep.json").read_text())["runs"]["a"]["warnings"] == [warning]
+
+
 def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_path, monkeypatch):
     """A second sweep (another ``--only``, or one running beside the first) records its runs beside the
     first's; a run both sweeps ran keeps the entry of the later."""

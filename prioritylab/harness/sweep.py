@@ -354,6 +354,11 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
             write_record(record, started, {job["name"]: results[job["name"]]})
             return
         results[job["name"]] = {"status": outcome(rc, job), "exit_code": rc}
+        said = [line for line in err.splitlines() if line.startswith("warning: ")] if rc == 0 else []
+        for line in said:  # a run that ended well prints nothing else; its warnings (a resume elsewhere) show
+            tqdm.write(f"run {job['name']}: {line}")
+        if said:
+            results[job["name"]]["warnings"] = said
         if rc == OTHER_SETTINGS:
             results[job["name"]]["error"] = err
             tqdm.write(f"run {job['name']} was finished meanwhile by another sweep: {err}")
