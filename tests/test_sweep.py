@@ -166,6 +166,20 @@ def test_a_finished_runs_warnings_are_shown_and_recorded(tmp_path, monkeypatch, 
     assert json.loads((tmp_path / "sweep.json").read_text())["runs"]["a"]["warnings"] == [warning]
 
 
+def test_a_warning_is_kept_however_much_a_run_writes_after_it(tmp_path, monkeypatch):
+    """The warnings are read from a run's whole error output (a resume's come first), through the real
+    ``run_local``; a crash keeps the end of its output."""
+    writes = {"a": "import sys; sys.stderr.write('warning: first\\n' + 'x' * 5000 + '\\n')",
+              "b": "import sys; sys.stderr.write('y' * 5000 + 'the end\\n'); sys.exit(1)"}  # fmt: skip
+    monkeypatch.setattr(sweep, "status", lambda job: "new")
+    monkeypatch.setattr(sweep, "command", lambda job: [sys.executable, "-c", writes[job["name"]]])
+    jobs = [{"name": n, "folder": tmp_path / n, "args": ["train", n]} for n in ("a", "b")]
+    results, _ = sweep.run_sweep(jobs, 1, "local", None, tmp_path / "sweep.json")
+    assert results["a"]["warnings"] == ["warning: first"]
+    assert results["b"]["status"] == "crashed" and results["b"]["error"].endswith("the end\n")
+    assert len(results["b"]["error"]) == sweep.ERROR_TAIL
+
+
 def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_path, monkeypatch):
     """A second sweep (another ``--only``, or one running beside the first) records its runs beside the
     first's; a run both sweeps ran keeps the entry of the later."""

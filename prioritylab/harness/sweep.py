@@ -59,6 +59,7 @@ BUDGETS = ("reduced", "paper")
 NOT_STARTED = -1  # exit code recorded for a run the sweep did not start because it was stopped
 REFUSED = 2  # exit code of a train refused before any work (a setting, its folder's lock or contents)
 OTHER_SETTINGS = -2  # exit code recorded for a run another sweep finished, meanwhile, with other settings
+ERROR_TAIL = 2000  # characters of a crashed run's error output kept in sweep.json (its last lines)
 _children: dict[int, subprocess.Popen] = {}  # the running ``prioritylab train`` processes, by pid
 _children_lock = threading.Lock()
 _stopping = threading.Event()
@@ -218,7 +219,7 @@ def command(job: dict) -> list[str]:
 
 def run_local(cmd: list[str], cwd: str | None = None) -> tuple[int, str]:
     """Run one ``prioritylab train`` command (in ``cwd``) in its own process group, told to die with this
-    process; its exit code and the end of its error output (``NOT_STARTED`` once the sweep is stopping)."""
+    process; its exit code and its whole error output (``NOT_STARTED`` once the sweep is stopping)."""
     env = {**os.environ, PARENT_PID: str(os.getpid())}
     with _children_lock:
         if _stopping.is_set():
@@ -231,7 +232,7 @@ def run_local(cmd: list[str], cwd: str | None = None) -> tuple[int, str]:
     finally:
         with _children_lock:
             _children.pop(proc.pid, None)
-    return proc.returncode, err[-2000:]
+    return proc.returncode, err
 
 
 def stop_children(sig: int = signal.SIGTERM) -> None:
@@ -355,6 +356,7 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
             return
         results[job["name"]] = {"status": outcome(rc, job), "exit_code": rc}
         said = [line for line in err.splitlines() if line.startswith("warning: ")] if rc == 0 else []
+        err = err[-ERROR_TAIL:]  # the warnings are read from the whole output, a crash keeps its end
         for line in said:  # a run that ended well prints nothing else; its warnings (a resume elsewhere) show
             tqdm.write(f"run {job['name']}: {line}")
         if said:
