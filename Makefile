@@ -19,10 +19,12 @@ $(VENV)/.bench: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(PY) -m prioritylab.demo --out $(OUT)
 
+# The default suite runs on every core (pytest-xdist); the tests sharing a module- or session-wide fixture
+# stay on one worker (tests/conftest.py).
 test: $(VENV)/.installed
 	$(PY) -m ruff check .
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir site
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadgroup
 
 # The documentation site (mkdocs-material + mkdocstrings) into site/; `.venv/bin/mkdocs serve` to browse it.
 docs: $(VENV)/.installed

@@ -11,6 +11,10 @@ reproducible, not the precision of an interval, and the bootstrap was most of th
 
 Stable-Baselines3's ``learn()`` makes a log folder for every call, in the system's temporary folder unless
 ``SB3_LOGDIR`` names one: the suite points it into pytest's own temporary folder, which pytest prunes.
+
+``make test`` runs the suite on every core (pytest-xdist, ``--dist loadgroup``). A module- or session-wide
+fixture is built once per worker that needs it, so the tests sharing one (the quick demo, a trained run) are kept
+on one worker: :func:`pytest_collection_modifyitems` puts them in an ``xdist_group`` named after the fixture.
 """
 
 import os
@@ -23,6 +27,21 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups on each worker
+def pytest_collection_modifyitems(items):
+    """Group each test by the first shared fixture of the suite's own (module or session scope, not autouse) it
+    asks for; pytest's own fixtures (baseid "") are not the suite's."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        for name in getattr(info, "names_closure", ()):
+            defs = info.name2fixturedefs.get(name) or ()
+            shared = defs and defs[-1].baseid and defs[-1].scope in ("module", "session")
+            if shared and not getattr(defs[-1], "_autouse", False):
+                owner = "" if defs[-1].scope == "session" else item.module.__name__ + "."
+                item.add_marker(pytest.mark.xdist_group(owner + name))
+                break
 
 
 @pytest.fixture(autouse=True)
