@@ -1,9 +1,15 @@
 """``make demo`` (prioritylab.demo): script discovery, verdict counts, failure reporting, and one real --quick run."""
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 from prioritylab import demo
+
+ROOT = Path(__file__).resolve().parents[1]
 
 FAKE = textwrap.dedent(
     """
@@ -141,3 +147,32 @@ def test_quick_demo_end_to_end(quick_demo):
         assert {line.split(",")[0] for line in fh.readlines()[1:]} == {"uniform", "per"}
     assert "uniform  final return" in text and "per      final return" in text
 
+
+
+GROUPS_PLUGIN = """
+import json, os
+def pytest_collection_finish(session):
+    groups = {item.nodeid: [m.args[0] for m in item.iter_markers("xdist_group")] for item in session.items}
+    uses = {item.nodeid: "quick_demo" in item.fixturenames for item in session.items}
+    with open(os.environ["GROUPS_OUT"], "w") as f:
+        json.dump({"groups": groups, "uses": uses}, f)
+"""
+
+
+def test_the_tests_sharing_the_quick_demo_run_on_one_worker(tmp_path):
+    """``make test`` runs the suite on every core: the tests reading the quick demo are one ``xdist_group``
+    (tests/conftest.py), so the demo runs once, not once per worker; a test sharing nothing is in no group."""
+    (tmp_path / "groups_plugin.py").write_text(GROUPS_PLUGIN)
+    files = ["tests/test_demo.py", "tests/test_pser_theorem.py", "tests/test_lap_equivalence_script.py",
+             "tests/test_theory_scripts_per.py", "tests/test_rerun_check.py"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "GROUPS_OUT": str(tmp_path / "groups.json")}
+    subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-qq", "-p", "no:xdist", "-p", "groups_plugin",
+                    *files], cwd=ROOT, env=env, check=True, capture_output=True)  # fmt: skip
+    found = json.loads((tmp_path / "groups.json").read_text())
+    sharing = [node for node, uses in found["uses"].items() if uses]
+    assert len(sharing) >= 6
+    assert all(found["groups"][node] == ["quick_demo"] for node in sharing)
+    trained = [node for node, groups in found["groups"].items() if groups == ["test_rerun_check.trained"]]
+    assert len(trained) >= 2 and all("test_rerun_check.py" in node for node in trained)
+    alone = "tests/test_demo.py::test_discovery_keeps_the_order_and_lists_missing_scripts"
+    assert found["groups"][alone] == []
