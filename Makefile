@@ -19,12 +19,12 @@ $(VENV)/.bench: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(PY) -m prioritylab.demo --out $(OUT)
 
-# The default suite runs on every core (pytest-xdist); the tests sharing a module- or session-wide fixture
-# stay on one worker (tests/conftest.py).
+# The default suite runs on every core, 8 at most (pytest-xdist; each worker is a process of its own, 0.6-0.9 GB
+# resident here); the tests sharing a module- or session-wide fixture stay on one worker (tests/conftest.py).
 test: $(VENV)/.installed
 	$(PY) -m ruff check .
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir site
-	$(PY) -m pytest -q -n auto --dist loadgroup
+	$(PY) -m pytest -q -n auto --maxprocesses 8 --dist loadgroup
 
 # The documentation site (mkdocs-material + mkdocstrings) into site/; `.venv/bin/mkdocs serve` to browse it.
 docs: $(VENV)/.installed
