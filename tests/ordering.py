@@ -3,9 +3,10 @@
 :func:`wait_for` polls a condition until it holds; :func:`flocks` says who holds, and who waits for, an
 ``flock`` on a file, from Linux's ``/proc/locks``."""
 
-import os
 import time
 from pathlib import Path
+
+from prioritylab.deep.run import flocks as run_flocks
 
 
 def wait_for(condition, timeout: float = 60, what: str = "", while_=None) -> None:
@@ -21,16 +22,6 @@ def wait_for(condition, timeout: float = 60, what: str = "", while_=None) -> Non
 
 
 def flocks(path: Path) -> list[tuple[int, bool]]:
-    """``(pid, waiting)`` for each ``flock`` on ``path``'s file: held (``waiting`` False) or blocked on it.
-
-    A line of ``/proc/locks`` reads ``1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF``; a
-    process blocked on that lock has a line with ``->`` after the number."""
-    inode = os.stat(path).st_ino
-    found = []
-    for line in Path("/proc/locks").read_text().splitlines():
-        fields = line.split()
-        waiting = len(fields) > 1 and fields[1] == "->"
-        fields = [fields[0], *fields[2:]] if waiting else fields
-        if len(fields) > 5 and fields[1] == "FLOCK" and int(fields[5].rsplit(":", 1)[1]) == inode:
-            found.append((int(fields[4]), waiting))
-    return found
+    """``(pid, waiting)`` for each ``flock`` on ``path``'s file: held (``waiting`` False) or blocked on it; read
+    from ``/proc/locks`` by the run lock's own reader, :func:`prioritylab.deep.run.flocks`."""
+    return run_flocks(path)

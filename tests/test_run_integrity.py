@@ -451,7 +451,28 @@ def test_a_run_refused_by_the_lock_leaves_the_folder_the_holder_made_meanwhile(t
     held[0].release()
 
 
-def test_a_run_refused_as_the_holder_takes_the_lock_names_the_pid_the_holder_writes_a_moment_later(tmp_path):
+def test_a_run_refused_by_a_lock_names_the_kernels_holder_not_a_stale_pid_in_the_file(tmp_path):
+    # the moment between a new holder's lock and its write: the file still holds the last holder's pid
+    folder = tmp_path / FOLDER
+    folder.mkdir()
+    (folder / run_mod.LOCK).write_text("4242\n")
+    code = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR); fcntl.flock(fd, fcntl.LOCK_EX); "
+            "print('locked', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(folder / run_mod.LOCK)], stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(run_mod.SettingsError, match=rf"in use by another run \(pid {holder.pid}\)"):
+            run_mod.RunLock(folder).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (folder / run_mod.LOCK).read_text() == "4242\n"  # the refused run wrote nothing
+
+
+def test_a_run_refused_as_the_holder_takes_the_lock_names_the_pid_the_holder_writes_a_moment_later(tmp_path,
+                                                                                                   monkeypatch):
+    monkeypatch.setattr(run_mod, "flocks", lambda file: [])  # a system without a lock table: the file is read
     folder = tmp_path / FOLDER
     folder.mkdir()
     fd = os.open(folder / run_mod.LOCK, os.O_RDWR | os.O_CREAT, 0o644)

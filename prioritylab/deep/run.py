@@ -189,10 +189,36 @@ def run_dir(cfg: RunSettings, agent: str) -> Path:
     return Path(cfg.out) / run_folder(agent, cfg.env, cfg.sampler, cfg.seed)
 
 
+def flocks(file: Path | int) -> list[tuple[int, bool]]:
+    """``(pid, waiting)`` for each ``flock`` on ``file`` (a path or an open descriptor), as Linux's
+    ``/proc/locks`` lists them: held (``waiting`` False), or blocked on it. Empty where there is no such table.
+
+    A line reads ``1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF`` (major and minor in hex); a
+    process blocked on that lock has a line with ``->`` after the number. The pid is the locking process's, as
+    seen from this one's pid namespace (0 where it cannot be seen)."""
+    info = os.stat(file)
+    here = (os.major(info.st_dev), os.minor(info.st_dev), info.st_ino)
+    try:
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return []
+    found = []
+    for line in table.splitlines():
+        fields = line.split()
+        waiting = len(fields) > 1 and fields[1] == "->"
+        fields = [fields[0], *fields[2:]] if waiting else fields
+        if len(fields) > 5 and fields[1] == "FLOCK":
+            major, minor, inode = fields[5].split(":")
+            if (int(major, 16), int(minor, 16), int(inode)) == here:
+                found.append((int(fields[4]), waiting))
+    return found
+
+
 class RunLock:
     """An exclusive ``fcntl.flock`` on the run folder's ``.lock``, held for the run's life.
 
-    The holder writes its pid into the file; a second process is refused with one line naming it.
+    The holder writes its pid into the file; a second process is refused with one line naming it, as the
+    kernel's lock table gives it (:func:`flocks`), or where there is none, as the file does.
     The kernel drops the lock when the holder exits, however it exits (a kill included), so a stale
     file never blocks a run.  ``.lock`` stays in the folder (removing it would let a waiting process
     lock a file nobody else sees); the one removal, of a new folder a refused run made, is caught: a lock
@@ -229,8 +255,13 @@ class RunLock:
 
     @staticmethod
     def _holder(fd: int, patience: float = 1.0) -> str:
-        """The pid the lock's holder wrote, read through ``fd``; a holder that has just taken the lock writes it
-        a moment later, so an empty file is read again for up to ``patience`` seconds before "unknown"."""
+        """The pid of the lock's holder: the kernel's (:func:`flocks`), where it names one; else the pid the
+        holder wrote, read through ``fd``. The file alone can name a stale pid, in the moment between a new
+        holder's lock and its write; and a holder that has just taken the lock writes it a moment later, so an
+        empty file is read again for up to ``patience`` seconds before "unknown"."""
+        held = {pid for pid, waiting in flocks(fd) if not waiting and pid > 0}
+        if len(held) == 1:
+            return str(held.pop())
         end = time.monotonic() + patience
         while True:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
