@@ -7,6 +7,7 @@ import json
 import pathlib
 import sys
 import threading
+import time
 
 import pytest
 from ordering import flocks, wait_for
@@ -178,6 +179,39 @@ def test_a_warning_is_kept_however_much_a_run_writes_after_it(tmp_path, monkeypa
     assert results["a"]["warnings"] == ["warning: first"]
     assert results["b"]["status"] == "crashed" and results["b"]["error"].endswith("the end\n")
     assert len(results["b"]["error"]) == sweep.ERROR_TAIL
+
+
+def test_the_bar_shows_each_running_runs_latest_evaluated_step(tmp_path, monkeypatch, capsys):
+    """The bar counts whole runs, so between two runs' ends it shows the running runs' latest evaluated steps,
+    from the last whole row of each one's evaluations.csv; a row being written is not read."""
+    monkeypatch.setattr(sweep, "PROGRESS_EVERY", 0.01)
+    monkeypatch.setattr(sweep, "status", lambda job: "new")
+    monkeypatch.setattr(sweep, "command", lambda job: job["args"])
+    seen = threading.Event()
+
+    def run(cmd, cwd=None):
+        folder = tmp_path / cmd[1]
+        folder.mkdir()
+        (folder / "evaluations.csv").write_text("step,return_mean\n5000,1.0\n10000,2.0\n150")
+        assert seen.wait(30)
+        return 0, ""
+
+    monkeypatch.setattr(sweep, "run_local", run)
+    shown = []
+    real = sweep.show_progress
+
+    def show(bar, running, since):
+        real(bar, running, since)
+        shown.append(bar.postfix)
+        if any("10,000" in (text or "") for text in shown):
+            seen.set()
+
+    monkeypatch.setattr(sweep, "show_progress", show)
+    jobs = [{"name": "a", "folder": tmp_path / "a", "args": ["train", "a", "--steps", "20000"]}]
+    sweep.run_sweep(jobs, 1, "local", None, tmp_path / "sweep.json")
+    assert "a: step 10,000/20,000" in shown
+    assert "a: step 10,000/20,000" in capsys.readouterr().err  # on the bar itself
+    assert sweep.run_progress(jobs[0], since=time.time() + 3600) is None  # a file older than the sweep: not read
 
 
 def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_path, monkeypatch):

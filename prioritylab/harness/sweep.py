@@ -31,8 +31,9 @@ stops at its episode end with a checkpoint, and the sweep exits with 128 + the
 signal once they have (re-run the same command to resume them); a second signal
 kills them at once.  On Linux each run also asks the kernel for SIGTERM when the
 sweep dies (``PR_SET_PDEATHSIG``), so even a SIGKILL of the sweep leaves no run
-behind.  ``--dry-run`` prints each command as one can paste it into a shell, its
-status as a trailing comment.
+behind.  The progress bar counts whole runs; after it, each running run's latest evaluated step, read from its
+``evaluations.csv`` every ``PROGRESS_EVERY`` seconds.  ``--dry-run`` prints each command as one can paste
+it into a shell, its status as a trailing comment.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from tqdm import tqdm
@@ -59,6 +60,7 @@ BUDGETS = ("reduced", "paper")
 NOT_STARTED = -1  # exit code recorded for a run the sweep did not start because it was stopped
 REFUSED = 2  # exit code of a train refused before any work (a setting, its folder's lock or contents)
 OTHER_SETTINGS = -2  # exit code recorded for a run another sweep finished, meanwhile, with other settings
+PROGRESS_EVERY = 30.0  # seconds between two looks at the running runs' evaluations.csv, for the bar's postfix
 ERROR_TAIL = 2000  # characters of a crashed run's error output kept in sweep.json (its last lines)
 _children: dict[int, subprocess.Popen] = {}  # the running ``prioritylab train`` processes, by pid
 _children_lock = threading.Lock()
@@ -235,6 +237,33 @@ def run_local(cmd: list[str], cwd: str | None = None) -> tuple[int, str]:
     return proc.returncode, err
 
 
+def run_progress(job: dict, since: float) -> str | None:
+    """``NAME: step S/STEPS``, from the last whole row of the run's ``evaluations.csv``, where this sweep's run
+    has written one (the file changed at or after ``since``); None before its first evaluation."""
+    path = Path(job["folder"]) / "evaluations.csv"
+    try:
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_mtime < since:
+                return None
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 4096))
+            rows = f.read().split(b"\n")
+    except OSError:
+        return None
+    try:
+        step = int(rows[-2].split(b",", 1)[0])  # the last row ending in a newline: a row being written is not
+    except (IndexError, ValueError):
+        return None
+    args = list(job["args"])
+    steps = args[args.index("--steps") + 1] if "--steps" in args[:-1] else None
+    return f"{job['name']}: step {step:,}" + (f"/{int(steps):,}" if steps and steps.isdigit() else "")
+
+
+def show_progress(bar: tqdm, running: list[dict], since: float) -> None:
+    """Put the running runs' latest evaluated steps after the bar, which itself counts whole runs."""
+    said = [text for text in (run_progress(job, since) for job in running) if text]
+    bar.set_postfix_str("; ".join(said), refresh=True)
+
+
 def stop_children(sig: int = signal.SIGTERM) -> None:
     """Start no more runs and send ``sig`` to the process group of every running one."""
     with _children_lock:
@@ -379,14 +408,21 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
         here = os.getcwd()  # the run folders are relative to where the sweep was started
         pending = {remote.remote({**j, "folder": Path(here) / j["folder"]}, here): j for j in todo}
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            job = pending.pop(ready[0])
-            done(job, *ray.get(ready[0]))
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=PROGRESS_EVERY)
+            if ready:
+                job = pending.pop(ready[0])
+                done(job, *ray.get(ready[0]))
+            show_progress(bar, list(pending.values()), started)
     else:
         with _StopOnSignal() as stop, ThreadPoolExecutor(max_workers=n_jobs) as pool:
             futures = {pool.submit(_run_job, j): j for j in todo}
-            for f in as_completed(futures):
-                done(futures[f], *f.result())
+            running = list(futures)  # in queue order
+            while running:
+                ended, _ = wait(running, timeout=PROGRESS_EVERY, return_when=FIRST_COMPLETED)
+                for f in [f for f in running if f in ended]:
+                    done(futures[f], *f.result())
+                running = [f for f in running if f not in ended]
+                show_progress(bar, [futures[f] for f in running if f.running()], started)
         stopped_by = stop.signum
     bar.close()
     write_record(record, started, {}, stopped_by)
