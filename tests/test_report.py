@@ -72,6 +72,39 @@ def test_table_is_the_mean_and_t_interval_of_the_last_ten_evaluations(tmp_path):
     assert (tmp_path / "out" / "diagnostics_td3_Hopper-v5.png").stat().st_size > 0
 
 
+def test_the_progress_bar_names_each_part_and_ends_full_and_closed(tmp_path, monkeypatch):
+    """On a terminal the report shows its parts (the bootstraps take minutes); the bar reaches its total, and is
+    closed when the report fails too."""
+    bars = []
+
+    class Bar:
+        def __init__(self, total, **kwargs):
+            self.total, self.kwargs, self.n, self.parts, self.closed = total, kwargs, 0, [], False
+            bars.append(self)
+
+        def update(self, n=1):
+            self.n += n
+
+        def set_postfix_str(self, text):
+            self.parts.append(text)
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(R, "tqdm", Bar)
+    for sampler in ("uniform", "per"):
+        for seed in range(2):
+            fake_run(tmp_path / "runs", sampler, seed, np.arange(12.0) + seed)
+    R.report(tmp_path / "runs", tmp_path / "out")
+    bar = bars[-1]
+    assert bar.n == bar.total == R.REPORT_PARTS and bar.closed
+    assert bar.kwargs["disable"] is None  # shown on a terminal only, so a log or a pipe gets no bar
+    assert len(set(bar.parts)) == R.REPORT_PARTS and bar.parts[0] == "reading the runs"
+    with pytest.raises(ValueError, match="no finished runs"):
+        R.report(tmp_path / "empty", tmp_path / "out2")
+    assert len(bars) == 2 and bars[-1].closed
+
+
 def test_ners_table3_gives_a_t_interval_across_five_or_more_seeds(tmp_path):
     for seed in range(5):
         fake_run(tmp_path / "runs", "ners", seed, [1.0] * 12)

@@ -96,10 +96,14 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from tqdm import tqdm
+
 from ..._cli import check_output_dir, fail, missing_dirs, remove_empty_dirs
 from ...results import write_csv, write_manifest
 from . import plots, stats, tables
 from .runs import against_flags, collect, grouped, incomparable
+
+REPORT_PARTS = 7  # reading, tables, intervals, differences, improvement, figures, profiles: the bar's steps
 
 
 def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False,
@@ -116,89 +120,108 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
         twice = sorted({key for key in keys if keys.count(key) > 1})
         if twice:
             raise ValueError(f"--against gives {', '.join(twice)} more than once; give each setting once")
-    runs, reference_runs, status = collect(roots, out, include_partial, against)
-    earlier_figures = _drawn_before(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "status.md").write_text(tables.status_markdown(status, runs))
-    if not runs:
-        raise ValueError(f"no finished runs under {', '.join(map(str, roots))} (see {out / 'status.md'}; "
-                         "--include-partial uses the others)")  # fmt: skip
-    partial = tables.partial_note(runs)
+    # the parts of the report, on a terminal only (disable=None): its intervals and figures take minutes
+    bar = tqdm(total=REPORT_PARTS, desc="report", unit="part", disable=None, leave=False, dynamic_ncols=True)
+    try:
+        bar.set_postfix_str("reading the runs")
+        runs, reference_runs, status = collect(roots, out, include_partial, against)
+        earlier_figures = _drawn_before(out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "status.md").write_text(tables.status_markdown(status, runs))
+        if not runs:
+            raise ValueError(f"no finished runs under {', '.join(map(str, roots))} (see {out / 'status.md'}; "
+                             "--include-partial uses the others)")  # fmt: skip
+        partial = tables.partial_note(runs)
 
-    def write(name: str, text: str) -> None:
-        """Every table's markdown goes through here, so that each begins with the partial-runs line."""
-        (out / name).write_text(partial + text)
+        def write(name: str, text: str) -> None:
+            """Every table's markdown goes through here, so that each begins with the partial-runs line."""
+            (out / name).write_text(partial + text)
 
-    groups = grouped(runs)
-    notes = incomparable(groups)
-    comparable = {k: v for k, v in groups.items() if k not in notes}
+        bar.update()
+        bar.set_postfix_str("tables")
+        groups = grouped(runs)
+        notes = incomparable(groups)
+        comparable = {k: v for k, v in groups.items() if k not in notes}
 
-    table = stats.build_table(groups, notes)
-    write_csv(out / "table.csv", table)
-    write("table.md", tables.table_markdown(table))
-    write("ners_table3.md", tables.ners_table3(comparable))
-    gains_left: list[str] = []
-    gain_rows = stats.gains(comparable, left_out=gains_left)
-    write_csv(out / "gains.csv", gain_rows)
-    write("gains.md", tables.gains_markdown(gain_rows, gains_left))
-    hn_left: list[str] = []
-    hn = stats.human_normalised(comparable, hn_left)
-    _table(out, "human_normalised", [{k: v for k, v in r.items() if k != "per_game"} for r in hn],
-           tables.human_normalised_markdown(hn, hn_left), write)
-    left: list[str] = []
-    cells = stats.score_cells(comparable, left)
-    each_task = stats.task_cells(cells)
-    left_by_task: list[str] = []
-    matrices = stats.score_matrices(cells, left)
-    agg = stats.aggregates(matrices)
-    write_csv(out / "aggregates.csv", agg)
-    write("aggregates.md", tables.aggregates_markdown(agg, left))
-    agg_by_task = stats.aggregates(stats.score_matrices(each_task, left_by_task))
-    by_task_text = tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True)
-    _table(out, "aggregates_by_task", agg_by_task, by_task_text + "\n" + tables.BY_TASK_NOTE + "\n", write)
-    not_compared: list[str] = []
-    diffs = stats.differences(comparable, left_out=not_compared)
-    write_csv(out / "differences.csv", diffs)
-    write("differences.md", tables.differences_markdown(diffs, not_compared))
-    fast = stats.speed(comparable)
-    write_csv(out / "speed.csv", fast)
-    write("speed.md", tables.speed_markdown(fast, not_compared))
-    versus_rows = []
-    if against is not None:
-        reference = grouped(reference_runs)
-        versus_rows = stats.versus(groups, reference, keys)
-        write_csv(out / "versus.csv", versus_rows)
-        write("versus.md", tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
-    else:
-        _table(out, "versus", [], "", write)
-    imp_left: list[str] = []
-    imp = stats.improvement(cells, left_out=imp_left)
-    write_csv(out / "improvement.csv", imp)
-    write("improvement.md", tables.improvement_markdown(imp, imp_left))
-    imp_by_task_left: list[str] = []
-    imp_by_task = stats.improvement(each_task, left_out=imp_by_task_left)
-    _table(out, "improvement_by_task", imp_by_task,
-           tables.improvement_markdown(imp_by_task, imp_by_task_left) + "\n" + tables.BY_TASK_NOTE + "\n", write)
-    no_timing: list[str] = []
-    over = stats.overhead(comparable, no_timing)
-    write("overhead.md", tables.overhead_markdown(over, no_timing))
+        table = stats.build_table(groups, notes)
+        write_csv(out / "table.csv", table)
+        write("table.md", tables.table_markdown(table))
+        write("ners_table3.md", tables.ners_table3(comparable))
+        gains_left: list[str] = []
+        gain_rows = stats.gains(comparable, left_out=gains_left)
+        write_csv(out / "gains.csv", gain_rows)
+        write("gains.md", tables.gains_markdown(gain_rows, gains_left))
+        hn_left: list[str] = []
+        hn = stats.human_normalised(comparable, hn_left)
+        _table(out, "human_normalised", [{k: v for k, v in r.items() if k != "per_game"} for r in hn],
+               tables.human_normalised_markdown(hn, hn_left), write)
+        bar.update()
+        bar.set_postfix_str("IQM and mean intervals (bootstrap)")
+        left: list[str] = []
+        cells = stats.score_cells(comparable, left)
+        each_task = stats.task_cells(cells)
+        left_by_task: list[str] = []
+        matrices = stats.score_matrices(cells, left)
+        agg = stats.aggregates(matrices)
+        write_csv(out / "aggregates.csv", agg)
+        write("aggregates.md", tables.aggregates_markdown(agg, left))
+        agg_by_task = stats.aggregates(stats.score_matrices(each_task, left_by_task))
+        by_task_text = tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True)
+        _table(out, "aggregates_by_task", agg_by_task, by_task_text + "\n" + tables.BY_TASK_NOTE + "\n", write)
+        bar.update()
+        bar.set_postfix_str("differences and speed")
+        not_compared: list[str] = []
+        diffs = stats.differences(comparable, left_out=not_compared)
+        write_csv(out / "differences.csv", diffs)
+        write("differences.md", tables.differences_markdown(diffs, not_compared))
+        fast = stats.speed(comparable)
+        write_csv(out / "speed.csv", fast)
+        write("speed.md", tables.speed_markdown(fast, not_compared))
+        versus_rows = []
+        if against is not None:
+            reference = grouped(reference_runs)
+            versus_rows = stats.versus(groups, reference, keys)
+            write_csv(out / "versus.csv", versus_rows)
+            write("versus.md", tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
+        else:
+            _table(out, "versus", [], "", write)
+        bar.update()
+        bar.set_postfix_str("probabilities of improvement (bootstrap)")
+        imp_left: list[str] = []
+        imp = stats.improvement(cells, left_out=imp_left)
+        write_csv(out / "improvement.csv", imp)
+        write("improvement.md", tables.improvement_markdown(imp, imp_left))
+        imp_by_task_left: list[str] = []
+        imp_by_task = stats.improvement(each_task, left_out=imp_by_task_left)
+        _table(out, "improvement_by_task", imp_by_task,
+               tables.improvement_markdown(imp_by_task, imp_by_task_left) + "\n" + tables.BY_TASK_NOTE + "\n", write)
+        no_timing: list[str] = []
+        over = stats.overhead(comparable, no_timing)
+        write("overhead.md", tables.overhead_markdown(over, no_timing))
 
-    figures = plots.plot_curves(comparable, out) + plots.plot_table3(comparable, out)
-    profiles = [plots.plot_profiles(score_dict, agent, domain, out) for (agent, domain), score_dict in matrices.items()]
-    drawn = {p.name for p in figures + profiles}
-    for name in earlier_figures - drawn:
-        (out / name).unlink(missing_ok=True)
-    recorded_roots = str(roots[0]) if len(roots) == 1 else [str(r) for r in roots]
-    write_manifest(out, {"runs": recorded_roots, "include_partial": include_partial, "n_runs": len(runs),
-                         **({"against": _recorded_against(against)} if against is not None else {})},
-                   {"program": "prioritylab report", "figures": sorted(drawn),
-                    "run_folders": [str(r["folder"]) for r in runs],
-                    **({"reference_folders": [str(r["folder"]) for r in reference_runs]} if against else {}),
-                    "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
-    return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
-            "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
-            "differences": diffs, "speed": fast, "versus": versus_rows, "aggregates_by_task": agg_by_task,
-            "improvement_by_task": imp_by_task}
+        bar.update()
+        bar.set_postfix_str("figures")
+        figures = plots.plot_curves(comparable, out) + plots.plot_table3(comparable, out)
+        bar.update()
+        bar.set_postfix_str("performance profiles (bootstrap)")
+        profiles = [plots.plot_profiles(scores, agent, domain, out) for (agent, domain), scores in matrices.items()]
+        bar.update()
+        drawn = {p.name for p in figures + profiles}
+        for name in earlier_figures - drawn:
+            (out / name).unlink(missing_ok=True)
+        recorded_roots = str(roots[0]) if len(roots) == 1 else [str(r) for r in roots]
+        write_manifest(out, {"runs": recorded_roots, "include_partial": include_partial, "n_runs": len(runs),
+                             **({"against": _recorded_against(against)} if against is not None else {})},
+                       {"program": "prioritylab report", "figures": sorted(drawn),
+                        "run_folders": [str(r["folder"]) for r in runs],
+                        **({"reference_folders": [str(r["folder"]) for r in reference_runs]} if against else {}),
+                        "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
+        return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
+                "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
+                "differences": diffs, "speed": fast, "versus": versus_rows, "aggregates_by_task": agg_by_task,
+                "improvement_by_task": imp_by_task}
+    finally:
+        bar.close()
 
 
 def _table(out: Path, name: str, rows: list[dict], text: str, write: Callable[[str, str], None]) -> None:
