@@ -122,6 +122,10 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
             raise ValueError(f"--against gives {', '.join(twice)} more than once; give each setting once")
     # the parts of the report, on a terminal only (disable=None): its intervals and figures take minutes
     bar = tqdm(total=REPORT_PARTS, desc="report", unit="part", disable=None, leave=False, dynamic_ncols=True)
+    def next_part(name: str) -> None:
+        bar.update()
+        bar.set_postfix_str(name)
+
     try:
         bar.set_postfix_str("reading the runs")
         runs, reference_runs, status = collect(roots, out, include_partial, against)
@@ -137,8 +141,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
             """Every table's markdown goes through here, so that each begins with the partial-runs line."""
             (out / name).write_text(partial + text)
 
-        bar.update()
-        bar.set_postfix_str("tables")
+        next_part("tables")
         groups = grouped(runs)
         notes = incomparable(groups)
         comparable = {k: v for k, v in groups.items() if k not in notes}
@@ -155,8 +158,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
         hn = stats.human_normalised(comparable, hn_left)
         _table(out, "human_normalised", [{k: v for k, v in r.items() if k != "per_game"} for r in hn],
                tables.human_normalised_markdown(hn, hn_left), write)
-        bar.update()
-        bar.set_postfix_str("IQM and mean intervals (bootstrap)")
+        next_part("IQM and mean intervals (bootstrap)")
         left: list[str] = []
         cells = stats.score_cells(comparable, left)
         each_task = stats.task_cells(cells)
@@ -168,8 +170,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
         agg_by_task = stats.aggregates(stats.score_matrices(each_task, left_by_task))
         by_task_text = tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True)
         _table(out, "aggregates_by_task", agg_by_task, by_task_text + "\n" + tables.BY_TASK_NOTE + "\n", write)
-        bar.update()
-        bar.set_postfix_str("differences and speed")
+        next_part("differences and speed")
         not_compared: list[str] = []
         diffs = stats.differences(comparable, left_out=not_compared)
         write_csv(out / "differences.csv", diffs)
@@ -185,8 +186,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
             write("versus.md", tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
         else:
             _table(out, "versus", [], "", write)
-        bar.update()
-        bar.set_postfix_str("probabilities of improvement (bootstrap)")
+        next_part("probabilities of improvement (bootstrap)")
         imp_left: list[str] = []
         imp = stats.improvement(cells, left_out=imp_left)
         write_csv(out / "improvement.csv", imp)
@@ -199,11 +199,9 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
         over = stats.overhead(comparable, no_timing)
         write("overhead.md", tables.overhead_markdown(over, no_timing))
 
-        bar.update()
-        bar.set_postfix_str("figures")
+        next_part("figures")
         figures = plots.plot_curves(comparable, out) + plots.plot_table3(comparable, out)
-        bar.update()
-        bar.set_postfix_str("performance profiles (bootstrap)")
+        next_part("performance profiles (bootstrap)")
         profiles = [plots.plot_profiles(scores, agent, domain, out) for (agent, domain), scores in matrices.items()]
         bar.update()
         drawn = {p.name for p in figures + profiles}
