@@ -208,9 +208,12 @@ def flocks(file: Path | int) -> list[tuple[int, bool]]:
         waiting = len(fields) > 1 and fields[1] == "->"
         fields = [fields[0], *fields[2:]] if waiting else fields
         if len(fields) > 5 and fields[1] == "FLOCK":
-            major, minor, inode = fields[5].split(":")
-            if (int(major, 16), int(minor, 16), int(inode)) == here:
-                found.append((int(fields[4]), waiting))
+            try:
+                major, minor, inode = fields[5].split(":")
+                if (int(major, 16), int(minor, 16), int(inode)) == here:
+                    found.append((int(fields[4]), waiting))
+            except ValueError:  # a line of another layout names no lock of this file
+                continue
     return found
 
 
