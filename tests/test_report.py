@@ -30,7 +30,7 @@ def fake_run(root, sampler, seed, returns, finished=True, extra=None, env="Hoppe
     folder = root / f"{agent}_{env.replace('/', '-')}_{sampler}_s{seed}"
     folder.mkdir(parents=True)
     (folder / "manifest.json").write_text(json.dumps(
-        {"config": {"agent": agent, "env": env, "sampler": sampler, "seed": seed, "steps": 1000, **(config or {})}}))
+        {"config": {"agent": agent, "env": env, "sampler": sampler, "seed": seed, **(config or {})}}))
     if wall is not None:
         (folder / "timing.csv").write_text(f"step,wall_time,steps_per_s,updates_per_s\n1000,{wall},1,1\n")
     with open(folder / "evaluations.csv", "w", newline="") as fh:
@@ -247,8 +247,9 @@ def test_whole_rows_names_the_first_row_that_is_not_whole(tmp_path, text, messag
 
 
 def test_a_finished_run_whose_evaluations_are_not_its_own_record_is_corrupt(tmp_path):
-    """Rows cut from the middle, rows past the run's schedule, and a file from another run that ends at the same
-    step: each would move the last-10 mean while looking like a run, so each is refused with its reason."""
+    """Rows cut from the middle, rows past the run's schedule, a file from another run that ends at the same
+    step, and a shorter run's files: each would move the last-10 mean while looking like a run, so each is
+    refused with its reason."""
     runs = tmp_path / "runs"
     schedule = {"steps": 1200, "eval_every": 100}
     for seed in range(2):
@@ -263,6 +264,7 @@ def test_a_finished_run_whose_evaluations_are_not_its_own_record_is_corrupt(tmp_
                                                                                       "last_eval": last}))
     fake_run(runs, "per", 5, [1.0] * 12, config=schedule, extra={"updates": 1100})
     (runs / "td3_Hopper-v5_per_s5" / "finished.json").write_text(json.dumps({"step": 1200, "updates": 1150}))
+    fake_run(runs, "per", 6, [1.0] * 8, config=schedule)  # a shorter run's files, whole and agreeing, in its folder
     result = R.report(runs, tmp_path / "out")
     assert result["table"][0]["seeds"] == 2  # seeds 0 and 3
     status = {x["folder"].rsplit("_", 1)[1]: x for x in result["status"]}
@@ -270,10 +272,76 @@ def test_a_finished_run_whose_evaluations_are_not_its_own_record_is_corrupt(tmp_
     assert status["s1"]["status"] == "corrupt" and "row 4 is at step 600, where the run's schedule" in status["s1"][
         "detail"]  # fmt: skip
     assert status["s2"]["status"] == "corrupt" and "13 rows, but a run of 1200 steps" in status["s2"]["detail"]
+    assert status["s6"]["status"] == "corrupt" and "ended at step 800, but its manifest gives it 1200 steps" in status[
+        "s6"]["detail"]  # fmt: skip
     assert status["s4"]["status"] == "corrupt" and "return_mean 1.0, but finished.json says last_eval 7.5" in status[
         "s4"]["detail"]  # fmt: skip
     assert [report_runs.evaluation_steps(1000, 300), report_runs.evaluation_steps(900, 300)] == [
         [300, 600, 900, 1000], [300, 600, 900]]  # fmt: skip
+
+
+def test_a_cell_that_is_not_a_number_or_a_missing_column_makes_a_run_corrupt_by_name(tmp_path):
+    """Every column is read as a number: a diagnostics cell that is not one would fail a later table, so the run
+    is refused up front, named with its row and column; a header without ``return_mean`` is named as such, and
+    a byte-order mark (a file saved by a spreadsheet) is read."""
+    runs = tmp_path / "runs"
+    for seed in range(4):
+        fake_run(runs, "per", seed, [1.0 + seed] * 10)
+    bad = runs / "td3_Hopper-v5_per_s1" / "evaluations.csv"
+    lines = bad.read_text().splitlines(keepends=True)
+    lines[3] = lines[3].replace(",1.5,", ",1.5x,", 1)  # row 3's td_mean
+    bad.write_text("".join(lines))
+    renamed = runs / "td3_Hopper-v5_per_s2" / "evaluations.csv"
+    renamed.write_text(renamed.read_text().replace("return_mean", "return", 1))
+    marked = runs / "td3_Hopper-v5_per_s3" / "evaluations.csv"
+    marked.write_bytes(b"\xef\xbb\xbf" + marked.read_bytes())
+    result = R.report(runs, tmp_path / "out")
+    status = {x["folder"].rsplit("_", 1)[1]: x for x in result["status"]}
+    assert status["s1"]["status"] == "corrupt" and "row 3 has td_mean '1.5x', not a number" in status["s1"]["detail"]
+    assert status["s2"]["status"] == "corrupt" and "no return_mean column (its header: step, return," in status[
+        "s2"]["detail"]  # fmt: skip
+    assert status["s3"]["status"] == "used" and result["table"][0]["seeds"] == 2
+
+
+def test_a_group_with_a_run_of_fewer_than_ten_evaluations_is_marked_in_the_table(tmp_path):
+    """A run shorter than 10 evaluations has no "last 10": its score is the mean of all of them, the first
+    ones (before much learning) included, so the table says so where it gives that score."""
+    runs = tmp_path / "runs"
+    for seed in range(2):
+        fake_run(runs, "uniform", seed, [float(seed)] * 12)
+        fake_run(runs, "per", seed, [float(seed)] * (6 + seed), env="Walker2d-v5")
+    R.report(runs, tmp_path / "out")
+    text = (tmp_path / "out" / "table.md").read_text()
+    assert "| td3 | Walker2d-v5 | per | 2 (few seeds) | 600 | 0.5 ± 6.4 (a run of 6 evals) |" in text
+    assert "| td3 | Hopper-v5 | uniform | 2 (few seeds) | 1200 | 0.5 ± 6.4 |" in text
+    assert "(a run of N evals): a run with fewer than 10 evaluations" in text
+
+
+def test_a_report_that_fails_half_way_leaves_the_earlier_report_in_its_folder_as_it_was(tmp_path, monkeypatch):
+    """Tables and figures are written to a folder of their own and moved into ``--out`` only once all are
+    written, so a report that fails in its last part leaves no mix of two reports (nor its own staging folder)."""
+    runs = tmp_path / "runs"
+    for sampler in ("uniform", "per"):
+        for seed in range(2):
+            fake_run(runs, sampler, seed, [1.0 + seed] * 10)
+    out = tmp_path / "out"
+    R.report(runs, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert "curves_td3_Hopper-v5.png" in before and "table.md" in before
+    fake_run(runs, "per", 2, [9.0] * 10)  # a new run changes the tables
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("out of memory")
+
+    real = plots.plot_profiles
+    monkeypatch.setattr(plots, "plot_profiles", fail)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        R.report(runs, out)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    monkeypatch.setattr(plots, "plot_profiles", real)
+    R.report(runs, out)
+    assert "| per | 3 (few seeds) |" in (out / "table.md").read_text()
+    assert sorted(p.name for p in out.iterdir()) == sorted(before)
 
 
 def test_a_run_that_finishes_while_the_report_reads_it_is_partial_not_corrupt(tmp_path, monkeypatch):
@@ -449,11 +517,11 @@ def test_status_names_the_code_each_run_was_recorded_with_and_the_groups_recorde
     commits = {("uniform", 0): ("a" * 40, False, new), ("uniform", 1): ("a" * 40, False, new),
                ("per", 0): ("b" * 40, False, old), ("per", 1): ("c" * 40, True, new)}  # fmt: skip
     for (sampler, seed), (commit, dirty, machine) in commits.items():
-        fake_run(runs, sampler, seed, [10.0 + seed] * 10)
+        fake_run(runs, sampler, seed, [10.0 + seed] * 10, config={"steps": 1000})
         manifest = runs / f"td3_Hopper-v5_{sampler}_s{seed}" / "manifest.json"
         manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "git_commit": commit, "git_dirty": dirty,
                                         "machine": machine}))  # fmt: skip
-    fake_run(runs, "per", 2, [10.0] * 10)  # a manifest without a commit or a machine
+    fake_run(runs, "per", 2, [10.0] * 10, config={"steps": 1000})  # a manifest without a commit or a machine
     manifest = runs / "td3_Hopper-v5_per_s2" / "manifest.json"
     manifest.write_text(json.dumps({k: v for k, v in json.loads(manifest.read_text()).items() if k != "machine"}))
     manifest = runs / "td3_Hopper-v5_uniform_s0" / "manifest.json"  # resumed twice: the second at another commit

@@ -106,9 +106,10 @@ def children_of(pid: int) -> list[int]:
 # ---- 1. report: a cut evaluations.csv is skipped by name; an empty run folder is listed ----
 
 
-def fake_run(root: Path, sampler: str, seed: int, returns, steps=1000, updates=10, **config) -> Path:
+def fake_run(root: Path, sampler: str, seed: int, returns, steps=None, updates=10, **config) -> Path:
     folder = root / f"td3_Hopper-v5_{sampler}_s{seed}"
     folder.mkdir(parents=True)
+    steps = 100 * len(returns) if steps is None else steps  # a finished run ends at its steps
     manifest = {"config": {"agent": "td3", "env": "Hopper-v5", "sampler": sampler, "seed": seed, "steps": steps,
                            **config}}  # fmt: skip
     (folder / "manifest.json").write_text(json.dumps(manifest))
@@ -619,14 +620,17 @@ def test_train_refuses_steps_not_above_start_steps_unless_asked(tmp_path, capsys
 def test_report_refuses_to_compare_samplers_whose_runs_differ_in_other_settings(tmp_path):
     runs = tmp_path / "runs"
     for seed in (0, 1):
-        fake_run(runs, "uniform", seed, [1.0 + seed] * 12, steps=1000, batch_size=128)
-        fake_run(runs, "per", seed, [2.0 + seed] * 12, steps=2000, batch_size=128, replay={"alpha": 0.6})
-        fake_run(runs, "lap", seed, [3.0] * 12, steps=1000, batch_size=256 if seed else 128)
+        fake_run(runs, "uniform", seed, [1.0 + seed] * 12, batch_size=128)
+        fake_run(runs, "per", seed, [2.0 + seed] * 24, batch_size=128, replay={"alpha": 0.6})
+        fake_run(runs, "lap", seed, [3.0] * 12, batch_size=256 if seed else 128)
     result = R.report(runs, tmp_path / "out")
     assert result["gains"] == [] and result["aggregates"] == []
     text = (tmp_path / "out" / "table.md").read_text()
-    assert "**Not comparable**" in text and "samplers differ in steps (1000, 2000)" in text
+    assert "**Not comparable**" in text and "samplers differ in steps (1200, 2400)" in text
     assert "seeds differ in batch_size (128, 256)" in text and "replay.alpha" not in text
+    for table in ("differences", "gains", "aggregates", "improvement", "overhead"):  # why lap is in no row
+        assert "- td3 Hopper-v5 lap: not comparable, so in no row here (table.md says why)" in (
+            tmp_path / "out" / f"{table}.md").read_text(), table  # fmt: skip
     same = tmp_path / "same"
     for seed in (0, 1):
         fake_run(same, "uniform", seed, [1.0 + seed] * 12, threads=1 + seed)  # bookkeeping settings may differ

@@ -60,12 +60,13 @@ runs by (agent, environment, sampler) across seeds and writes:
   report into a folder that holds an earlier report removes the figures that one drew and this one does not
   (a group no longer there); figures it did not draw, such as one drawn by hand, stay.
 
-A final score is the mean return over a run's last 10 evaluations.  Partial runs are
+A final score is the mean return over a run's last 10 evaluations (``table.md`` marks a group with a run of
+fewer, whose score then averages all of them).  Partial runs are
 listed and never averaged in, unless ``--include-partial`` (then ``table.md`` marks them
 and every table begins with a line that counts them).
 A corrupt or truncated ``manifest.json`` / ``evaluations.csv`` (a row with fewer or
-more fields than the header, or a last row without its line end) is reported by name
-and skipped.
+more fields than the header, or a last row without its line end, a cell that is not a number,
+no ``step`` or ``return_mean`` column) is reported by name and skipped.
 
 Only like is compared with like: the seeds of a group must agree on every setting
 but the seed and the bookkeeping ones (``IGNORED``), and the samplers of one agent
@@ -73,7 +74,8 @@ and environment on every setting but the sampler and its ``replay.*`` settings. 
 group that differs, or that holds one seed in two run folders (a copy), is marked in
 ``table.md`` with what differs, and left out of every other table and figure.  A run
 whose ``finished.json`` names another last step, last return or update count than its
-``evaluations.csv`` ends with (a cut or replaced file) is corrupt, and so is one whose rows are not
+``evaluations.csv`` ends with (a cut or replaced file), or another last step than its manifest's
+``steps`` (a shorter run's files), is corrupt, and so is one whose rows are not
 the first evaluations of its own schedule (every ``eval_every`` steps and at its last step, from
 its manifest: rows cut from the middle, or more rows than the run has).  The rliable tables
 take each sampler's own seeds (its lowest, as many on each task) on the samplers and tasks that give the most
@@ -87,19 +89,24 @@ side.  Nothing is left out in silence: each table ends with what it could not us
 (a comparison of the papers without 2 seeds a side, an environment whose baseline is 0 or
 absent, an Atari game without human and random scores, a run whose ``timing.csv`` is
 missing, cut short or ends early, a sampler with too few seeds for NERS Table 3's pairs; a
-replay statistic not logged, or infinite, in some seed).
+replay statistic not logged, or infinite, in some seed), and each names first the groups left out as not
+comparable.  The tables and figures are written into a folder of their own inside ``--out`` and moved into it
+when all are written, so a report that fails leaves an earlier report there as it was.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tqdm import tqdm
 
 from ..._cli import check_output_dir, fail, missing_dirs, remove_empty_dirs
-from ...results import write_csv, write_manifest
+from ...results import atomic_write, write_csv, write_manifest
 from . import plots, stats, tables
 from .runs import against_flags, collect, grouped, incomparable
 
@@ -126,87 +133,27 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
         bar.update()
         bar.set_postfix_str(name)
 
+    stage = None
     try:
         bar.set_postfix_str("reading the runs")
         runs, reference_runs, status = collect(roots, out, include_partial, against)
         earlier_figures = _drawn_before(out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "status.md").write_text(tables.status_markdown(status, runs))
         if not runs:
+            _write_text(out / "status.md", tables.status_markdown(status, runs))
             raise ValueError(f"no finished runs under {', '.join(map(str, roots))} (see {out / 'status.md'}; "
                              "--include-partial uses the others)")  # fmt: skip
-        partial = tables.partial_note(runs)
-
-        def write(name: str, text: str) -> None:
-            """Every table's markdown goes through here, so that each begins with the partial-runs line."""
-            (out / name).write_text(partial + text)
-
-        next_part("tables")
-        groups = grouped(runs)
-        notes = incomparable(groups)
-        comparable = {k: v for k, v in groups.items() if k not in notes}
-
-        table = stats.build_table(groups, notes)
-        write_csv(out / "table.csv", table)
-        write("table.md", tables.table_markdown(table))
-        write("ners_table3.md", tables.ners_table3(comparable))
-        gains_left: list[str] = []
-        gain_rows = stats.gains(comparable, left_out=gains_left)
-        write_csv(out / "gains.csv", gain_rows)
-        write("gains.md", tables.gains_markdown(gain_rows, gains_left))
-        hn_left: list[str] = []
-        hn = stats.human_normalised(comparable, hn_left)
-        _table(out, "human_normalised", [{k: v for k, v in r.items() if k != "per_game"} for r in hn],
-               tables.human_normalised_markdown(hn, hn_left), write)
-        next_part("IQM and mean intervals (bootstrap)")
-        left: list[str] = []
-        cells = stats.score_cells(comparable, left)
-        each_task = stats.task_cells(cells)
-        left_by_task: list[str] = []
-        matrices = stats.score_matrices(cells, left)
-        agg = stats.aggregates(matrices)
-        write_csv(out / "aggregates.csv", agg)
-        write("aggregates.md", tables.aggregates_markdown(agg, left))
-        agg_by_task = stats.aggregates(stats.score_matrices(each_task, left_by_task))
-        by_task_text = tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True)
-        _table(out, "aggregates_by_task", agg_by_task, by_task_text + "\n" + tables.BY_TASK_NOTE + "\n", write)
-        next_part("differences and speed")
-        not_compared: list[str] = []
-        diffs = stats.differences(comparable, left_out=not_compared)
-        write_csv(out / "differences.csv", diffs)
-        write("differences.md", tables.differences_markdown(diffs, not_compared))
-        fast = stats.speed(comparable)
-        write_csv(out / "speed.csv", fast)
-        write("speed.md", tables.speed_markdown(fast, not_compared))
-        versus_rows = []
-        if against is not None:
-            reference = grouped(reference_runs)
-            versus_rows = stats.versus(groups, reference, keys)
-            write_csv(out / "versus.csv", versus_rows)
-            write("versus.md", tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
-        else:
-            _table(out, "versus", [], "", write)
-        next_part("probabilities of improvement (bootstrap)")
-        imp_left: list[str] = []
-        imp = stats.improvement(cells, left_out=imp_left)
-        write_csv(out / "improvement.csv", imp)
-        write("improvement.md", tables.improvement_markdown(imp, imp_left))
-        imp_by_task_left: list[str] = []
-        imp_by_task = stats.improvement(each_task, left_out=imp_by_task_left)
-        _table(out, "improvement_by_task", imp_by_task,
-               tables.improvement_markdown(imp_by_task, imp_by_task_left) + "\n" + tables.BY_TASK_NOTE + "\n", write)
-        no_timing: list[str] = []
-        over = stats.overhead(comparable, no_timing)
-        write("overhead.md", tables.overhead_markdown(over, no_timing))
-
-        next_part("figures")
-        figures = plots.plot_curves(comparable, out) + plots.plot_table3(comparable, out)
-        next_part("performance profiles (bootstrap)")
-        profiles = [plots.plot_profiles(scores, agent, domain, out) for (agent, domain), scores in matrices.items()]
-        bar.update()
-        drawn = {p.name for p in figures + profiles}
-        for name in earlier_figures - drawn:
+        # every table and figure is written into a folder of its own in `out` first, and moved into `out` only
+        # when all are: a report that fails half-way leaves an earlier report's files as they were, not a mix
+        stage = Path(tempfile.mkdtemp(dir=out, prefix=".report-"))
+        gone: list[str] = []  # tables an earlier report wrote that this one's runs do not give
+        result = _report_into(stage, gone, runs, reference_runs, status, against, next_part)
+        drawn = {p.name for p in result["figures"] + result["profiles"]}
+        for name in sorted(os.listdir(stage)):
+            os.replace(stage / name, out / name)
+        for name in [*gone, *sorted(earlier_figures - drawn)]:
             (out / name).unlink(missing_ok=True)
+        bar.update()
         recorded_roots = str(roots[0]) if len(roots) == 1 else [str(r) for r in roots]
         write_manifest(out, {"runs": recorded_roots, "include_partial": include_partial, "n_runs": len(runs),
                              **({"against": _recorded_against(against)} if against is not None else {})},
@@ -214,23 +161,116 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
                         "run_folders": [str(r["folder"]) for r in runs],
                         **({"reference_folders": [str(r["folder"]) for r in reference_runs]} if against else {}),
                         "not_used": [x for x in status if not x["status"].startswith("used")]})  # fmt: skip
-        return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
-                "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
-                "differences": diffs, "speed": fast, "versus": versus_rows, "aggregates_by_task": agg_by_task,
-                "improvement_by_task": imp_by_task}
+        result["figures"] = [out / p.name for p in result["figures"]]
+        del result["profiles"]
+        return result
     finally:
         bar.close()
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
 
 
-def _table(out: Path, name: str, rows: list[dict], text: str, write: Callable[[str, str], None]) -> None:
-    """``<name>.csv`` and ``<name>.md`` (through the report's ``write``) when there are rows; otherwise no such
-    files, not even an earlier report's in the same folder (a table this report's runs do not give)."""
+def _write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda fh: fh.write(text))
+
+
+def _report_into(out: Path, gone: list[str], runs: list[dict], reference_runs: list[dict], status: list[dict],
+                 against: list[tuple[str, str]] | None, next_part: Callable[[str], None]) -> dict:
+    """Write every table and figure of :func:`report` into ``out`` (the report's staging folder), and put in
+    ``gone`` the tables that the runs do not give.  Returns the tables' rows, the figures and the profiles."""
+    _write_text(out / "status.md", tables.status_markdown(status, runs))
+    partial = tables.partial_note(runs)
+
+    def write(name: str, text: str) -> None:
+        """Every table's markdown goes through here, so that each begins with the partial-runs line."""
+        _write_text(out / name, partial + text)
+
+    next_part("tables")
+    groups = grouped(runs)
+    notes = incomparable(groups)
+    comparable = {k: v for k, v in groups.items() if k not in notes}
+    # a group left out as not comparable is in none of the tables after table.md: each names it first, so that a
+    # comparison with it that reads "no X runs" is not taken for runs never made
+    unlike = [f"{a} {e} {s}: not comparable, so in no row here (table.md says why)" for a, e, s in sorted(notes)]
+
+    table = stats.build_table(groups, notes)
+    write_csv(out / "table.csv", table)
+    few_evaluations = stats.few_evaluations(groups)
+    write("table.md", tables.table_markdown(table, few_evaluations))
+    write("ners_table3.md", tables.ners_table3(comparable))
+    gains_left = list(unlike)
+    gain_rows = stats.gains(comparable, left_out=gains_left)
+    write_csv(out / "gains.csv", gain_rows)
+    write("gains.md", tables.gains_markdown(gain_rows, gains_left))
+    hn_left = list(unlike)
+    hn = stats.human_normalised(comparable, hn_left)
+    _table(out, "human_normalised", [{k: v for k, v in r.items() if k != "per_game"} for r in hn],
+           tables.human_normalised_markdown(hn, hn_left), write, gone)
+    next_part("IQM and mean intervals (bootstrap)")
+    left = list(unlike)
+    cells = stats.score_cells(comparable, left)
+    each_task = stats.task_cells(cells)
+    left_by_task = list(unlike)
+    matrices = stats.score_matrices(cells, left)
+    agg = stats.aggregates(matrices)
+    write_csv(out / "aggregates.csv", agg)
+    write("aggregates.md", tables.aggregates_markdown(agg, left))
+    agg_by_task = stats.aggregates(stats.score_matrices(each_task, left_by_task))
+    by_task_text = tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True)
+    _table(out, "aggregates_by_task", agg_by_task, by_task_text + "\n" + tables.BY_TASK_NOTE + "\n", write,
+           gone)
+    next_part("differences and speed")
+    not_compared = list(unlike)
+    diffs = stats.differences(comparable, left_out=not_compared)
+    write_csv(out / "differences.csv", diffs)
+    write("differences.md", tables.differences_markdown(diffs, not_compared))
+    fast = stats.speed(comparable)
+    write_csv(out / "speed.csv", fast)
+    write("speed.md", tables.speed_markdown(fast, not_compared))
+    versus_rows = []
+    if against is not None:
+        keys = [key for key, _ in against]
+        reference = grouped(reference_runs)
+        versus_rows = stats.versus(groups, reference, keys)
+        write_csv(out / "versus.csv", versus_rows)
+        write("versus.md", tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
+    else:
+        _table(out, "versus", [], "", write, gone)
+    next_part("probabilities of improvement (bootstrap)")
+    imp_left = list(unlike)
+    imp = stats.improvement(cells, left_out=imp_left)
+    write_csv(out / "improvement.csv", imp)
+    write("improvement.md", tables.improvement_markdown(imp, imp_left))
+    imp_by_task_left = list(unlike)
+    imp_by_task = stats.improvement(each_task, left_out=imp_by_task_left)
+    _table(out, "improvement_by_task", imp_by_task,
+           tables.improvement_markdown(imp_by_task, imp_by_task_left) + "\n" + tables.BY_TASK_NOTE + "\n", write,
+           gone)
+    no_timing = list(unlike)
+    over = stats.overhead(comparable, no_timing)
+    write("overhead.md", tables.overhead_markdown(over, no_timing))
+
+    next_part("figures")
+    figures = plots.plot_curves(comparable, out) + plots.plot_table3(comparable, out)
+    next_part("performance profiles (bootstrap)")
+    profiles = [plots.plot_profiles(scores, agent, domain, out) for (agent, domain), scores in matrices.items()]
+    return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
+            "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
+            "differences": diffs, "speed": fast, "versus": versus_rows, "aggregates_by_task": agg_by_task,
+            "improvement_by_task": imp_by_task, "profiles": profiles,
+            "few_evaluations": few_evaluations}
+
+
+def _table(out: Path, name: str, rows: list[dict], text: str, write: Callable[[str, str], None],
+           gone: list[str]) -> None:
+    """``<name>.csv`` and ``<name>.md`` (through the report's ``write``) when there are rows; otherwise their
+    names in ``gone``, so that not even an earlier report's are left in the report's folder (a table this
+    report's runs do not give)."""
     if rows:
         write_csv(out / f"{name}.csv", rows)
         write(f"{name}.md", text)
     else:
-        for suffix in (".csv", ".md"):
-            (out / f"{name}{suffix}").unlink(missing_ok=True)
+        gone.extend(f"{name}{suffix}" for suffix in (".csv", ".md"))
 
 
 def _drawn_before(out: Path) -> set[str]:
@@ -291,7 +331,7 @@ def _main(args) -> int:
     except ValueError as err:
         remove_empty_dirs(created)  # a refused report leaves no folder of its own behind
         fail("prioritylab report", f"{err}")
-    print(tables.table_markdown(result["table"]))
+    print(tables.table_markdown(result["table"], result["few_evaluations"]))
     left_out = [x for x in result["status"] if not x["status"].startswith("used")]
     for x in left_out:
         print(f"left out: {x['folder']}: {x['status']} ({x['detail']})")

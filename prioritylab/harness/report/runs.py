@@ -52,7 +52,7 @@ def whole_rows(path: Path) -> list[dict]:
     that is not readable CSV or has a row that is not whole: one with fewer or more fields than the header,
     or a last row without its line end, which a file cut while written leaves (``"1000,63"`` of
     ``"1000,631.5"``); ``OSError`` for a file that cannot be opened."""
-    with open(path, newline="") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:  # a byte-order mark, as spreadsheets save it, is read
         try:
             text = fh.read()
             rows = list(csv.DictReader(text.splitlines(keepends=True)))
@@ -103,12 +103,17 @@ def read_run(folder: Path) -> dict:
         raise ValueError(f"{evals}: {err}") from None
     if not rows:
         raise ValueError(f"{evals}: no evaluations")
+    missing = [key for key in ("step", "return_mean") if key not in rows[0]]
+    if missing:
+        raise ValueError(f"{evals}: no {' or '.join(missing)} column (its header: {', '.join(rows[0])})")
     last = -math.inf
     for i, row in enumerate(rows):
-        try:
-            step, ret = float(row["step"]), float(row["return_mean"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"{evals}: row {i + 1} is truncated or not numeric") from None
+        for key, value in row.items():  # every column is a number (a statistic not logged: empty or nan)
+            try:
+                float(value or "nan")
+            except ValueError:
+                raise ValueError(f"{evals}: row {i + 1} has {key} {value!r}, not a number") from None
+        step, ret = float(row["step"]), float(row["return_mean"])
         if not (math.isfinite(step) and math.isfinite(ret)) or step <= last:
             raise ValueError(f"{evals}: row {i + 1} has step {row['step']} / return {row['return_mean']}")
         last = step
@@ -119,6 +124,10 @@ def read_run(folder: Path) -> dict:
         if not isinstance(ended, (int, float)) or ended != last:
             raise ValueError(f"{evals}: ends at step {rows[-1]['step']}, but {finished.name} says the run ended at "
                              f"step {ended!r} (a cut or replaced evaluations.csv?)")  # fmt: skip
+        steps = config.get("steps")
+        if type(steps) is int and ended != steps:  # the loop writes finished.json at its last step only
+            raise ValueError(f"{finished}: the run ended at step {ended!r}, but its manifest gives it {steps} steps "
+                             "(files of another run?)")  # fmt: skip
         for key, column in (("last_eval", "return_mean"), ("updates", "updates")):  # the last row's, when written
             if key in summary and column in rows[-1] and not _same_number(summary[key], rows[-1][column]):
                 raise ValueError(f"{evals}: its last row has {column} {rows[-1][column]}, but {finished.name} says "

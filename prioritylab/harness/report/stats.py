@@ -74,7 +74,7 @@ def build_table(groups: dict, notes: dict | None = None) -> list[dict]:
     notes = notes or {}
     table = []
     for (agent, env, sampler), runs in sorted(groups.items()):
-        finals = np.array([column(r["rows"], "return_mean")[-LAST:].mean() for r in runs])
+        finals = np.array([final_score(r) for r in runs])
         mean, half = mean_ci(finals)
         table.append({
             "agent": agent, "env": env, "sampler": sampler, "seeds": len(runs),
@@ -84,6 +84,13 @@ def build_table(groups: dict, notes: dict | None = None) -> list[dict]:
             "not_comparable": notes.get((agent, env, sampler), ""),
         })  # fmt: skip
     return table
+
+
+def few_evaluations(groups: dict) -> dict:
+    """``(agent, env, sampler) -> n`` for each group with a run of fewer than :data:`LAST` evaluations, ``n`` the
+    fewest: such a run's final score is the mean of all its evaluations, its first ones included."""
+    fewest = {key: min(len(r["rows"]) for r in runs) for key, runs in groups.items()}
+    return {key: n for key, n in fewest.items() if n < LAST}
 
 
 def gains(groups: dict, baselines=("uniform", "per"), left_out: list[str] | None = None) -> list[dict]:

@@ -8,21 +8,29 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .runs import last_values
+from .runs import LAST, last_values
 from .stats import MIN_CI_RUNS, NOMINAL_RUNS, TABLE3_KEYS, mean_ci, welch_ci
 
 
-def table_markdown(table: list[dict]) -> str:
-    lines = ["| agent | env | sampler | seeds | steps | return (last 10 evals) ± 95 % CI |",
+def table_markdown(table: list[dict], few_evaluations: dict | None = None) -> str:
+    """``table.md``; ``few_evaluations`` (:func:`stats.few_evaluations`) marks the groups with a run of fewer than
+    ``LAST`` evaluations, whose score is then not a mean of the last ``LAST``."""
+    few_evaluations = few_evaluations or {}
+    lines = [f"| agent | env | sampler | seeds | steps | return (last {LAST} evals) ± 95 % CI |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for t in table:
         ci = "n/a (1 seed)" if math.isnan(t["ci95"]) else f"{t['ci95']:.1f}"
         few = " (few seeds)" if 1 < t["seeds"] < MIN_CI_RUNS else ""
         unfinished = "" if t["finished"] == t["seeds"] else f" ({t['seeds'] - t['finished']} partial)"
+        n = few_evaluations.get((t["agent"], t["env"], t["sampler"]))
+        short = "" if n is None else f" (a run of {n} evals)"
         lines.append(f"| {t['agent']} | {t['env']} | {t['sampler']} | {t['seeds']}{unfinished}{few} | "
-                     f"{t['last_step']} | {t['return_last10_mean']:.1f} ± {ci} |")  # fmt: skip
+                     f"{t['last_step']} | {t['return_last10_mean']:.1f} ± {ci}{short} |")  # fmt: skip
     if any(1 < t["seeds"] < MIN_CI_RUNS for t in table):
         lines += ["", f"(few seeds): fewer than {MIN_CI_RUNS} seeds; the interval is not meaningful."]
+    if few_evaluations:
+        lines += ["", f"(a run of N evals): a run with fewer than {LAST} evaluations, whose score is the mean of all "
+                      "of them, its first ones included; compare such a group's score with care."]  # fmt: skip
     flagged = [t for t in table if t.get("not_comparable")]
     if flagged:
         lines.append("")
