@@ -13,6 +13,13 @@ def check_positive_int(name: str, value) -> int:
     return int(value)
 
 
+def check_bool(name: str, value) -> bool:
+    """A flag: True or False (NumPy's too), not a string such as "no", which ``bool()`` would read as True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_range(name: str, value, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> float:
     """Check ``lo <(=) value <(=) hi``; infinite bounds are allowed."""
     try:
@@ -30,7 +37,10 @@ def check_range(name: str, value, lo: float, hi: float, lo_open: bool = False, h
 
 def check_finite_array(name: str, values, nonnegative: bool = False) -> np.ndarray:
     """Return ``values`` as a 1-D float64 array; reject NaN/inf (and negatives)."""
-    arr = np.ascontiguousarray(np.asarray(values, dtype=np.float64)).reshape(-1)
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":  # strings would be read as numbers ("2.5"), objects as anything
+        raise ValueError(f"{name} must be numbers, got dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
     bad = ~np.isfinite(arr)
     if nonnegative:
         bad |= arr < 0

@@ -460,7 +460,11 @@ class TreeArrays(NamedTuple):
 
 
 def _as_values(values, n: int, name: str) -> np.ndarray:
-    arr = np.ascontiguousarray(np.asarray(values, dtype=np.float64))
+    arr = np.asarray(values)
+    if arr.dtype != np.float64 or not arr.flags.c_contiguous:
+        if arr.dtype.kind not in "fiub" and arr.size:  # a string ("2.5") would be read as a number
+            raise ValueError(f"{name} must be numbers, got dtype {arr.dtype}")
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
     if arr.ndim == 0:
         arr = np.full(n, float(arr))
     if arr.shape != (n,):

@@ -64,6 +64,31 @@ def test_ess_matches_the_formula_on_given_weights():
     assert rep["weight_mean"] == pytest.approx((w.sum() + 4) / 8, rel=1e-12, abs=0)
 
 
+def test_ess_of_weights_too_small_to_square_and_of_zero_weights_and_their_state_reloads():
+    """Global normalisation can give a whole batch weights under 1e-145, whose squares underflow: the ESS
+    fraction is computed from the weights over their largest, as it does not change with their scale.  Weights
+    that are all 0 have none: NaN, which the state reloads (a checkpoint of such a run resumes)."""
+    d = ReplayDiagnostics(8)
+    w = np.array([1.0, 0.5, 0.25, 0.25])
+    d.on_sample(np.array([0, 1, 2, 3]), w * 1e-200, np.array([0, 1, 2, 3]), 0.4)
+    d.on_draw(np.array([0, 1, 2, 3]), w * 1e-200, np.zeros(8, dtype=np.int64), 3, 0.4)
+    expected = w.sum() ** 2 / (4 * (w**2).sum())
+    np.testing.assert_allclose(d.ess, [expected, expected], rtol=1e-12, atol=0)
+    d.on_draw(np.array([0, 1]), np.zeros(2), np.zeros(8, dtype=np.int64), 3, 0.4)
+    assert np.isnan(d.ess[-1])
+    again = ReplayDiagnostics(8)
+    again.assign(ReplayDiagnostics.parse_state(d.state_dict(), 8))
+    assert again.ess[:2] == d.ess[:2] and np.isnan(again.ess[2])
+    buf = buffer("per", cap=16, alpha=1.0, eps=0.0, normalise="global")  # the same through a buffer's checkpoint
+    for t in range(12):
+        step(buf, t)
+    live = np.flatnonzero(buf.sampler.sampleable(np.arange(16)))
+    buf.sampler.update(live, np.r_[1e-200, np.ones(live.shape[0] - 1)])
+    buf.sample(4, beta=1.0)
+    assert 0 < buf.diagnostics.ess[-1] <= 1
+    buffer("per", cap=16, alpha=1.0, eps=0.0, normalise="global").load_state_dict(buf.state_dict())
+
+
 def test_ages_and_coverage_after_the_ring_wraps():
     buf = buffer("uniform", cap=16)
     for t in range(40):  # wraps twice: slots now hold steps 24..39 (one held as newest)

@@ -150,6 +150,7 @@ def test_gradient_is_zero_at_zero():
     [
         (lambda: losses.mse([1.0, np.nan]), r"delta\[1\] = nan"),
         (lambda: losses.huber([np.inf]), r"delta\[0\] = inf"),
+        (lambda: losses.huber(["0.5"]), r"delta must be numbers, got dtype <U3"),
         (lambda: losses.pal([0.0, 1.0, -np.inf]), r"delta\[2\] = -inf"),
         (lambda: losses.pal([1.0], alpha=-0.1), r"alpha .* -0.1"),
         (lambda: losses.per_equivalent([1.0], beta=1.5), r"beta .* 1.5"),

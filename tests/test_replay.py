@@ -223,6 +223,43 @@ def test_bad_rows_are_rejected_before_anything_changes(arg, value, match):
     assert pickle.dumps(buf.state_dict()) == before
 
 
+def test_bad_slots_envs_and_devices_are_refused_before_anything_changes():
+    """``gather`` reads only slots of the buffer (a slot past it would be read from outside its arrays),
+    ``end_episodes`` takes integer environments, and ``sample`` refuses an unknown device before it draws (a
+    draw moves the generator and the diagnostics' counts)."""
+    buf = make_buffer(16, 2, sampler="per")
+    fill(buf, Driver(2, 1, np.random.default_rng(0)), 5, 0.0, 0.0)
+    before = pickle.dumps(buf.state_dict())
+    for bad, match in (([16], r"indices\[0\] = 16 is out of range \[0, 16\)"), ([3, -1], r"indices\[1\] = -1"),
+                       ([1.7], "indices must be integers")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            buf.gather(bad)
+    for bad in ([0.9], ["1"]):
+        with pytest.raises(ValueError, match="envs must be integers"):
+            buf.end_episodes(np.zeros((2, 3)), bad)
+    with pytest.raises(RuntimeError, match="gpu0"):
+        buf.sample(4, device="gpu0")
+    assert pickle.dumps(buf.state_dict()) == before
+    np.testing.assert_array_equal(buf.gather([0, 1])["obs"], buf.gather(np.array([0, 1], dtype=np.int32))["obs"])
+
+
+def test_a_buffer_is_refused_a_sampler_it_could_not_use():
+    """per-rank samples only when every written slot may be drawn, which a buffer never allows (it holds the newest
+    transition back): refused when the buffer is built, not at its first draw after the warm-up."""
+    with pytest.raises(ValueError, match="sampler per-rank cannot back a ReplayBuffer"):
+        ReplayBuffer(16, (3,), (), sampler=make_sampler("per-rank", 16, seed=0))
+    with pytest.raises(ValueError, match="sampler capacity 8 != buffer capacity 16"):
+        ReplayBuffer(16, (3,), (), sampler=make_sampler("per", 8, seed=0))
+
+
+def test_greedy_td_gives_its_probabilities_before_any_slot_may_be_drawn():
+    buf = ReplayBuffer(16, (3,), (), sampler=make_sampler("greedy-td", 16, seed=0), action_dtype=np.int8)
+    buf.add(np.zeros((1, 3)), np.array([1]), np.zeros(1), np.ones((1, 3)), np.array([False]), np.array([False]))
+    assert buf.sampler.size == 1 and not buf.sampler.sampleable(np.arange(16)).any()
+    assert (buf.sampler.probabilities() == 0).all()
+    assert np.isnan(buf.diagnostics_report()["coverage"])
+
+
 def test_update_accepts_torch_tensors_and_skips_stale_items():
     import torch
 

@@ -120,6 +120,11 @@ def test_rank_uniform_within_segment_matches_an_independent_segment_model(n, k, 
     alpha = 0.7
     p, segments, fallback = per_uniform_segment_model(n, k, alpha)
     assert any(fallback) == (k == 32)
+    # a draw's probability, the position it is drawn at taken at random: a rank in several segments (the
+    # fallbacks) is in each one's share, so the IS weights of a rank drawn more often are smaller
+    marginal = np.zeros(n)
+    for q in range(k):
+        marginal[segments[q]] += 1.0 / (k * len(segments[q]))
     s = make_sampler("per-rank", 128, alpha=alpha, within_segment="uniform", seed=11)
     s.add(np.arange(n))
     s.update(np.arange(n), np.random.default_rng(1).permutation(n) + 1.0)
@@ -129,8 +134,7 @@ def test_rank_uniform_within_segment_matches_an_independent_segment_model(n, k, 
         b = s.sample(k)
         ranks = s.ranks(b.indices) - 1
         counts[np.arange(k), ranks] += 1
-        sizes = np.array([len(segments[q]) for q in range(k)])
-        np.testing.assert_allclose(b.probs, 1.0 / (k * sizes), rtol=1e-15, atol=0)
+        np.testing.assert_allclose(b.probs, marginal[ranks], rtol=1e-12, atol=0)
     observed = [np.flatnonzero(counts[q]).tolist() for q in range(k)]  # the sampler's segments, as drawn
     # every rank is reachable
     assert sorted(set().union(*map(set, observed))) == list(range(n))
@@ -152,3 +156,12 @@ def test_rank_uniform_within_segment_matches_an_independent_segment_model(n, k, 
         support = np.zeros(n)
         support[segments[q]] = 1.0
         assert chi_square_pvalue(counts[q], support) > 1e-3 / k, f"segment {q}"
+    # pooled over positions, the draws follow the probabilities reported (with a rank in several segments too)
+    assert chi_square_pvalue(counts.sum(axis=0), marginal) > 1e-3
+    # and the global IS normaliser is the least probability of any rank under the same scheme
+    g = make_sampler("per-rank", 128, alpha=alpha, within_segment="uniform", normalise="global", beta=0.5, seed=11)
+    g.add(np.arange(n))
+    g.update(np.arange(n), np.random.default_rng(1).permutation(n) + 1.0)
+    g.refresh()
+    b = g.sample(k)
+    np.testing.assert_allclose(b.weights, (marginal[g.ranks(b.indices) - 1] / marginal.min()) ** -0.5, rtol=1e-12)

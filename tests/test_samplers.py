@@ -338,6 +338,8 @@ def test_bad_input_raises_and_leaves_state_unchanged(name, call, match):
         ("per", {"normalise": "max"}, "normalise"),
         ("lap", {"kappa": 0.0}, "kappa"),
         ("lap", {"kappa": -1.0}, "kappa"),
+        ("lap", {"kappa": 2.0, "initial_priority": 0.5}, r"initial_priority=0.5 is below kappa=2.0"),
+        ("per", {"stratified": "no"}, "stratified must be True or False, got 'no'"),
         ("pser", {"rho": 1.5}, "rho"),
         ("pser", {"mode": "mul"}, "mode"),
         ("per-rank", {"alpha": -1.0}, "alpha"),

@@ -221,6 +221,7 @@ def test_state_dict_round_trip_and_continuation():
         ([-1], [1.0], r"indices\[0\] = -1 is out of range"),
         ([0.5], [1.0], "integers"),
         ([0, 1], [1.0], "shape"),
+        ([0], ["2.5"], "priorities must be numbers, got dtype <U3"),
     ],
 )
 def test_bad_update_raises_and_leaves_tree_unchanged(indices, values, match):

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_positive_int, check_range
+from .._checks import as_index_array, check_indices, check_positive_int, check_range
 from ..samplers.base import Sampler
 from ..samplers.state import StateError, check_keys, state_array, state_int, state_value
 from .diagnostics import ReplayDiagnostics
@@ -186,6 +186,9 @@ class ReplayBuffer:
             raise ValueError("the buffer adds new items at the max priority: build the sampler with init='max'")
         if sampler.size:
             raise ValueError("the sampler must be empty")
+        if getattr(sampler, "name", None) == "per-rank":  # it samples only where every written slot may be drawn
+            raise ValueError("sampler per-rank cannot back a ReplayBuffer: the buffer holds slots back from sampling "
+                             "(the newest transition, episode tails), and per-rank samples only when none is held")
         self.sampler = sampler
         self.obs_shape = tuple(int(d) for d in obs_shape)
         if frame_stack > 1 and (len(self.obs_shape) < 2 or self.obs_shape[0] != frame_stack):
@@ -326,7 +329,7 @@ class ReplayBuffer:
         without an open episode are left alone.  Everything is checked before anything changes.
         """
         final = _check_rows("final_obs", final_obs, (self.num_envs, *self.obs_shape), self.obs_dtype)
-        envs = np.unique(np.asarray(envs, dtype=np.int64).reshape(-1))
+        envs = np.unique(as_index_array("envs", np.asarray(envs).reshape(-1)))
         if envs.size and (envs[0] < 0 or envs[-1] >= self.num_envs):
             raise ValueError(f"envs must be in [0, {self.num_envs}), got {envs.tolist()}")
         st, w = self.storage, self.writer
@@ -361,8 +364,12 @@ class ReplayBuffer:
 
     # -- sampling --------------------------------------------------------------
     def gather(self, indices) -> dict[str, np.ndarray]:
-        """Observation stacks, actions, n-step returns, discounts and next-observation stacks of ``indices``."""
-        idx = np.ascontiguousarray(indices, dtype=np.int64)
+        """Observation stacks, actions, n-step returns, discounts and next-observation stacks of ``indices``
+        (integer slots in ``[0, capacity)``; ``ValueError`` naming the first that is not)."""
+        return self._gather(check_indices("indices", indices, self.capacity))
+
+    def _gather(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        """:meth:`gather` of slots the sampler drew (contiguous int64, in range: not checked again)."""
         b, k = idx.shape[0], self.frame_stack
         st = self.storage
         frames, actions = st["obs"], st["action"]
@@ -386,16 +393,17 @@ class ReplayBuffer:
 
         IS weights are float32 in (0, 1]: a weight below float32's range is :data:`WEIGHT_FLOOR`.
         """
+        if device is not None:  # a device torch does not know is refused before anything is drawn
+            import torch
+
+            dev = torch.device(device)
         drawn = self.sampler.sample(batch_size, beta)
-        data = self.gather(drawn.indices)
+        data = self._gather(np.ascontiguousarray(drawn.indices, dtype=np.int64))
         if self.diagnostics is not None:
             self.diagnostics.on_draw(drawn.indices, drawn.weights, self.storage["env_step"],
                                      int(self.writer["steps"][0]) - 1, beta)  # fmt: skip
         weights = np.maximum(drawn.weights.astype(np.float32), WEIGHT_FLOOR)  # stays in (0, 1] as float32
         if device is not None:
-            import torch
-
-            dev = torch.device(device)
             if dev.type == "cpu":  # no copy: the tensors share the arrays' memory
                 from_numpy = torch.from_numpy
                 data = {k: (v if k == "steps" else from_numpy(v)) for k, v in data.items()}

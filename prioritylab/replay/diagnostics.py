@@ -25,6 +25,28 @@ COLUMNS = (
 )  # fmt: skip
 
 
+TINY = 1e-290
+"""Below this sum of squared weights (all of a batch's weights under about 1e-145, as global normalisation
+can give), the ESS fraction is computed from the weights over their largest (:func:`_ess_scaled`)."""
+
+
+@njit(cache=True)
+def _ess_scaled(weights):
+    """The ESS fraction (sum w)^2 / (k sum w^2) of weights too small to square, from ``w / max(w)`` (the
+    fraction does not change with the weights' scale); NaN for no weights or none above 0."""
+    m = 0.0
+    for i in range(weights.shape[0]):
+        m = max(m, weights[i])
+    if m <= 0.0:
+        return math.nan
+    s = 0.0
+    s2 = 0.0
+    for i in range(weights.shape[0]):
+        s += weights[i] / m
+        s2 += (weights[i] / m) ** 2
+    return s * s / (weights.shape[0] * s2)
+
+
 @njit(cache=True)
 def _accumulate(idx, weights, counts):
     """Count the draws of each slot; return the batch's ESS fraction (sum w)^2 / (k sum w^2)."""
@@ -34,7 +56,7 @@ def _accumulate(idx, weights, counts):
         counts[idx[i]] += 1
         s += weights[i]
         s2 += weights[i] * weights[i]
-    return s * s / (idx.shape[0] * s2) if s2 > 0.0 else math.nan
+    return s * s / (idx.shape[0] * s2) if s2 > TINY else _ess_scaled(weights)
 
 
 @njit(cache=True)
@@ -53,7 +75,7 @@ def _accumulate_draw(idx, weights, counts, env_step, now, ages):
         ages[i] = now - env_step[j]
         s += weights[i]
         s2 += weights[i] * weights[i]
-    return (s * s / (k * s2) if s2 > 0.0 else math.nan), s, s2
+    return (s * s / (k * s2) if s2 > TINY else _ess_scaled(weights)), s, s2
 
 
 @njit(cache=True)
@@ -184,8 +206,10 @@ class ReplayDiagnostics:
         for key, arr in (("counts", counts), ("ages", ages)):
             if (arr < 0).any():
                 raise StateError(f"state['diagnostics'][{key!r}] must be non-negative")
-        if not ((ess > 0) & (ess <= 1 + 1e-12)).all():  # one per batch: (sum w)^2 / (k sum w^2), weights > 0
-            raise StateError("state['diagnostics']['ess'] must hold fractions in (0, 1], one per batch")
+        # one per batch: (sum w)^2 / (k sum w^2), NaN where no weight is above 0 (global normalisation with an item
+        # of zero priority)
+        if not (np.isnan(ess) | ((ess > 0) & (ess <= 1 + 1e-12))).all():
+            raise StateError("state['diagnostics']['ess'] must hold fractions in (0, 1] (or NaN), one per batch")
         n = moments[:, 0]
         if not np.isfinite(moments).all() or (n < 0).any() or (n != np.round(n)).any() or (moments[:, 2] < 0).any():
             raise StateError("state['diagnostics']['moments'] must hold counts, sums and sums of squares")

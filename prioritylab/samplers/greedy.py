@@ -30,8 +30,9 @@ class GreedyTDSampler(PrioritySampler):
 
     def probabilities(self) -> np.ndarray:
         p = np.zeros(self.capacity)
-        if self._size:
-            p[self._order()[0]] = 1.0
+        order = self._order()
+        if order.size:  # none where no written slot may be drawn yet
+            p[order[0]] = 1.0
         return p
 
     def _sample(self, k: int, beta: float | None) -> SampleBatch:

@@ -25,6 +25,9 @@ class LAPSampler(PrioritySampler):
         # New items start at the max priority: 1 as in PER, but never below LAP's floor kappa.
         kwargs.setdefault("initial_priority", max(1.0, self.kappa))
         super().__init__(capacity, alpha, seed, **kwargs)
+        if self.initial_priority < self.kappa:  # a priority LAP's rule could never give
+            raise ValueError(f"initial_priority={self.initial_priority} is below kappa={self.kappa}, LAP's least "
+                             "priority max(|delta|, kappa); give one of at least kappa")  # fmt: skip
         self._rule_param = self.kappa
 
     def config(self) -> dict:

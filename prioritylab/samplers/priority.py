@@ -11,7 +11,7 @@ import copy
 
 import numpy as np
 
-from .._checks import check_indices, check_range, check_total
+from .._checks import check_bool, check_indices, check_range, check_total
 from ..priorities import ABS, mass_of, masses_of, raw_priority
 from ..sumtree import SumTree, tree_alloc, tree_rebuild, tree_sample
 from .base import SampleBatch, Sampler
@@ -53,8 +53,8 @@ class PrioritySampler(Sampler):
         if init not in ("max", "td"):
             raise ValueError(f"init must be 'max' or 'td', got {init!r}")
         self.init = init
-        self.stratified = bool(stratified)
-        self._track_min = bool(track_min)
+        self.stratified = check_bool("stratified", stratified)
+        self._track_min = check_bool("track_min", track_min)
         self.tree = SumTree(capacity, track_min=track_min, track_max=False) if self._uses_tree else None
         self._raw = self._slots["raw"]  # zeros
         self._max_raw = self.initial_priority

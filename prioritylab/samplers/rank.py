@@ -17,8 +17,11 @@ over ranks depends only on the capacity and is built once, and each draw is a
 binary search, O(log N).  ``"uniform"`` is PER's O(1) shortcut: a rank drawn
 uniformly between the segment's boundaries (kept for the last size and batch
 size), whose probabilities (returned in ``probs``) only approximate the power
-law.  Defaults: alpha = 0.7, beta0 = 0.5 (PER's rank-based setting; its
-hyperparameter table did not survive in the text, ``FORMULAS.md``).
+law.  They are each draw's probability at a position taken at random, so a rank
+that several segments fall back to (one holding more than ``1/k`` of the mass)
+counts each of them, and the IS weights stay unbiased.  Defaults: alpha = 0.7,
+beta0 = 0.5 (PER's rank-based setting; its hyperparameter table did not survive
+in the text, ``FORMULAS.md``).
 """
 
 from __future__ import annotations
@@ -135,7 +138,7 @@ class RankSampler(PrioritySampler):
     def memory_bytes(self) -> int:
         """Bytes of the per-slot arrays and raw priorities, the heap and its positions, the rank masses and
         their CDF, and the segment bounds kept for the last batch size."""
-        segments = sum(a.nbytes for a in self._segment_cache)
+        segments = sum(a.nbytes for a in self._segment_cache if isinstance(a, np.ndarray))
         held = (self._heap, self._pos, self._rank_mass, self._cdf)
         return super().memory_bytes() + sum(a.nbytes for a in held) + segments
 
@@ -196,20 +199,35 @@ class RankSampler(PrioritySampler):
             target = (np.arange(k) + u) * (total / k)
             r = np.minimum(np.searchsorted(self._cdf[:n], target, side="right"), n - 1)
             return r, self._rank_mass[r] / total, self._rank_mass[n - 1] / total
-        lo, hi, seg_prob = self._segments(n, k)
+        lo, hi, mass, least = self._segments(n, k)
         r = lo + np.floor(u * (hi - lo)).astype(np.int64)
-        return r, seg_prob, float(seg_prob.min())
+        return r, self._marginal(lo, hi, mass, r), least
 
-    def _segments(self, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Rank bounds of ``k`` equal-mass segments over ``n`` ranks, kept for the last ``(n, k)``
-        (PER precomputes them), so a draw within a segment is O(1)."""
+    @staticmethod
+    def _marginal(lo: np.ndarray, hi: np.ndarray, mass: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """Probability that one draw of the batch, at a position taken at random, is rank ``r``:
+        ``sum_j [lo_j <= r < hi_j] / (k (hi_j - lo_j))``.  Segments overlap where one rank holds more
+        than ``1/k`` of the mass (the segments it spans all fall back to it), so a rank may be in
+        several; ``lo`` and ``hi`` never decrease, so those are the ones from the first whose ``hi``
+        exceeds ``r`` to the last whose ``lo`` does not (``mass``: the running sum of their shares)."""
+        first = np.searchsorted(hi, r, side="right")
+        last = np.searchsorted(lo, r, side="right")
+        return mass[last] - mass[first]
+
+    def _segments(self, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """Rank bounds of ``k`` equal-mass segments over ``n`` ranks, the running sum of their shares
+        ``1 / (k (hi - lo))`` (:meth:`_marginal`) and the least probability of any rank, kept for the
+        last ``(n, k)`` (PER precomputes them), so a draw within a segment is O(1)."""
         if self._segment_key != (n, k):
             bounds = (np.arange(k + 1) / k) * self._cdf[n - 1]
             edges = np.searchsorted(self._cdf[:n], bounds, side="left")
             edges[-1] = n
             lo = np.minimum(edges[:-1], n - 1)
             hi = np.maximum(edges[1:], lo + 1)
-            self._segment_cache = (lo, hi, 1.0 / (k * (hi - lo)))
+            mass = np.concatenate(([0.0], np.cumsum(1.0 / (k * (hi - lo)))))
+            starts = np.unique(np.concatenate((lo, hi[hi < n])))  # the probability is constant from each on
+            least = float(self._marginal(lo, hi, mass, starts).min())
+            self._segment_cache = (lo, hi, mass, least)
             self._segment_key = (n, k)
         return self._segment_cache
 
