@@ -118,6 +118,36 @@ def test_bad_settings_fail_before_any_work_with_one_line(args, message, tmp_path
     assert not any(tmp_path.iterdir())  # nothing written
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["td3", "--expl-noise", "nan"], "expl_noise must be a finite number, got nan"),  # crashed after the warm-up
+    (["td3", "--lr", "inf"], "lr must be a finite number, got inf"),
+    (["sac", "--target-entropy", "nan"], "target_entropy must be a finite number, got nan"),
+    (["sac", "--initial-temperature", "inf"], "initial_temperature must be a finite number, got inf"),
+    (["td3", "--buffer-size", "3"], "buffer_size 3 gives a replay of 3 slots, fewer than the 4 it needs"),
+    (["td3", "--steps", "1e5000"], "--steps"),  # left for tyro to refuse, not written out digit by digit
+])  # fmt: skip
+def test_settings_that_would_fail_late_are_refused_before_any_work(args, message, tmp_path, capsys):
+    try:
+        code = cli_main(["train", args[0], "--env", "Pendulum-v1", "--steps", "600", "--start-steps", "200",
+                         "--eval-every", "200", *args[1:], "--out", str(tmp_path), "--no-progress"])  # fmt: skip
+    except SystemExit as exit:  # tyro's own refusals exit
+        code = exit.code
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1, err
+    assert not any(tmp_path.iterdir())  # no run folder left behind
+
+
+def test_a_run_stopped_before_its_first_checkpoint_points_to_restart(tmp_path, capsys):
+    args = ["train", "td3", "--env", "Pendulum-v1", "--steps", "600", "--eval-every", "200", "--start-steps", "200",
+            "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    folder = tmp_path / "td3_Pendulum-v1_uniform_s0"
+    folder.mkdir()
+    (folder / "evaluations.csv").write_text("step,return_mean\n200,-1500.0\n")
+    assert cli_main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "holds a run stopped before its first checkpoint; pass --restart to run it again" in err, err
+
+
 def test_output_folder_that_cannot_be_created_is_refused(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")

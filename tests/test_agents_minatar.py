@@ -168,6 +168,8 @@ BAD = [
     (["sac", "--env", "MinAtar/Asterix-v1"], "MinAtar/Asterix-v1 has Discrete(5) actions"),
     (["ddqn", "--env", "MinAtar/Breakout-v1", "--sticky", "1.5"], "sticky must be in [0, 1], got 1.5"),
     (["dqn", "--env=MinAtar/Freeway-v1", "--conv-channels", "0"], "conv_channels must be positive, got 0"),
+    # an infinite eps made every RMSprop step 0: a run that finished without ever learning
+    (["dqn", "--env", "MinAtar/Breakout-v1", "--rms-eps", "inf"], "rms_eps must be a finite number, got inf"),
 ]
 
 

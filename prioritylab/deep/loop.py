@@ -238,6 +238,10 @@ def check_replay_memory(spec: Spec, cfg: RunSettings, env: gym.Env) -> None:
     """The replay's memory formula against the memory available, before anything is allocated."""
     args = spec.buffer_args(cfg, env)
     capacity = replay_capacity(cfg)
+    least = args.get("n_step", 1) + args.get("frame_stack", 1) + 2  # ReplayBuffer's least slots per environment
+    if capacity < least:
+        raise SettingsError(f"buffer_size {cfg.buffer_size} gives a replay of {capacity} slots, fewer than the "
+                            f"{least} it needs (n_step + frame_stack + 2)")  # fmt: skip
     need = estimate_bytes(capacity, args["obs_shape"], args["obs_dtype"], args.get("action_shape", ()),
                           args.get("action_dtype", np.float32), args.get("frame_stack", 1))  # fmt: skip
     check_memory(capacity, need)

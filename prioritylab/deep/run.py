@@ -34,12 +34,13 @@ import errno
 import fcntl
 import hashlib
 import json
+import math
 import os
 import shutil
 import signal
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -162,6 +163,10 @@ def check_common(cfg: RunSettings) -> None:
     size = getattr(cfg, "buffer_size", None)
     if isinstance(size, int) and size > MAX_COUNT:
         raise SettingsError(f"buffer_size must be at most 2**62, got {size!r}")
+    for setting in fields(cfg):  # a NaN or infinite rate, noise or epsilon would fail late, or never learn
+        value = getattr(cfg, setting.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SettingsError(f"{setting.name} must be a finite number, got {value!r}")
 
 
 def available_bytes() -> int | None:
@@ -349,8 +354,11 @@ def _check_contents(path: Path, resume: bool, overwrite: bool, restart: bool = F
         return
     if finished:
         raise SettingsError(f"{path} already holds a finished run; pass --overwrite to replace it")
-    if started:
+    if started and (path / CHECKPOINT).exists():
         raise SettingsError(f"{path} holds an unfinished run; pass --resume to continue it or --overwrite")
+    if started:  # stopped before its first checkpoint: nothing to resume from
+        raise SettingsError(f"{path} holds a run stopped before its first checkpoint; pass --restart to run it "
+                            "again or --overwrite")  # fmt: skip
 
 
 class _Hashing:
