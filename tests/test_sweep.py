@@ -445,7 +445,7 @@ COMMITTED = [  # specification, study folder, seeds, the finished runs of the sp
     ("minatar_budget.py", "minatar_budget", 1, 3),
     ("ners_fig3.py", "ners_fig3", 10, 60),
     ("lap_halfcheetah.py", "lap_halfcheetah", 5, 20),
-    ("lap_halfcheetah.py", "lap_halfcheetah/followup", 13, 15),
+    ("lap_halfcheetah.py", "lap_halfcheetah/followup", 13, 16),
 ]
 
 
