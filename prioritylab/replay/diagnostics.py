@@ -33,12 +33,13 @@ can give), the ESS fraction is computed from the weights over their largest (:fu
 @njit(cache=True)
 def _ess_scaled(weights):
     """The ESS fraction (sum w)^2 / (k sum w^2) of weights too small to square, from ``w / max(w)`` (the
-    fraction does not change with the weights' scale); NaN for no weights or none above 0."""
+    fraction does not change with the weights' scale).  Weights all 0 (global normalisation where an item has
+    probability 0) reach the learner as equal floors (``buffer.WEIGHT_FLOOR``): a fraction of 1."""
     m = 0.0
     for i in range(weights.shape[0]):
         m = max(m, weights[i])
     if m <= 0.0:
-        return math.nan
+        return 1.0
     s = 0.0
     s2 = 0.0
     for i in range(weights.shape[0]):
@@ -206,10 +207,8 @@ class ReplayDiagnostics:
         for key, arr in (("counts", counts), ("ages", ages)):
             if (arr < 0).any():
                 raise StateError(f"state['diagnostics'][{key!r}] must be non-negative")
-        # one per batch: (sum w)^2 / (k sum w^2), NaN where no weight is above 0 (global normalisation with an item
-        # of zero priority)
-        if not (np.isnan(ess) | ((ess > 0) & (ess <= 1 + 1e-12))).all():
-            raise StateError("state['diagnostics']['ess'] must hold fractions in (0, 1] (or NaN), one per batch")
+        if not ((ess > 0) & (ess <= 1 + 1e-12)).all():  # one per batch: (sum w)^2 / (k sum w^2), weights > 0
+            raise StateError("state['diagnostics']['ess'] must hold fractions in (0, 1], one per batch")
         n = moments[:, 0]
         if not np.isfinite(moments).all() or (n < 0).any() or (n != np.round(n)).any() or (moments[:, 2] < 0).any():
             raise StateError("state['diagnostics']['moments'] must hold counts, sums and sums of squares")
