@@ -35,12 +35,20 @@ def check_range(name: str, value, lo: float, hi: float, lo_open: bool = False, h
     return v
 
 
+def as_float_array(name: str, values) -> np.ndarray:
+    """``values`` as a contiguous float64 array (no copy when they are one); ``ValueError`` for anything but
+    numbers: a string such as ``"2.5"`` would otherwise be read as one."""
+    arr = np.asarray(values)
+    if arr.dtype != np.float64 or not arr.flags.c_contiguous:
+        if arr.dtype.kind not in "fiub" and arr.size:
+            raise ValueError(f"{name} must be numbers, got dtype {arr.dtype}")
+        arr = np.ascontiguousarray(arr, dtype=np.float64)
+    return arr
+
+
 def check_finite_array(name: str, values, nonnegative: bool = False) -> np.ndarray:
     """Return ``values`` as a 1-D float64 array; reject NaN/inf (and negatives)."""
-    arr = np.asarray(values)
-    if arr.dtype.kind not in "biuf":  # strings would be read as numbers ("2.5"), objects as anything
-        raise ValueError(f"{name} must be numbers, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
+    arr = as_float_array(name, values).reshape(-1)
     bad = ~np.isfinite(arr)
     if nonnegative:
         bad |= arr < 0

@@ -40,7 +40,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._checks import as_index_array, check_indices, check_positive_int, check_total
+from ._checks import as_float_array, as_index_array, check_indices, check_positive_int, check_total
 
 FANOUT = 4
 """Children per internal node, a compile-time constant of every kernel.
@@ -461,10 +461,8 @@ class TreeArrays(NamedTuple):
 
 def _as_values(values, n: int, name: str) -> np.ndarray:
     arr = np.asarray(values)
-    if arr.dtype != np.float64 or not arr.flags.c_contiguous:
-        if arr.dtype.kind not in "fiub" and arr.size:  # a string ("2.5") would be read as a number
-            raise ValueError(f"{name} must be numbers, got dtype {arr.dtype}")
-        arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if arr.dtype != np.float64 or not arr.flags.c_contiguous:  # the hot path takes float64 as it is
+        arr = as_float_array(name, arr)
     if arr.ndim == 0:
         arr = np.full(n, float(arr))
     if arr.shape != (n,):

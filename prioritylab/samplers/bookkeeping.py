@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._checks import as_index_array, as_rng, check_indices, check_positive_int, check_range
+from .._checks import as_float_array, as_index_array, as_rng, check_indices, check_positive_int, check_range
 from ..priorities import ABS, mass_of, masses_of
 from .fused import MAY_OVERFLOW, fused_add, fused_flags, fused_update
 from .kernels import (
@@ -481,10 +481,8 @@ class SlotBookkeeping:
         if idx.dtype != np.int64 or idx.ndim != 1 or not idx.flags.c_contiguous:
             idx = as_index_array("indices", idx)
         val = np.asarray(values)
-        if val.dtype != np.float64 or not val.flags.c_contiguous:
-            if val.dtype.kind not in "fiub" and val.size:
-                raise ValueError(f"{what} must be numbers, got dtype {val.dtype}")
-            val = np.ascontiguousarray(val, dtype=np.float64)
+        if val.dtype != np.float64 or not val.flags.c_contiguous:  # the hot path takes float64 as it is
+            val = as_float_array(what, val)
         if val.shape != idx.shape:
             raise ValueError(f"{what} must have shape {idx.shape}, got {val.shape}")
         gen = NO_STAMPS if generations is None else self._check_generations(generations, idx.shape)
