@@ -86,7 +86,7 @@ def test_a_column_a_run_lacks_or_a_log_of_zero_is_a_one_line_error(tmp_path, cap
     out = tmp_path / "fig.png"
     for args, message in (
         ([f"x={tmp_path}/sac_s1"], "sac_s1: its evaluations.csv has no column 'temperature'"),
-        ([f"x={tmp_path}/sac_s2"], "sac_s2: its temperature column holds a value that is not a number"),
+        ([f"x={tmp_path}/sac_s2"], "sac_s2/evaluations.csv: row 3 has temperature 'abc', not a number"),
         ([f"x={tmp_path}/sac_s3"], "sac_s3: its temperature is not a finite number at every evaluation after"),
         ([f"x={tmp_path}/sac_s0", "--log"], "temperature reaches 0.0, which a log scale"),
     ):
