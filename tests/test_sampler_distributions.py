@@ -158,10 +158,18 @@ def test_rank_uniform_within_segment_matches_an_independent_segment_model(n, k, 
         assert chi_square_pvalue(counts[q], support) > 1e-3 / k, f"segment {q}"
     # pooled over positions, the draws follow the probabilities reported (with a rank in several segments too)
     assert chi_square_pvalue(counts.sum(axis=0), marginal) > 1e-3
-    # and the global IS normaliser is the least probability of any rank under the same scheme
-    g = make_sampler("per-rank", 128, alpha=alpha, within_segment="uniform", normalise="global", beta=0.5, seed=11)
-    g.add(np.arange(n))
-    g.update(np.arange(n), np.random.default_rng(1).permutation(n) + 1.0)
-    g.refresh()
-    b = g.sample(k)
-    np.testing.assert_allclose(b.weights, (marginal[g.ranks(b.indices) - 1] / marginal.min()) ** -0.5, rtol=1e-12)
+    # and the global IS normaliser is the least probability of any rank under the same scheme: with 3 ranks and
+    # 32 segments every rank is in several, so it is not one segment's share
+    for size in (n, 3):
+        _, parts, _ = per_uniform_segment_model(size, k, alpha)
+        least = np.zeros(size)
+        for q in range(k):
+            least[parts[q]] += 1.0 / (k * len(parts[q]))
+        g = make_sampler("per-rank", 128, alpha=alpha, within_segment="uniform", normalise="global", beta=0.5,
+                         seed=11)  # fmt: skip
+        g.add(np.arange(size))
+        g.update(np.arange(size), np.random.default_rng(1).permutation(size) + 1.0)
+        g.refresh()
+        b = g.sample(k)
+        expected = (least[g.ranks(b.indices) - 1] / least.min()) ** -0.5
+        np.testing.assert_allclose(b.weights, expected, rtol=1e-12, atol=0)
