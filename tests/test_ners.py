@@ -213,6 +213,22 @@ def test_the_training_subset_is_drawn_from_the_set_of_drawn_slots_each_once():
     assert s.train_steps == 1 and sorted(picked[0].tolist()) == np.unique(drawn).tolist()
 
 
+def test_the_training_subset_leaves_out_slots_the_ring_rewrote_after_their_draw():
+    """Algorithm 1's I holds the transitions sampled: a slot rewritten since its draw holds one never drawn."""
+    s, _ = toy_sampler(8, sample_size=32)
+    s.on_episode_end({"return": 0.0})
+    first = draw_and_update(s, 16).indices
+    s.add(np.array([0, 1, 2, 3]))  # the ring wraps: four slots now hold new transitions
+    again = draw_and_update(s, 2).indices  # a slot drawn again after its rewrite holds a drawn transition
+    held = (set(first.tolist()) - {0, 1, 2, 3}) | set(again.tolist())
+    assert sorted(held) == s.drawn_and_held().tolist() and set(first.tolist()) & {0, 1, 2, 3} - held
+    picked = []
+    features = s.features
+    s.features = lambda slots, *a: picked.append(np.array(slots)) or features(slots, *a)
+    s.on_episode_end({"return": 1.0})
+    assert s.train_steps == 1 and sorted(picked[0].tolist()) == sorted(held)
+
+
 def test_memory_bytes_counts_the_q_values_the_network_and_adam():
     def tensor_bytes(tensors):
         return sum(t.nelement() * t.element_size() for t in tensors if torch.is_tensor(t))

@@ -111,6 +111,26 @@ def test_history_records_draws_since_it_started_and_survives_a_checkpoint():
     assert s.history().shape == (0,)
 
 
+def test_drawn_and_held_leaves_out_slots_rewritten_since_their_draw_and_survives_a_checkpoint():
+    s = make_sampler("per", 8, seed=0)
+    s.add(np.arange(8))
+    s.start_history()
+    first = s.sample(32).indices
+    s.add(np.array([5, 6, 7]))
+    again = s.sample(2).indices
+    held = (set(first.tolist()) - {5, 6, 7}) | set(again.tolist())
+    assert s.drawn_and_held().tolist() == sorted(held) and len(held) < 8
+    np.testing.assert_array_equal(s.history(), np.concatenate([first, again]))
+    np.testing.assert_array_equal(s.history_writes(), [8] * 32 + [11] * 2)
+    other = make_sampler("per", 8, seed=1)
+    other.load_state_dict(pickle.loads(pickle.dumps(s.state_dict())))
+    np.testing.assert_array_equal(other.drawn_and_held(), s.drawn_and_held())
+    state = s.state_dict()
+    state["history_writes"] = state["history_writes"][::-1].copy()
+    with pytest.raises(ValueError, match="non-decreasing"):
+        other.load_state_dict(state)
+
+
 def test_signed_td_errors_are_kept_for_fresh_items_only():
     s = make_sampler("lap", 8, seed=0)
     s.add(np.arange(4))

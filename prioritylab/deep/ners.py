@@ -394,7 +394,8 @@ class NERSSampler(PERSampler):
         r^re is the return minus the reference: the previous episode's (or evaluation's) return, or the
         first one's with ``baseline="first"``.  The first call only sets the reference.  I_train is a
         uniform subset (without replacement) of ``sample_size`` of the slots drawn since the previous
-        call that are still sampleable; the record of drawn slots is then emptied (Algorithm 1, line 86).
+        call that still hold a transition drawn then and are sampleable; the record of drawn slots is then
+        emptied (Algorithm 1, line 86).
         """
         ret = None if info is None else info.get("return")
         if isinstance(ret, bool) or not isinstance(ret, (int, float, np.integer, np.floating)) or not np.isfinite(ret):
@@ -405,7 +406,9 @@ class NERSSampler(PERSampler):
             self.start_history()
             return
         reward = ret - self._reference
-        drawn = np.unique(self.history())  # Algorithm 1's set I (I <- I u I_batch): each slot once, however often drawn
+        # Algorithm 1's set I (I <- I u I_batch): each slot once, however often drawn, and only while it holds a
+        # transition that was drawn (a slot the ring rewrote since holds one that was not)
+        drawn = self.drawn_and_held()
         drawn = drawn[self._sampleable[drawn]]
         step = None
         if drawn.shape[0] and self.net is not None and reward != 0.0:

@@ -121,7 +121,8 @@ class Sampler(SlotBookkeeping):
     def memory_bytes(self) -> int:
         """Bytes of the arrays this sampler holds: here the per-slot arrays and the record of drawn slots; a
         sampler that holds more (a tree, a heap, a network) adds its own."""
-        held = (self._slots, self._prev, self._prev_gen, self._filled, self._scratch, *(self._history or ()))
+        held = (self._slots, self._prev, self._prev_gen, self._filled, self._scratch, *(self._history or ()),
+                *(self._history_writes or ()))
         return sum(a.nbytes for a in held)
 
     # -- hooks for subclasses --------------------------------------------------

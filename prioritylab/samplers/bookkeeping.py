@@ -84,6 +84,7 @@ class SlotBookkeeping:
         self._last = -1  # last slot written (for add() without explicit links)
         self._scratch = np.full(self.capacity, -1, dtype=np.int64)
         self._history: list[np.ndarray] | None = None  # slots drawn since start_history()
+        self._history_writes: list[np.ndarray] | None = None  # the write counter at each of those draws
 
     # -- reads ---------------------------------------------------------------
     @property
@@ -263,6 +264,7 @@ class SlotBookkeeping:
         batch = self._sample(self._check_batch(batch_size, beta), beta)
         if self._history is not None:
             self._history.append(batch.indices.copy())
+            self._history_writes.append(np.full(batch.indices.shape[0], self._writes, dtype=np.int64))
         return batch
 
     def update(self, indices, td_errors, generations=None, **inputs) -> None:
@@ -358,7 +360,7 @@ class SlotBookkeeping:
     # -- history of drawn slots (for learned samplers) ------------------------------------
     def start_history(self) -> None:
         """Start (or restart) recording the slots drawn by :meth:`sample`."""
-        self._history = []
+        self._history, self._history_writes = [], []
 
     def history(self) -> np.ndarray:
         """Slots drawn since :meth:`start_history`, in draw order (empty if not recording)."""
@@ -366,8 +368,21 @@ class SlotBookkeeping:
             return np.empty(0, dtype=np.int64)
         return np.concatenate(self._history)
 
+    def history_writes(self) -> np.ndarray:
+        """For each entry of :meth:`history`, the write counter when it was drawn: the slot still holds the
+        transition drawn then if its write stamp is below it."""
+        if not self._history_writes:
+            return np.empty(0, dtype=np.int64)
+        return np.concatenate(self._history_writes)
+
+    def drawn_and_held(self) -> np.ndarray:
+        """The distinct slots drawn since :meth:`start_history` that still hold a transition drawn then (a
+        slot rewritten after its last draw is left out: what it holds now was never drawn)."""
+        idx = self.history()
+        return np.unique(idx[self._generation[idx] < self.history_writes()])
+
     def stop_history(self) -> None:
-        self._history = None
+        self._history = self._history_writes = None
 
     # -- state ---------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -385,6 +400,7 @@ class SlotBookkeeping:
             "filled": self._filled[: self._size].copy(),
             "last": self._last,
             "history": None if self._history is None else self.history(),
+            "history_writes": None if self._history is None else self.history_writes(),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -459,6 +475,17 @@ class SlotBookkeeping:
             history = state_array(state, "history", np.int64, (-1,))
             if ((history < 0) | (history >= self.capacity)).any():
                 raise StateError("state['history'] holds a slot out of range")
+        drawn_at = state_value(state, "history_writes")
+        if (drawn_at is None) != (history is None):
+            raise StateError("state['history_writes'] must be None exactly where state['history'] is")
+        if history is not None:
+            drawn_at = state_array(state, "history_writes", np.int64, (-1,))
+            if drawn_at.shape != history.shape:
+                raise StateError(f"state['history_writes'] has {drawn_at.shape[0]} entries, state['history'] "
+                                 f"{history.shape[0]}: one per draw")  # fmt: skip
+            if history.shape[0] and (drawn_at[0] < 0 or drawn_at[-1] > writes or (np.diff(drawn_at) < 0).any()):
+                raise StateError("state['history_writes'] must give, for each slot of state['history'], the write "
+                                 "counter at its draw: non-decreasing, in [0, state['writes']]")  # fmt: skip
         buffer = np.empty(self.capacity, dtype=np.int64)
         buffer[: filled.shape[0]] = filled
         return {
@@ -473,6 +500,7 @@ class SlotBookkeeping:
             "_size": int(filled.shape[0]),
             "_last": last,
             "_history": None if history is None else ([history] if history.shape[0] else []),
+            "_history_writes": None if history is None else ([drawn_at] if history.shape[0] else []),
         }
 
     # -- checks and bookkeeping ------------------------------------------------
