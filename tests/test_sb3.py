@@ -145,6 +145,21 @@ def test_restart_outside_the_step_loop_ends_the_episode_truncated():
     buf.replay.load_state_dict(buf.replay.state_dict())  # the layout checks pass
 
 
+def test_float64_observations_of_a_float32_space_are_one_episode():
+    """SubprocVecEnv stacks what the environments return: float64 observations of a float32 Box are stored
+    cast, and compared with the previous next observation as stored, so no step reads as a restart."""
+    buf = _buffer(sampler="uniform", seed=0, n_steps=3, gamma=0.9)
+    obs = np.zeros((1, 3))
+    for t in range(12):
+        nxt = np.full((1, 3), (t + 1) / 3)  # float64, not exactly a float32
+        buf.add(obs, nxt, np.zeros((1, 2)), np.ones(1), np.zeros(1, bool), [{}])
+        obs = nxt
+    assert not buf.replay.storage["truncated"].any()
+    batch = buf.sample(200)
+    np.testing.assert_allclose(batch.discounts.numpy(), 0.9**3)
+    np.testing.assert_allclose(batch.rewards.numpy(), 1 + 0.9 + 0.81, rtol=1e-6)
+
+
 def _dqn_kwargs(seed=0, **kw):
     return dict(seed=seed, buffer_size=2000, learning_starts=64, batch_size=32, train_freq=4, gradient_steps=1,
                 policy_kwargs=dict(net_arch=[32, 32]), verbose=0, device="cpu", **kw)  # fmt: skip
@@ -216,6 +231,48 @@ def test_save_and_load_keep_the_sampler_and_continue_sampling(tmp_path):
     for a, b in zip(drawn["original"][1], drawn["loaded"][1], strict=True):
         assert th.equal(a, b)
     np.testing.assert_array_equal(drawn["original"][2], drawn["loaded"][2])
+
+
+def test_a_plain_sb3_replay_buffer_is_refused_on_load_and_the_models_buffer_kept(tmp_path):
+    plain = sb3.DQN("MlpPolicy", "CartPole-v1", **_dqn_kwargs())
+    plain.learn(100)
+    plain.save_replay_buffer(tmp_path / "plain")
+    model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(sampler="per"), **_dqn_kwargs())
+    before = model.replay_buffer
+    with pytest.raises(ValueError, match=r"holds an SB3 ReplayBuffer, not a prioritylab\.sb3\.PrioritizedReplayBuffer"):
+        model.load_replay_buffer(tmp_path / "plain")
+    assert model.replay_buffer is before
+
+
+def test_a_model_without_its_replay_buffer_resumes_and_learning_starts_may_be_zero(tmp_path):
+    """Nothing sampleable at an update (a loaded model's empty buffer; a first step whose transition waits for
+    the next observation): that train() call does no gradient step, where a draw would fail."""
+    model = TD3("MlpPolicy", "Pendulum-v1", replay_buffer_kwargs=dict(sampler="per"), **_continuous_kwargs())
+    model.learn(80)
+    model.save(tmp_path / "model")  # no replay buffer saved
+    loaded = TD3.load(tmp_path / "model", env=model.get_env(), device="cpu")
+    loaded.learn(40, reset_num_timesteps=False)
+    assert loaded.num_timesteps == 120 and loaded._n_updates > model._n_updates
+    fresh = DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(sampler="per", n_steps=3),
+                **{**_dqn_kwargs(), "learning_starts": 0, "train_freq": 1})  # fmt: skip
+    fresh.learn(20)
+    assert 0 < fresh._n_updates < 20
+
+
+def test_the_models_set_random_seed_reaches_the_sampler():
+    """Built without a seed, a model seeded as SB3 documents (set_random_seed before the model, for its
+    networks, and the model's after it, for its environment) repeats exactly: the sampler's generator too."""
+    from stable_baselines3.common.utils import set_random_seed
+
+    runs = []
+    for _ in range(2):
+        set_random_seed(0)
+        model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(sampler="per"),
+                    **_dqn_kwargs(seed=None))
+        model.set_random_seed(0)
+        model.learn(200)
+        runs.append(_params(model))
+    assert all(th.equal(a, b) for a, b in zip(*runs, strict=True))
 
 
 def test_the_is_normaliser_is_the_minibatchs_and_a_buffer_pickled_before_the_option_loads_as_global():

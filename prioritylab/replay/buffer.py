@@ -80,7 +80,7 @@ class Batch:
     steps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
 
-def _check_rows(name: str, value, shape: tuple, dtype: np.dtype) -> np.ndarray:
+def check_rows(name: str, value, shape: tuple, dtype: np.dtype) -> np.ndarray:
     """``value`` as ``dtype`` with ``shape``; rejects what the cast would wrap, truncate or make non-finite."""
     if type(value) is np.ndarray and value.dtype == dtype and value.shape == shape:
         # fast path: nothing to cast; floats only need to be finite (checked in one jitted pass)
@@ -267,15 +267,15 @@ class ReplayBuffer:
         Everything is checked before anything changes.
         """
         n = self.num_envs
-        obs = _check_rows("obs", obs, (n, *self.obs_shape), self.obs_dtype)
-        action = _check_rows("action", action, (n, *self.action_shape), self.action_dtype)
-        reward = _check_rows("reward", reward, (n,), np.dtype(np.float32))
-        terminated = _check_rows("terminated", terminated, (n,), np.dtype(bool))
-        truncated = _check_rows("truncated", truncated, (n,), np.dtype(bool))
+        obs = check_rows("obs", obs, (n, *self.obs_shape), self.obs_dtype)
+        action = check_rows("action", action, (n, *self.action_shape), self.action_dtype)
+        reward = check_rows("reward", reward, (n,), np.dtype(np.float32))
+        terminated = check_rows("terminated", terminated, (n,), np.dtype(bool))
+        truncated = check_rows("truncated", truncated, (n,), np.dtype(bool))
         ends = terminated | truncated
         final = None
         if ends.any():
-            final = _check_rows("next_obs", next_obs, (n, *self.obs_shape), self.obs_dtype)
+            final = check_rows("next_obs", next_obs, (n, *self.obs_shape), self.obs_dtype)
         p, st, w = self._plan, self.storage, self.writer
         ns, nc, ni = plan_writes(
             terminated, truncated, self.seg, self.n_step, self.frame_stack, w["pos"], w["open"], w["last"],
@@ -328,7 +328,7 @@ class ReplayBuffer:
         transition bootstraps from ``final_obs[e]`` instead of continuing into the new episode.  Environments
         without an open episode are left alone.  Everything is checked before anything changes.
         """
-        final = _check_rows("final_obs", final_obs, (self.num_envs, *self.obs_shape), self.obs_dtype)
+        final = check_rows("final_obs", final_obs, (self.num_envs, *self.obs_shape), self.obs_dtype)
         envs = np.unique(as_index_array("envs", np.asarray(envs).reshape(-1)))
         if envs.size and (envs[0] < 0 or envs[-1] >= self.num_envs):
             raise ValueError(f"envs must be in [0, {self.num_envs}), got {envs.tolist()}")

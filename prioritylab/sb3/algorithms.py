@@ -1,7 +1,8 @@
 """SB3's DQN, TD3 and SAC with prioritised replay: IS weights in the critic loss, TD errors back to the sampler.
 
-Each ``train()`` is SB3 2.9's, step for step, with two lines changed (marked
-``# prioritylab``): the batch is drawn through :meth:`_Prioritized._sample`
+Each ``train()`` is SB3 2.9's, step for step, with three lines changed (marked
+``# prioritylab``): a call with no sampleable transition yet does nothing
+(:meth:`_Prioritized._nothing_to_sample`), the batch is drawn through :meth:`_Prioritized._sample`
 (the IS exponent beta annealed over the run's progress) and the critic loss is
 :meth:`_Prioritized._critic_loss`, the replay method's loss
 (:meth:`prioritylab.deep.methods.Method.critic_loss`) over the critics' TD
@@ -58,6 +59,31 @@ class _Prioritized:
         finally:
             self.replay_buffer_kwargs, self.n_steps = given, n_steps
 
+    def set_random_seed(self, seed: int | None = None) -> None:
+        """SB3's seeding, and the sampler's generator re-seeded from ``seed`` once the buffer exists."""
+        super().set_random_seed(seed)
+        if seed is not None and isinstance(getattr(self, "replay_buffer", None), PrioritizedReplayBuffer):
+            self.replay_buffer.reseed(seed)
+
+    def load_replay_buffer(self, path, truncate_last_traj: bool = True) -> None:
+        """SB3's, refusing (with the model's buffer kept) a file that holds anything but a
+        :class:`PrioritizedReplayBuffer`: a plain SB3 buffer would fail at the first update."""
+        before = self.replay_buffer
+        try:
+            super().load_replay_buffer(path, truncate_last_traj)
+        except AssertionError:  # SB3's own check: not a replay buffer at all
+            self.replay_buffer = before
+            raise ValueError(f"{path} does not hold a replay buffer") from None
+        if not isinstance(self.replay_buffer, PrioritizedReplayBuffer):
+            loaded, self.replay_buffer = type(self.replay_buffer).__name__, before
+            raise ValueError(f"{path} holds an SB3 {loaded}, not a prioritylab.sb3.PrioritizedReplayBuffer; its "
+                             "transitions carry no priorities: load it into a stable_baselines3 model")  # fmt: skip
+
+    def _nothing_to_sample(self) -> bool:
+        """No transition may be drawn yet (a model loaded without its replay buffer, ``learning_starts`` 0, or
+        n-step returns not yet complete): SB3's buffer would train on what it has, this one waits a step."""
+        return self.replay_buffer.size() == 0
+
     def _beta(self) -> float | None:
         """The IS exponent now: annealed linearly with the run's progress, as SB3's schedules are."""
         method = self.replay_buffer.method
@@ -85,6 +111,8 @@ class DQN(_Prioritized, sb3.DQN):
     """SB3's DQN with prioritylab's replay: ``DQN("MlpPolicy", env, replay_buffer_kwargs=dict(sampler="per"))``."""
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        if self._nothing_to_sample():  # prioritylab
+            return
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         losses = []
@@ -114,6 +142,8 @@ class TD3(_Prioritized, sb3.TD3):
     _loss_scale = 2.0  # SB3's TD3 critic loss is the sum over critics of mean(delta^2)
 
     def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        if self._nothing_to_sample():  # prioritylab
+            return
         self.policy.set_training_mode(True)
         self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
         actor_losses, critic_losses = [], []
@@ -155,6 +185,8 @@ class SAC(_Prioritized, sb3.SAC):
     """SB3's SAC with prioritylab's replay: ``SAC("MlpPolicy", env, replay_buffer_kwargs=dict(sampler="per"))``."""
 
     def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        if self._nothing_to_sample():  # prioritylab
+            return
         self.policy.set_training_mode(True)
         optimizers = [self.actor.optimizer, self.critic.optimizer]
         if self.ent_coef_optimizer is not None:

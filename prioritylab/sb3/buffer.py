@@ -25,6 +25,7 @@ from ..deep.continuous import CONTINUOUS_DEFAULTS
 from ..deep.dqn import DQN_DEFAULTS
 from ..deep.methods import Method, ReplaySettings, unread
 from ..replay import ReplayBuffer
+from ..replay.buffer import check_rows
 
 METHODS = ("uniform", "per", "lap", "pal", "pser")
 UNREPORTED_BATCHES = 100
@@ -145,17 +146,21 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
 
     def add(self, obs, next_obs, action, reward, done, infos: list[dict[str, Any]]) -> None:
         n = self.n_envs
-        obs = np.asarray(obs).reshape((n, *self.obs_shape))
-        next_obs = np.asarray(next_obs).reshape((n, *self.obs_shape))
+        # cast as the replay stores them (refusing what a cast would wrap or make non-finite) before they are
+        # compared with the previous next observation: float64 observations of a float32 space (SubprocVecEnv
+        # stacks what the environments return) must not read as a restart at every step
+        shape, dtype = (n, *self.obs_shape), self.replay.obs_dtype
+        obs = check_rows("obs", np.asarray(obs).reshape(shape), shape, dtype)
+        next_obs = check_rows("next_obs", np.asarray(next_obs).reshape(shape), shape, dtype)
         action = np.asarray(action).reshape((n, self.action_dim))
         done = np.asarray(done).reshape(n).astype(bool)
         if self.handle_timeout_termination:
             timeout = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos], dtype=bool)
         else:
             timeout = np.zeros(n, dtype=bool)
-        for name, arr in (("obs", obs), ("next_obs", next_obs), ("reward", np.asarray(reward))):
-            if arr.dtype.kind == "f" and not np.isfinite(arr).all():  # refused before an episode is ended below
-                raise ValueError(f"{name} holds a non-finite value: {arr[~np.isfinite(arr)][0]}")
+        reward = np.asarray(reward)
+        if reward.dtype.kind == "f" and not np.isfinite(reward).all():  # refused before an episode is ended below
+            raise ValueError(f"reward holds a non-finite value: {reward[~np.isfinite(reward)][0]}")
         restarted = self.replay.writer["open"] & (obs != self._last_next).reshape(n, -1).any(axis=1)
         if self.replay.frame_stack > 1:
             self._check_stacks(obs, next_obs, ~self.replay.writer["open"] | restarted)
@@ -207,6 +212,10 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         """Hand the batch's priorities (``|delta|``, one per item) to the sampler."""
         self.method.report(self.replay, samples, priority, None)
         self._unreported = 0 if self._unreported >= 0 else -1
+
+    def reseed(self, seed: int) -> None:
+        """Re-seed the sampler's generator (the prioritylab algorithms' ``set_random_seed``)."""
+        self.replay.sampler.rng.bit_generator.state = np.random.default_rng(seed).bit_generator.state
 
     def reset(self) -> None:
         raise ValueError("PrioritizedReplayBuffer cannot be reset; build a new one")
