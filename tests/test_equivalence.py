@@ -165,6 +165,10 @@ def test_monte_carlo_converges_to_exact_expectation(method, params):
     setup = eq.monte_carlo_setup(delta, method, seed=3, **params)
     rows = eq.monte_carlo_convergence(setup, [100, 1_000, 10_000, 100_000])
     assert all(r["passed"] for r in rows), rows
+    for part in ("positive", "negative"):
+        part_rows = eq.monte_carlo_convergence(eq.monte_carlo_setup(delta, method, seed=3, part=part, **params),
+                                               [100, 1_000, 10_000, 100_000])  # fmt: skip
+        assert all(r["passed"] for r in part_rows), (part, part_rows)
     _, slope = eq.monte_carlo_rate(setup, [100, 1_000, 10_000], reps=100)
     assert abs(slope + 0.5) <= 0.15
 
@@ -176,6 +180,21 @@ def test_monte_carlo_rejects_a_wrong_expectation():
     setup.exact = float(np.mean(losses.huber(delta, 1.0)[1]))
     rows = eq.monte_carlo_convergence(setup, [100, 1_000, 10_000, 100_000])
     assert not rows[-1]["passed"]
+
+
+def test_monte_carlo_parts_catch_what_the_whole_mean_misses():
+    """LAP alpha = 0.6 (kappa = 0.01) against PAL with alpha = 0.7: the whole mean's gradients of both signs
+    nearly cancel and the wrong expectation stays inside its radius; each sign's part on its own leaves it."""
+    delta = eq.random_td_errors(np.random.default_rng(1), 500, 0.01, span=2.0)
+    sizes = [100, 1_000, 10_000, 100_000]
+    caught = {}
+    for part in eq.PARTS:
+        setup = eq.monte_carlo_setup(delta, "lap", seed=1, part=part, alpha=0.6, kappa=0.01)
+        keep = {"all": np.ones(500), "positive": delta > 0, "negative": delta < 0}[part]
+        assert setup.exact == pytest.approx(float(np.mean(keep * losses.pal(delta, 0.6, 0.01)[1])), rel=1e-12)
+        setup.exact = float(np.mean(keep * losses.pal(delta, 0.7, 0.01)[1]))
+        caught[part] = not all(r["passed"] for r in eq.monte_carlo_convergence(setup, sizes))
+    assert caught == {"all": False, "positive": True, "negative": True}
 
 
 def test_bernstein_radius_shrinks_as_one_over_sqrt_m():

@@ -94,3 +94,21 @@ def test_check_verdict_follows_the_tolerance(passed):
     row = check.row()
     assert row["reproduced"] is passed and row["verdict"] == ("reproduced" if passed else "not reproduced")
     assert np.isfinite(row["rel_dev"])
+
+
+def test_data_sets_checked_with_eps_0_hold_no_zero(monkeypatch):
+    """With eps = 0 one zero TD error sets PER's eta and every weight to 0: Theorem 3 and Corollary 3 would
+    compare 0 with 0, so the script's eps = 0 data sets hold none (their zeros become kappa/4)."""
+    mod = load()
+    seen, real = [], eq.exact_case
+
+    def recording(delta, rng, **kw):
+        seen.append((delta.copy(), kw["eps"], kw["kappa"]))
+        return real(delta, rng, **kw)
+
+    monkeypatch.setattr(mod.eq, "exact_case", recording)
+    mod.exact_checks(np.random.default_rng(0), 8)
+    with_eps0 = [(d, k) for d, eps, k in seen if eps == 0.0]
+    assert with_eps0 and all((d != 0).all() for d, _ in with_eps0)
+    assert any((d == k * mod.NONZERO).any() for d, k in with_eps0)  # a zero was there, and replaced
+    assert any((d == 0).any() for d, eps, _ in seen if eps > 0)  # zeros stay where PER adds eps

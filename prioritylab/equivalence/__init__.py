@@ -86,6 +86,7 @@ from .exact import (
 from .gradients import TorchProblem, param_grad, q_jacobian, torch_parameter_checks, torch_problem, torch_td_errors
 from .monte_carlo import (
     MC_FAIL_PROB,
+    PARTS,
     MonteCarloSetup,
     bernstein_radius,
     monte_carlo_convergence,
@@ -109,6 +110,7 @@ __all__ = [
     "ChainRun",
     "Check",
     "MonteCarloSetup",
+    "PARTS",
     "TorchProblem",
     "VariancePair",
     "bernstein_radius",

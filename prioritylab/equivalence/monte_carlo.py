@@ -4,6 +4,12 @@ A draw's value is the sampled item's loss gradient (times the IS weight for
 PER); its exact expectation is the uniformly sampled equivalent loss's
 expected gradient (PAL, eq. 7 or eq. 8).  Convergence is judged against
 Bernstein's inequality, the rate against the ``1/sqrt(M)`` law.
+
+The equivalence holds item by item (``P(i) w(i) grad L1(i) = grad L2(i) / N``), so
+it holds on any part of the items too.  The whole mean sums gradients of both
+signs, which nearly cancel: its exact value can be small against its spread, and
+a wrong expectation then hides inside the radius.  :data:`PARTS` checks the items
+with positive and negative TD errors apart as well, each a sum of one sign.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from .common import filled_sampler, per_distribution, uniform_expectation
 
 MC_FAIL_PROB = 1e-6
 """False-failure probability budget of one Monte Carlo convergence check (all sizes together)."""
+PARTS = ("all", "positive", "negative")
+"""The items whose draws a check averages: all, those with delta > 0, those with delta < 0."""
 
 
 def bernstein_radius(variance: float, bound: float, m: int, fail_prob: float) -> float:
@@ -45,8 +53,10 @@ class MonteCarloSetup:
     bound: float
 
 
-def monte_carlo_setup(delta: np.ndarray, method: str, seed: int, **params) -> MonteCarloSetup:
+def monte_carlo_setup(delta: np.ndarray, method: str, seed: int, part: str = "all", **params) -> MonteCarloSetup:
     """``method="lap"`` (alpha, kappa: Huber gradient) or ``"per"`` (alpha, beta, eps and tau or kappa).
+
+    ``part`` (one of :data:`PARTS`): a draw of an item outside the part counts 0, on both sides.
 
     Draws are i.i.d. (``stratified=False``).  For PER a draw's value is the
     sampler's IS weight times the loss gradient (``|delta|^tau/tau`` if ``tau``
@@ -54,12 +64,15 @@ def monte_carlo_setup(delta: np.ndarray, method: str, seed: int, **params) -> Mo
     expected gradient, and the variance is exact under the sampler's distribution.
     """
     n = delta.shape[0]
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    keep = {"all": np.ones(n), "positive": (delta > 0).astype(float), "negative": (delta < 0).astype(float)}[part]
     if method == "lap":
         a, k = params["alpha"], params["kappa"]
         sampler = filled_sampler("lap", delta, seed=seed, alpha=a, kappa=k, stratified=False)
-        g = losses.huber(delta, k)[1]
+        g = keep * losses.huber(delta, k)[1]
         p, w = sampler.probabilities(), np.ones(n)
-        exact = uniform_expectation(losses.pal(delta, a, k)[1])[0]
+        exact = uniform_expectation(keep * losses.pal(delta, a, k)[1])[0]
 
         def draw(m: int) -> np.ndarray:
             return g[sampler.sample(m).indices]
@@ -68,11 +81,11 @@ def monte_carlo_setup(delta: np.ndarray, method: str, seed: int, **params) -> Mo
         a, b, e = params["alpha"], params["beta"], params.get("eps", 0.0)
         sampler = filled_sampler("per", delta, seed=seed, alpha=a, beta=b, eps=e, stratified=False)
         if "tau" in params:
-            g = losses.power(delta, params["tau"])[1]
-            exact = uniform_expectation(losses.per_equivalent(delta, a, b, params["tau"], e)[1])[0]
+            g = keep * losses.power(delta, params["tau"])[1]
+            exact = uniform_expectation(keep * losses.per_equivalent(delta, a, b, params["tau"], e)[1])[0]
         else:
-            g = losses.huber(delta, params["kappa"])[1]
-            exact = uniform_expectation(losses.per_huber_equivalent(delta, a, b, params["kappa"], e)[1])[0]
+            g = keep * losses.huber(delta, params["kappa"])[1]
+            exact = uniform_expectation(keep * losses.per_huber_equivalent(delta, a, b, params["kappa"], e)[1])[0]
         p, w = per_distribution(delta, a, b, e)
 
         def draw(m: int) -> np.ndarray:
