@@ -367,3 +367,17 @@ def test_the_drift_check_refuses_the_timing_options_it_does_not_read(tmp_path, c
     assert err.value.code == 2 and lines == ["prioritylab bench sumtree: error: --drift takes only --seed and "
                                              "--no-progress, got --capacities --quick --json"]  # fmt: skip
     assert not path.exists()
+
+
+def test_every_dqn_contender_acts_at_one_epsilon_while_timed():
+    """Ours would still explore near eps_start after a short prefill and seldom run its Q-network to act, where
+    SB3 sits at its final epsilon: every DQN contender is timed at TIMED_EPSILON instead."""
+    from prioritylab.bench import agent as bench_agent
+    from prioritylab.bench.cli import AGENT_QUICK
+
+    config = {"env": "Pendulum-v1", "atari_env": "ALE/Pong-v5", "seed": 0, "total_steps": 10**6, "threads": 1,
+              **AGENT_QUICK, "prefill": 50}  # fmt: skip
+    ours = bench_agent.Ours("dqn", "uniform", config)
+    assert ours.agent.epsilon() == bench_agent.TIMED_EPSILON == ours.cfg.eps_end
+    sb3 = bench_agent.SB3("dqn", config)
+    assert sb3.model.exploration_rate == bench_agent.TIMED_EPSILON

@@ -526,3 +526,18 @@ def test_wrong_per_hypothesis_fails():
     # a sample too small to separate them: the rejection claim is not reproduced
     small = points.per_hypotheses(points.Config(n_max=4, per_seeds=5, seed=3), points.PointCache(points.Config(seed=3)))
     assert not claims.per_claims({"per_check": small, "eq8-9": []})[1]["reproduced"]
+
+
+def test_run_means_against_the_bound_allow_for_their_standard_error():
+    """The real runs' row compares noisy means: a mean above the bound by less than 2.33 standard errors holds,
+    one above it by more fails, and the note names run means, not exact values."""
+    from prioritylab.theory.pser_theorem import _mean_bound_claim
+
+    def rows(over_in_se):
+        return [{"n": 2, "rho": 0.4, "m": 10.0, "m_se": 0.1, "b": 10.0},
+                {"n": 3, "rho": 0.4, "m": 10.0 + over_in_se * 0.1, "m_se": 0.1, "b": 10.0}]  # fmt: skip
+
+    near = _mean_bound_claim("claim", rows(2.0), "m", "b")
+    far = _mean_bound_claim("claim", rows(2.5), "m", "b")
+    assert near["reproduced"] and "2/2" in near["measured"] and "run mean" in near["note"]
+    assert not far["reproduced"] and "1/2" in far["measured"]

@@ -135,6 +135,10 @@ class Timers:
             self.seconds[k] = 0.0
 
 
+TIMED_EPSILON = 0.05
+"""The exploration rate of every DQN contender while timed (SB3's default final rate)."""
+
+
 def _settings(agent: str, sampler: str, config: dict, diagnostics: bool = True):
     from ..deep import dqn, sac, td3
 
@@ -144,8 +148,11 @@ def _settings(agent: str, sampler: str, config: dict, diagnostics: bool = True):
     if agent in ATARI:
         spec, cls = {"dqn": (dqn.DQN_SPEC, dqn.DQNSettings), "ddqn": (dqn.DDQN_SPEC, dqn.DDQNSettings)}[agent]
         net = {} if config.get("atari_net") is None else config["atari_net"]
+        # every contender acts epsilon-greedily at one fixed epsilon while timed (SB3's and tianshou's too), so
+        # each runs its Q-network on the same share of steps: ours would still be near eps_start after a prefill
+        eps = {"eps_start": TIMED_EPSILON, "eps_end": TIMED_EPSILON}
         return spec, cls(env=config["atari_env"], buffer_size=config["atari_buffer_size"],
-                         batch_size=config["atari_batch"], **net, **common)  # fmt: skip
+                         batch_size=config["atari_batch"], **net, **eps, **common)  # fmt: skip
     spec, cls = {"td3": (td3.SPEC, td3.TD3Settings), "sac": (sac.SPEC, sac.SACSettings)}[agent]
     cfg = cls(env=config["env"], buffer_size=config["buffer_size"], batch_size=config["batch"],
               hidden=config["hidden"], **common)  # fmt: skip
@@ -346,6 +353,7 @@ class SB3:
             "CnnPolicy", env, learning_rate=cfg.lr, buffer_size=cfg.buffer_size, learning_starts=config["prefill"],
             batch_size=cfg.batch_size, gamma=cfg.gamma, train_freq=cfg.update_every, gradient_steps=1,
             target_update_interval=cfg.target_every * cfg.update_every, **memory,
+            exploration_initial_eps=cfg.eps_end, exploration_final_eps=cfg.eps_end,
             policy_kwargs={"optimizer_class": RMSprop, "features_extractor_kwargs": {"features_dim": cfg.hidden},
                            "optimizer_kwargs": {"alpha": cfg.rms_alpha, "eps": cfg.rms_eps, "centered": cfg.centered}},
             seed=config["seed"], device=config.get("device", "cpu"), verbose=0,
@@ -464,7 +472,7 @@ class TianshouDQN:
             def forward(self, obs, state=None, info=None):
                 return self.q(torch.as_tensor(obs)), state
 
-        policy = DiscreteQLearningPolicy(model=QNet(), action_space=env.action_space, eps_training=0.1)
+        policy = DiscreteQLearningPolicy(model=QNet(), action_space=env.action_space, eps_training=cfg.eps_end)
         optim = RMSpropOptimizerFactory(lr=cfg.lr, alpha=cfg.rms_alpha, eps=cfg.rms_eps, centered=cfg.centered)
         self.algorithm = DQN(policy=policy, optim=optim, gamma=cfg.gamma, target_update_freq=cfg.target_every,
                              is_double=agent == "ddqn", huber_loss_delta=1.0)  # fmt: skip

@@ -25,9 +25,10 @@ with the ``bench`` extra):
   each observation (its newest frame) once.  Built with ``diagnostics=False``, as the
   peers compute no replay diagnostics; ``prioritylab per +diagnostics`` is the same
   ``per`` buffer with them on (what a training run of the agents pays).  ``prioritylab
-  per`` normalises its IS weights by the largest over the whole buffer, as cpprb and
-  tianshou do; ``prioritylab per (batch IS)`` by the minibatch's largest, as the deep
-  agents do by default (it keeps no min tree).
+  per`` normalises its IS weights by the largest over the whole buffer, as cpprb does (with
+  a min tree); ``prioritylab per (batch IS)`` by the minibatch's largest, as the deep
+  agents do by default and tianshou does by default (``weight_norm=True``; it keeps the
+  least priority as one number, no min tree): the like-for-like row against tianshou.
 * ``cpprb``: ``cpprb.PrioritizedReplayBuffer``, all ``N`` rows in one ``add``
   call; ``sample(256, beta=0.4)``, ``torch.as_tensor(field, device=device)`` of
   each field, ``update_priorities``.  With one environment and Atari frames it stores

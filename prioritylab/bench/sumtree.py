@@ -244,8 +244,9 @@ def _tianshou(capacity: int, pool: Pool, rng: np.random.Generator) -> list[Conte
 
         return step
 
-    def sample(k):
-        return lambda: tree.get_prefix_sum_idx(rng.random(k) * tree.reduce())
+    def sample(k):  # stratified queries, one per k-th of the mass, as prioritylab's tree and cpprb draw them
+        stride = np.arange(k)
+        return lambda: tree.get_prefix_sum_idx((stride + rng.random(k)) * (tree.reduce() / k))
 
     return [
         Contender("tianshou", "update", False, update),
@@ -260,16 +261,26 @@ def _cpprb(capacity: int, pool: Pool, rng: np.random.Generator) -> list[Contende
     buf = PrioritizedReplayBuffer(capacity, {"obs": {"shape": 1}}, alpha=0.6)
     buf.add(obs=np.zeros((capacity, 1)))
     buf.update_priorities(np.arange(capacity), np.abs(rng.standard_normal(capacity)))
+    # cpprb's own dtypes (size_t indexes, float32 priorities, as its sample returns and a float32 learner
+    # gives): int64 slots and float64 values would charge it a copy per call that its users do not make
+    slots, values, td = pool.slots.astype(np.uint64), pool.values.astype(np.float32), pool.td.astype(np.float32)
 
     def per_step(k):
         def step():
             batch = buf.sample(k, beta=0.4)
-            buf.update_priorities(batch["indexes"], np.abs(pool.td[pool.take(k)]))
+            buf.update_priorities(batch["indexes"], np.abs(td[pool.take(k)]))
 
         return step
 
+    def update(k):
+        def call():
+            s = pool.take(k)
+            buf.update_priorities(slots[s], values[s])
+
+        return call
+
     return [
-        Contender("cpprb", "update", False, lambda k: lambda: buf.update_priorities(*_pool_pair(pool, k))),
+        Contender("cpprb", "update", False, update),
         Contender("cpprb", "sample", False, lambda k: lambda: buf.sample(k, beta=0.4)),
         Contender("cpprb", "per-step", False, per_step),
     ]

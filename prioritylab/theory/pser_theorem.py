@@ -162,6 +162,17 @@ def _bound_claim(name: str, rows, key: str, bound: str) -> dict:
     return _claim(name, f"holds at {b['holds']}/{b['points']} points", b["holds"] == b["points"], note)
 
 
+def _mean_bound_claim(name: str, rows, key: str, bound: str) -> dict:
+    """Run means (``key``, standard errors ``key + "_se"``) against a bound: a point fails only where the mean
+    minus 2.33 standard errors (one-sided 99 %) is above it."""
+    worst = max(rows, key=lambda r: r[key] / r[bound])
+    fails = [r for r in rows if r[key] - 2.33 * r[key + "_se"] > r[bound]]
+    holds = len(rows) - len(fails)
+    note = (f"max run mean / bound {worst[key] / worst[bound]:.3f} at n={worst['n']}, rho={worst['rho']}; a point "
+            "fails where the mean less 2.33 SE is above the bound")  # fmt: skip
+    return _claim(name, f"holds at {holds}/{len(rows)} points", not fails, note)
+
+
 def _model_claims(tables: dict) -> list[dict]:
     rows_w, rows_u = tables["eq8-9"], tables["unlimited"]
     both = rows_w + rows_u
@@ -368,8 +379,8 @@ def _real_claims(tables: dict, variants: dict) -> list[dict]:
             g = growth_test(ns, mean, se, reference=[exact_real[(n, rho)] for n in ns])
             out.append(_growth_claim(f"real PSER ({label}, testbed) grows linearly, W = eq. 8-9, rho={rho}", g))
     out.append(
-        _bound_claim(
-            "real PSER (eps=1e-6) within the bound (eq. 31), unlimited W",
+        _mean_bound_claim(
+            "real PSER (eps=1e-6, testbed run means) within the bound (eq. 31), unlimited W",
             tables["unlimited"],
             "e_pser_real",
             "e_pser_bound",
