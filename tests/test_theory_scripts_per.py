@@ -99,12 +99,22 @@ def test_fig2_verdict_fails_when_prioritisation_does_not_help():
     assert checks[1]["reproduced"] and not checks[2]["reproduced"]
 
 
+def run_rows(values: dict, seeds: int = 10) -> list[dict]:
+    """Runs as :func:`run_grid` makes them, from ``{(label, n): per-seed updates}`` (a number: every seed)."""
+    rows = []
+    for (label, n), v in values.items():
+        per = [float(v)] * seeds if isinstance(v, (int, float)) else [float(x) for x in v]
+        rows += [{"label": label, "n": n, "seed": s, "updates": u, "censored": False, "cap": 10**9}
+                 for s, u in enumerate(per)]  # fmt: skip
+    return rows
+
+
 def test_fig7_verdict_fails_when_pser_is_slower():
     mod = load("pser_fig7")
     ns = [5, 6]
     slow = {(label, n): (2000.0 if "/pser" in label else 1000.0) for label in mod.templates() for n in ns}
     readings = len(mod.Q0S) * len(mod.ETAS)  # each claim is judged once per (Q0, eta)
-    checks = mod.verdict(summary_rows(slow), ns)
+    checks = mod.verdict([], run_rows(slow), ns)
     faster = [c for c in checks if c["claim"].endswith("] PSER faster than PER")]
     delays = [c for c in checks if c["claim"].endswith("] MaxPrio delays PSER vs CurrentTD")]
     assert len(faster) == len(delays) == readings and len(checks) == 2 * readings
@@ -115,8 +125,25 @@ def test_fig7_verdict_fails_when_pser_is_slower():
         for n in ns:
             good[(label, n)] = 100.0 if "/pser" in label and "init=td" in label else (
                 500.0 if "/pser" in label else 1000.0)  # fmt: skip
-    checks = mod.verdict(summary_rows(good), ns)
+    checks = mod.verdict([], run_rows(good), ns)
     assert len(checks) == 2 * readings and all(c["reproduced"] is True for c in checks)
+
+
+def test_fig7_verdict_counts_a_cell_only_where_its_bootstrap_interval_clears_1():
+    """Ten seeds whose medians favour PSER by 2 %, with seed-to-seed spread far larger: the bare ratio of
+    medians is above 1 in every cell, but no interval clears 1, so neither claim is reproduced."""
+    mod = load("pser_fig7")
+    ns = [5, 6]
+    spread = [600.0, 700.0, 800.0, 900.0, 1000.0, 1000.0, 1100.0, 1200.0, 1300.0, 1400.0]
+    noisy = {}
+    for label in mod.templates():
+        for n in ns:
+            faster = "/pser" in label
+            noisy[(label, n)] = [x / (1.02 if faster else 1.0) for x in reversed(spread)] if faster else spread
+    checks = mod.verdict([], run_rows(noisy), ns)
+    faster = [c for c in checks if c["claim"].endswith("] PSER faster than PER")]
+    assert all("PER/PSER 1.02..1.02" in c["measured"] and "undecided in 6" in c["measured"] for c in faster)
+    assert not any(c["reproduced"] for c in checks)
 
 
 def test_fewer_seeds_than_the_default_are_named_under_the_verdicts(tmp_path, capsys):

@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = list(range(2, 9)) if args.quick else list(range(2, 17))
     return run_script(
         args, NAME, CLAIM, templates(), ns, script_seeds(args),
-        verdict=lambda summary: verdict(summary, ns),
+        verdict=lambda summary, rows: verdict(summary, ns),
         figures=lambda summary, curves: {f"{NAME}.png": plot(summary, ns)},
     )  # fmt: skip
 

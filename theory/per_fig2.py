@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = list(range(2, 9)) if args.quick else list(range(2, 17))
     return run_script(
         args, NAME, CLAIM, templates(), ns, script_seeds(args),
-        verdict=lambda summary: verdict(summary, ns[-1]),
+        verdict=lambda summary, rows: verdict(summary, ns[-1]),
         figures=lambda summary, curves: {f"{NAME}.png": plot(summary, ns)},
         last_n_only=True,
         footer=f"all n in {{out}}/{NAME}_summary.csv",

@@ -263,7 +263,7 @@ def run_script(
     templates: Mapping[str, RunConfig],
     ns: list[int],
     seeds: list[int],
-    verdict: Callable[[list[dict]], list[dict]],
+    verdict: Callable[[list[dict], list[dict]], list[dict]],
     figures: Callable[[list[dict], dict], Mapping[str, object]],
     tables: Callable[[list[dict], dict], Mapping[str, list[dict]]] | None = None,
     columns: Sequence[str] = SUMMARY_COLUMNS,
@@ -274,7 +274,7 @@ def run_script(
 
     ``args`` come from :func:`script_parser`.  The grid of ``templates`` over
     ``ns`` and ``seeds`` runs with every cap at :func:`default_cap`;
-    ``verdict(summary)`` gives the verdict rows; ``figures(summary, curves)``
+    ``verdict(summary, rows)`` gives the verdict rows (``rows``: one per run); ``figures(summary, curves)``
     and ``tables(summary, curves)`` map file names to the figures and extra CSV
     rows written next to the runs, the summary and ``manifest.json``
     (:func:`write_outputs`).  Printed: ``claim``, the summary table (its
@@ -295,7 +295,7 @@ def run_script(
                             progress=not args.no_progress, desc=name)  # fmt: skip
     wall = time.perf_counter() - t0
     summary = summarise(rows)
-    checks = verdict(summary)
+    checks = verdict(summary, rows)
     config = {"ns": ns, "seeds": seeds, "templates": {k: vars(v) for k, v in templates.items()}}
     config.update(cap_per_transition=CAP_PER_TRANSITION, quick=args.quick, jobs=jobs, wall_seconds=wall)
     extra = tables(summary, curves) if tables is not None else None
