@@ -316,7 +316,7 @@ def chain_experiment(n: int = 5, rewards: np.ndarray | None = None, steps: int =
         _fixed_point_check("Cliffwalk (b): uniform L1 -> median", [run["l1"]], [median], l1_tol,
                            "Observation 3; tol = K * final step size"),
         _fixed_point_check("Cliffwalk (b): PER+MSE -> argmin eq. 7", per, [preds[id(x)] for x in per], CHAIN_TOL,
-                           f"Theorem 3 with eps; beta in {list(betas)}"),
+                           f"Theorem 3 with eps; beta in {[round(float(b), 6) for b in betas]}"),
         _fixed_point_check("Cliffwalk (b): LAP, PAL -> argmin PAL", [run["lap"], run["pal"]],
                            [preds[id(run["lap"])]] * 2, CHAIN_TOL, "Observation 4"),
         _trajectory_check("Cliffwalk (b): LAP and PAL trajectories agree", run["lap"], run["pal"], steps),
