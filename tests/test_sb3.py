@@ -316,6 +316,8 @@ def test_methods_train_sac(sampler):
         (dict(sampler="lap", kappa=0.0), "kappa"),
         (dict(gamma=0.0, n_steps=3), "gamma=0.0"),
         (dict(sampler="per", normalise="max"), "normalise must be one of"),
+        (dict(seed=1.5), r"seed=1\.5 must be a non-negative integer"),
+        (dict(seed=-1), "seed=-1 must be a non-negative integer"),
     ],
 )
 def test_bad_buffer_settings_are_one_line_errors(kwargs, match):
