@@ -128,13 +128,15 @@ def test_a_setting_the_sampler_does_not_read_is_named_before_the_run(tmp_path, c
 def test_a_batch_larger_than_the_replay_at_the_first_update_is_named_before_the_run(tmp_path, capsys):
     from prioritylab.cli import main as cli_main
 
-    args = ["train", "td3", "--env", "Pendulum-v1", "--steps", "50", "--out", str(tmp_path), "--no-progress"]
-    code = cli_main([*args, "--start-steps", "100", "--batch-size", "256"])  # refused: steps <= start_steps
+    args = ["train", "td3", "--env", "Pendulum-v1", "--out", str(tmp_path), "--no-progress", "--eval-episodes", "1"]
+    code = cli_main([*args, "--steps", "50", "--start-steps", "100", "--batch-size", "256"])
     lines = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and lines[0] == ("prioritylab train td3: warning: --batch-size 256 is larger than the at most "
-                                      "100 transitions stored when updates start (--start-steps 100): the first "
-                                      "batches draw transitions more than once")  # fmt: skip
-    assert len(lines) == 2 and "error: steps 50 <= start_steps 100" in lines[1]
-    code = cli_main([*args, "--start-steps", "256", "--batch-size", "256"])
+    assert code == 2 and len(lines) == 1 and "error: steps 50 <= start_steps 100" in lines[0]  # refused: no warning
+    code = cli_main([*args, "--steps", "102", "--eval-every", "102", "--start-steps", "100", "--batch-size", "256"])
     lines = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "error: steps 50 <= start_steps 256" in lines[0]
+    assert code == 0 and lines == ["warning: --batch-size 256 is larger than the at most 100 transitions stored "
+                                   "when updates start (--start-steps 100): the first batches draw transitions "
+                                   "more than once"]  # fmt: skip
+    code = cli_main([*args, "--steps", "258", "--eval-every", "258", "--start-steps", "256", "--batch-size", "256",
+                     "--seed", "1"])  # fmt: skip
+    assert code == 0 and capsys.readouterr().err.strip() == ""

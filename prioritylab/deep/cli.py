@@ -195,10 +195,6 @@ def main(argv: list[str]) -> int:
     for name, value, readers in unused:
         print(f"{prog}: warning: --replay.{name.replace('_', '-')} {value} has no effect with --sampler "
               f"{cfg.sampler} (read by {', '.join(readers) or 'no sampler'})", file=sys.stderr)  # fmt: skip
-    if isinstance(cfg.batch_size, int) and isinstance(cfg.start_steps, int) and cfg.batch_size > cfg.start_steps >= 0:
-        print(f"{prog}: warning: --batch-size {cfg.batch_size} is larger than the at most {cfg.start_steps} "
-              f"transitions stored when updates start (--start-steps {cfg.start_steps}): the first batches draw "
-              "transitions more than once", file=sys.stderr)  # fmt: skip
     was_finished = cfg.resume and (run_dir(cfg, spec.name) / "finished.json").exists()
     try:
         folder = train(spec, cfg)

@@ -14,6 +14,7 @@ environment with ``seed + 100`` at every evaluation (LAP App. D).
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -247,6 +248,16 @@ def check_replay_memory(spec: Spec, cfg: RunSettings, env: gym.Env) -> None:
     check_memory(capacity, need)
 
 
+def warn_if_first_batches_repeat(spec: Spec, cfg: RunSettings) -> None:
+    """Name, once every check has passed, a batch larger than the transitions stored when updates start: valid
+    (the samplers draw with replacement), but the first batches repeat transitions."""
+    starts = spec.learning_starts(cfg)
+    if cfg.batch_size > starts:
+        print(f"warning: --batch-size {cfg.batch_size} is larger than the at most {starts} transitions stored when "
+              f"updates start (--start-steps {starts}): the first batches draw transitions more than once",
+              file=sys.stderr)  # fmt: skip
+
+
 def check_threads(checkpoint: dict, path: Path) -> None:
     """A resumed run is bit-identical only at the thread count its checkpoint was written with."""
     saved, now = checkpoint.get("threads"), torch.get_num_threads()
@@ -271,6 +282,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     except ValueError as err:
         raise sampler_error(cfg.sampler, err) from None
     check_replay_memory(spec, cfg, env)
+    warn_if_first_batches_repeat(spec, cfg)
     folder = run_dir(cfg, spec.name)
     existed = folder.exists()
     lock = prepare_dir(folder, cfg.resume, cfg.overwrite, cfg.restart)
