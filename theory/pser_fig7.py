@@ -42,7 +42,7 @@ import sys
 
 import numpy as np
 
-from prioritylab.cliffwalk.experiments import median_curve, run_script, script_parser, script_seeds
+from prioritylab.cliffwalk.experiments import median_curve, run_script, script_parser, script_seeds, updates_or_cap
 from prioritylab.cliffwalk.runner import RunConfig
 from prioritylab.demo import settings_note
 
@@ -83,7 +83,7 @@ def ratio_interval(top: np.ndarray, bottom: np.ndarray, rng: np.random.Generator
 def per_seed(rows: list[dict], label: str, n: int) -> np.ndarray:
     """Updates to converge of each seed of a cell, in seed order (a censored run counts as its cap)."""
     cell = sorted((r for r in rows if r["label"] == label and r["n"] == n), key=lambda r: r["seed"])
-    return np.array([r["cap"] if r["censored"] else r["updates"] for r in cell], dtype=float)
+    return updates_or_cap(cell)
 
 
 def _sides(intervals: list[tuple[float, float, float]]) -> tuple[int, int, int]:

@@ -107,6 +107,11 @@ def default_jobs() -> int:
     return max(1, int(os.environ.get("PRIORITYLAB_JOBS", "1")))
 
 
+def updates_or_cap(rows: list[dict]) -> np.ndarray:
+    """Updates to converge of each run in ``rows``, a censored run counting as its cap."""
+    return np.array([r["cap"] if r["censored"] else r["updates"] for r in rows], dtype=float)
+
+
 def summarise(rows: list[dict]) -> list[dict]:
     """Median, min and max updates per ``(label, n)``; censored runs count as their cap.  The replay
     diagnostics (:data:`prioritylab.cliffwalk.runner.DIAGNOSTICS`) are medians over the seeds."""
@@ -115,7 +120,7 @@ def summarise(rows: list[dict]) -> list[dict]:
         cells.setdefault((r["label"], r["n"]), []).append(r)
     out = []
     for (label, n), rs in sorted(cells.items()):
-        vals = np.array([r["cap"] if r["censored"] else r["updates"] for r in rs], dtype=float)
+        vals = updates_or_cap(rs)
         cens = int(sum(r["censored"] for r in rs))
         med = float(np.median(vals))
         out.append({
