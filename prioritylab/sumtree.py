@@ -423,8 +423,9 @@ def tree_rebuild(tree, tmin, tmax, leaf0):
                 _recompute(t, parent, kind)
 
 
-_SAFE_TOTAL = np.finfo(np.float64).max / 2
-"""Below this bound on the new total, an update cannot overflow the root (rounding is far smaller)."""
+SAFE_TOTAL = np.finfo(np.float64).max / 2
+"""A bound on a new total mass below which a write cannot overflow the root (the rounding of the tree's sums is
+far below this margin); a sampler whose write may reach it first tries the write on a copy."""
 
 
 @njit(cache=True)
@@ -440,7 +441,7 @@ def _checked_update(tree, tmin, tmax, leaf0, capacity, indices, values):
     grow = 0.0
     for i in range(values.shape[0]):
         grow += values[i]
-    if not tree[0] + grow < _SAFE_TOTAL:
+    if not tree[0] + grow < SAFE_TOTAL:
         return -2
     tree_update(tree, tmin, tmax, leaf0, indices, values)
     return -1

@@ -366,3 +366,40 @@ def test_end_episodes_truncates_an_open_episode_outside_add():
     restart[0] += 100
     buf.add(np.stack([restart[0], stack(5)[1]]), np.zeros(2, np.int64), np.ones(2, np.float32), stack(1), no, no)
     buf.load_state_dict(buf.state_dict())  # the layout checks accept the result
+
+
+@pytest.mark.parametrize("name", ["per", "pser"])
+@pytest.mark.parametrize("call", ["add", "add ending an episode", "end_episodes"])
+def test_a_write_the_sampler_refuses_near_the_float_range_leaves_the_buffer_unchanged(name, call):
+    """A slot is written at the largest priority so far and adds its mass once its n-step return is complete:
+    near the float range the sampler refuses that mass.  The buffer's rows, writer and diagnostics must then be
+    as before, and it must go on as a buffer that was never asked (an episode's end also writes a tail slot)."""
+
+    def build():
+        keep = {"eta": 0.0} if name == "pser" else {}  # PSER keeps eta of a slot's old priority: none here
+        buf = ReplayBuffer(32, (3,), (), sampler=make_sampler(name, 32, alpha=1.0, seed=0, **keep), num_envs=2,
+                           action_dtype=np.int64, n_step=2, gamma=0.9, diagnostics=True)  # fmt: skip
+        driver = Driver(2, 1, np.random.default_rng(0))
+        fill(buf, driver, 6, 0.0, 0.0)
+        buf.sampler.update(np.array([0, 16]), np.full(2, 6e307))  # the total: 1.2e308 of 1.8e308
+        fill(buf, driver, 2, 0.0, 0.0)  # slots written at 6e307, held until their returns are complete
+        return buf
+
+    def write(b):
+        if call == "end_episodes":
+            b.end_episodes(np.ones((2, 3)), [0, 1])
+        else:
+            b.add(np.zeros((2, 3)), np.array([1, 2]), np.zeros(2), np.ones((2, 3)),
+                  np.array([call == "add ending an episode", False]), np.array([False, False]))  # fmt: skip
+
+    buf = build()
+    before = pickle.dumps(buf.state_dict())
+    with pytest.raises(ValueError, match="overflows the float range"):
+        write(buf)
+    assert pickle.dumps(buf.state_dict()) == before
+    twin = build()
+    for b in (buf, twin):  # back in range: the same write is taken, as by a buffer never refused
+        written = np.flatnonzero(b.sampler.generations(np.arange(32)) >= 0)
+        b.sampler.update(written, np.ones(written.size))
+        write(b)
+    assert pickle.dumps(buf.state_dict()) == pickle.dumps(twin.state_dict())

@@ -470,6 +470,24 @@ def test_update_of_several_masses_each_below_half_the_range_whose_sum_overflows_
     assert np.isfinite(s.total)
 
 
+@pytest.mark.parametrize("name", ["per", "pser", "lap"])
+@pytest.mark.parametrize("alpha", [1.0, 2.0, 3.0])  # a smaller alpha needs raw priorities past the float range
+@pytest.mark.parametrize("n", [1, 16, 64])
+def test_may_overflow_is_true_wherever_the_samplers_own_bound_is(name, alpha, n):
+    """A buffer asks :meth:`may_overflow` before every write and guards the write only where it is true, so it must
+    never be false where the bound the sampler refuses by is reached (the fast form compares the largest raw
+    priority with a limit; the general one sums the tree); well below that bound it is false."""
+    span = make_sampler(name, 64, alpha=alpha, seed=0)._decay_span
+    at_bound = np.finfo(np.float64).max / 2 / (64 + n * (1 + span))  # every slot at this mass reaches it
+    for top, expected in ((at_bound * 1.001, True), (at_bound / 4, False)):
+        s = make_sampler(name, 64, alpha=alpha, seed=0)
+        s.add(np.arange(64))
+        raw = top ** (1 / alpha)
+        s.update(np.arange(64), np.full(64, raw))  # every slot at the largest mass: the largest total it allows
+        assert type(s)._may_overflow(s, n, None) == expected
+        assert s.may_overflow(n) == expected
+
+
 @pytest.mark.parametrize("name", ["per", "pser"])
 def test_add_and_set_sampleable_whose_total_would_overflow_are_refused(name):
     """New slots enter at the max priority, and a held slot adds its mass when it becomes sampleable."""

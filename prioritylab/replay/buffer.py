@@ -276,6 +276,28 @@ class ReplayBuffer:
         final = None
         if ends.any():
             final = check_rows("next_obs", next_obs, (n, *self.obs_shape), self.obs_dtype)
+        if self.sampler.may_overflow(self.capacity):
+            self._whole_or_undone(self._write, obs, action, reward, terminated, truncated, final)
+        else:
+            self._write(obs, action, reward, terminated, truncated, final)
+
+    def _whole_or_undone(self, write, *args) -> None:
+        """Run ``write``; if the sampler refuses a mass past the float range, put the buffer back as it was.
+
+        The sampler checks each of its calls before it changes anything, but one write of the buffer is several
+        calls after the rows are stored.  Taken only where :meth:`Sampler.may_overflow` says a refusal is
+        possible (priorities near the float range), so the copy costs nothing in a normal run.
+        """
+        before = self.state_dict()
+        try:
+            write(*args)
+        except ValueError:
+            self.load_state_dict(before)
+            raise
+
+    def _write(self, obs, action, reward, terminated, truncated, final) -> None:
+        """:meth:`add` of checked rows."""
+        n = self.num_envs
         p, st, w = self._plan, self.storage, self.writer
         ns, nc, ni = plan_writes(
             terminated, truncated, self.seg, self.n_step, self.frame_stack, w["pos"], w["open"], w["last"],
@@ -332,6 +354,13 @@ class ReplayBuffer:
         envs = np.unique(as_index_array("envs", np.asarray(envs).reshape(-1)))
         if envs.size and (envs[0] < 0 or envs[-1] >= self.num_envs):
             raise ValueError(f"envs must be in [0, {self.num_envs}), got {envs.tolist()}")
+        if self.sampler.may_overflow(self.capacity):
+            self._whole_or_undone(self._end, final, envs)
+        else:
+            self._end(final, envs)
+
+    def _end(self, final: np.ndarray, envs: np.ndarray) -> None:
+        """:meth:`end_episodes` of checked arguments."""
         st, w = self.storage, self.writer
         envs = envs[w["open"][envs]]
         seg, k = self.seg, self.frame_stack

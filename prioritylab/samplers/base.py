@@ -118,6 +118,12 @@ class Sampler(SlotBookkeeping):
         """Hook called by a training loop at the end of each training episode, ``info["return"]`` its return
         (a learned sampler may train here: NERS's Algorithm 1)."""
 
+    def may_overflow(self, n: int) -> bool:
+        """Whether writing ``n`` slots, or making them sampleable, at up to the largest priority so far could make
+        the total sampling mass overflow the float range: a cheap bound, true only near it.  A caller that makes
+        several calls for one write of its own checks it first, since a later call may then be refused."""
+        return self._may_overflow(n, None)
+
     def memory_bytes(self) -> int:
         """Bytes of the arrays this sampler holds: here the per-slot arrays and the record of drawn slots; a
         sampler that holds more (a tree, a heap, a network) adds its own."""

@@ -14,15 +14,12 @@ import numpy as np
 from numba import njit
 
 from ..priorities import mass_of, raw_priority
-from ..sumtree import TreeArrays, tree_update_levels
+from ..sumtree import SAFE_TOTAL, TreeArrays, tree_update_levels
 
 NO_STAMPS = np.empty(0, dtype=np.int64)
 NO_TD = np.empty(0)
 NO_TREE = TreeArrays(np.empty(0), np.empty(0), np.empty(0), 0, 0)  # samplers without a sum tree
 MAX_WRITES = 2**62  # write stamps stay far from int64 overflow
-SAFE_TOTAL = np.finfo(np.float64).max / 2
-"""A total mass bound below which a write cannot overflow the sum tree (rounding of the tree's sums is
-far below this margin); a write whose bound reaches it is first tried on a copy."""
 
 # error codes of the jitted checks
 OK, OUT_OF_RANGE, NOT_FINITE, EMPTY, OVERFLOW, BAD_LINK = 0, 1, 2, 3, 4, 5

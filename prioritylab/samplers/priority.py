@@ -13,7 +13,7 @@ import numpy as np
 
 from .._checks import check_bool, check_indices, check_range, check_total
 from ..priorities import ABS, mass_of, masses_of, raw_priority
-from ..sumtree import SumTree, tree_alloc, tree_rebuild, tree_sample
+from ..sumtree import SAFE_TOTAL, SumTree, tree_alloc, tree_rebuild, tree_sample
 from .base import SampleBatch, Sampler
 from .kernels import NO_STAMPS, NO_TD, NO_TREE, OK, prepare_update, refresh_masses, store_priorities, total_may_overflow
 from .state import StateError, state_array, state_value
@@ -81,6 +81,21 @@ class PrioritySampler(Sampler):
         mass = NO_TD if prepared is None else prepared[1]
         return total_may_overflow(self.tree.arrays.tree, n, mass, mass_of(self._max_raw, self.alpha),
                                   self._decay_span)  # fmt: skip
+
+    def may_overflow(self, n: int) -> bool:
+        """:meth:`Sampler.may_overflow` with no call into compiled code (a buffer asks before every write): each
+        stored mass is at most the largest priority's, so the total is at most ``capacity`` times it, and the
+        bound becomes a limit on the largest raw priority, computed once per ``n`` and alpha."""
+        if self.tree is None or n <= 0:
+            return False
+        key = (n, self.alpha)
+        limit = self.__dict__.setdefault("_raw_limits", {}).get(key)
+        if limit is None:
+            # total + n (1 + span) top < SAFE_TOTAL when top = raw ** alpha stays below half of this mass
+            top = SAFE_TOTAL / (2.0 * (self.capacity + n * (1 + self._decay_span)))
+            with np.errstate(over="ignore", divide="ignore"):  # alpha 0 or small: no raw priority reaches it
+                limit = self._raw_limits[key] = float(np.exp(np.log(top) / self.alpha))
+        return self._max_raw >= limit
 
     def _guard_total(self, idx, raw, mass, td, values, what: str) -> None:
         """Refuse, before writing, priorities that would make the total sampling mass overflow."""
