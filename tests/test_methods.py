@@ -1,5 +1,9 @@
 """The replay methods table: each method is one entry, and a new entry is a new method."""
 
+import contextlib
+import io
+import re
+
 import pytest
 import torch
 
@@ -140,3 +144,40 @@ def test_a_batch_larger_than_the_replay_at_the_first_update_is_named_before_the_
     code = cli_main([*args, "--steps", "258", "--eval-every", "258", "--start-steps", "256", "--batch-size", "256",
                      "--seed", "1"])  # fmt: skip
     assert code == 0 and capsys.readouterr().err.strip() == ""
+
+
+def test_a_priority_past_the_float_range_ends_the_run_in_one_line_keeping_its_checkpoint(tmp_path, capsys):
+    """An alpha under which ordinary TD errors overflow is named at the start; the run goes on until a priority's
+    mass passes the float range, then stops with one line naming the step and what its folder keeps (not a
+    traceback), unfinished, and ``--resume`` takes it up from that checkpoint."""
+    from prioritylab.cli import main as cli_main
+
+    args = ["train", "td3", "--env", "Pendulum-v1", "--out", str(tmp_path), "--no-progress", "--eval-episodes", "1",
+            "--sampler", "per", "--replay.alpha", "1e6", "--steps", "600", "--eval-every", "600", "--start-steps",
+            "250", "--batch-size", "32", "--checkpoint-every", "200"]  # fmt: skip
+    code = cli_main(args)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(lines) == 2, lines
+    assert lines[0].startswith("warning: with --replay.alpha 1000000.0 a priority above 1.00071 overflows")
+    folder = tmp_path / "td3_Pendulum-v1_per_s0"
+    assert re.fullmatch(r"prioritylab train td3: error: the run stopped at step 250 of 600: priority from "
+                        r"td_errors\[\d+\] = [0-9.e+-]+ overflows when raised to alpha=1000000.0; a smaller "
+                        rf"--replay.alpha keeps priorities in range. It is not finished; {re.escape(str(folder))} "
+                        r"keeps its checkpoint of step 200", lines[1])  # fmt: skip
+    assert not (folder / "finished.json").exists() and (folder / "checkpoint.pt").exists()
+    assert cli_main([*args, "--resume"]) == 1  # the same run from its checkpoint: stopped at the same step
+    assert "stopped at step 250 of 600" in capsys.readouterr().err
+
+
+def test_an_alpha_whose_priorities_fit_is_not_named():
+    from prioritylab.deep.loop import warn_if_priorities_may_overflow
+
+    class Cfg:
+        sampler = "per"
+
+    defaults = Defaults(per_alpha=0.6, per_beta0=0.4, per_eps=1e-6, lap_alpha=0.4, kappa=1.0)
+    for alpha, named in ((0.6, False), (51.0, False), (52.0, True)):  # 1.8e308 ** (1 / 51.4) = 1e6
+        out = io.StringIO()
+        with contextlib.redirect_stderr(out):
+            warn_if_priorities_may_overflow(Cfg, Method("per", ReplaySettings(alpha=alpha), defaults, 1000))
+        assert bool(out.getvalue()) == named, alpha

@@ -170,7 +170,7 @@ def _checked(argv: list[str]):
 def main(argv: list[str]) -> int:
     from .loop import train
     from .methods import Method, unread
-    from .run import Interrupted, SettingsError, run_dir
+    from .run import Interrupted, RunStopped, SettingsError, run_dir
 
     specs, settings = _agents()
     if not argv or argv[0] not in AGENTS:
@@ -204,6 +204,9 @@ def main(argv: list[str]) -> int:
     except Interrupted as stop:
         print(f"{stop} (run folder {stop.folder})", file=sys.stderr)
         return 128 + stop.signum
+    except RunStopped as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return 1
     if not (folder / "finished.json").exists():  # stopped at --stop-after, as asked
         print(f"run stopped at its --stop-after step with a checkpoint in {folder}; continue it with --resume")
         return 0

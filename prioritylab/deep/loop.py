@@ -27,7 +27,8 @@ import torch
 from tqdm import tqdm
 
 from ..replay import ReplayBuffer, estimate_bytes
-from .methods import Defaults, Method, ReplaySettings
+from ..samplers import PriorityOverflow
+from .methods import METHOD_TABLE, Defaults, Method, ReplaySettings
 from .minatar import is_minatar
 from .minatar import register as register_minatar
 from .run import (
@@ -36,6 +37,7 @@ from .run import (
     Interrupted,
     RunLog,
     RunSettings,
+    RunStopped,
     SettingsError,
     StopSignal,
     check_checkpoint_is_this_runs,
@@ -258,6 +260,23 @@ def warn_if_first_batches_repeat(spec: Spec, cfg: RunSettings) -> None:
               file=sys.stderr)  # fmt: skip
 
 
+LARGEST_PRIORITY = 1e6
+"""A raw priority (|TD error| + eps) a run may meet: returns of MuJoCo tasks reach 1e4, and early TD errors their
+size.  An alpha under which a smaller one overflows, ``raw ** alpha`` past the float range, is named at the start."""
+
+
+def warn_if_priorities_may_overflow(cfg: RunSettings, method: Method) -> None:
+    """Name, once every check has passed, an alpha (above 51) under which a priority below
+    :data:`LARGEST_PRIORITY` overflows: valid, but the run stops at the first such priority."""
+    if "alpha" not in METHOD_TABLE[cfg.sampler].reads or method.alpha <= 0.0:
+        return
+    log_largest = math.log(np.finfo(np.float64).max) / method.alpha  # the log of the largest priority that fits
+    if log_largest < math.log(LARGEST_PRIORITY):
+        largest = math.exp(log_largest)
+        print(f"warning: with --replay.alpha {method.alpha} a priority above {largest:.6g} overflows the float range "
+              f"when raised to alpha; the run stops at the first TD error that large", file=sys.stderr)  # fmt: skip
+
+
 def check_threads(checkpoint: dict, path: Path) -> None:
     """A resumed run is bit-identical only at the thread count its checkpoint was written with."""
     saved, now = checkpoint.get("threads"), torch.get_num_threads()
@@ -283,6 +302,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
         raise sampler_error(cfg.sampler, err) from None
     check_replay_memory(spec, cfg, env)
     warn_if_first_batches_repeat(spec, cfg)
+    warn_if_priorities_may_overflow(cfg, method)
     folder = run_dir(cfg, spec.name)
     existed = folder.exists()
     lock = prepare_dir(folder, cfg.resume, cfg.overwrite, cfg.restart)
@@ -343,8 +363,11 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
     # before the resumed run's first update (updates every k > 1 steps)
     stats: dict = dict(checkpoint.get("stats", {})) if checkpoint is not None else {}
     episode_return = 0.0
+    saved_at = step if checkpoint is not None else None  # the step of the newest checkpoint on disk
 
     def save(reason: str) -> None:
+        nonlocal saved_at
+        saved_at = step
         save_atomic({
             "identity": identity, "recorded": settings, "evals": len(log.evals),
             "stats": {k: float(v) for k, v in stats.items()},
@@ -363,7 +386,14 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
         episode_return += float(reward)
         step += 1
         if step >= starts and step % every == 0 and len(buffer) >= 1:
-            stats = learn(agent, buffer, method, step, cfg.batch_size, device)
+            try:
+                stats = learn(agent, buffer, method, step, cfg.batch_size, device)
+            except PriorityOverflow as err:
+                bar.close()
+                log.close()
+                kept = f"its checkpoint of step {saved_at}" if saved_at is not None else "no checkpoint"
+                raise RunStopped(f"the run stopped at step {step} of {cfg.steps}: {err}; a smaller --replay.alpha "
+                                 f"keeps priorities in range. It is not finished; {folder} keeps {kept}") from None
             updates += 1
         if step % cfg.eval_every == 0 or step == cfg.steps:
             returns = evaluate(agent, eval_env, cfg.seed + 100, cfg.eval_episodes)

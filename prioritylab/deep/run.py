@@ -485,6 +485,12 @@ class StopSignal:
         return False
 
 
+class RunStopped(Exception):
+    """The run could not go on and stopped without finishing: a sampler refused a priority whose mass passes the
+    float range (a setting's consequence, met only at a TD error large enough).  Its folder keeps what the run
+    wrote, its last checkpoint included."""
+
+
 class Interrupted(Exception):
     """The run stopped on a signal, after writing its checkpoint."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .base import SampleBatch, Sampler
 from .greedy import GreedyTDSampler
+from .kernels import PriorityOverflow
 from .lap import LAPSampler
 from .per import PERSampler
 from .priority import PrioritySampler, is_weights
@@ -31,6 +32,7 @@ __all__ = [
     "LAPSampler",
     "PERSampler",
     "PSERSampler",
+    "PriorityOverflow",
     "PrioritySampler",
     "RankSampler",
     "SampleBatch",

@@ -28,6 +28,7 @@ from .kernels import (
     NOT_FINITE,
     OK,
     OUT_OF_RANGE,
+    PriorityOverflow,
     check_slots,
     commit_add,
     commit_flags,
@@ -286,12 +287,12 @@ class SlotBookkeeping:
                 self._raise_max(top)
                 return
             if code != MAY_OVERFLOW:
-                raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
+                raise self._update_error(code, pos, idx, td, "td_errors")
         code, pos, keep, raw, mass, kept = prepare_update(
             idx, td, gen, self._generation, self._rule, self._rule_param, self._alpha_for_checks
         )
         if code != OK:
-            raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
+            raise self._update_error(code, pos, idx, td, "td_errors")
         if keep.shape[0]:
             self._guard_total(keep, raw, mass, kept, td, "td_errors")
             self._apply(keep, raw, mass, kept)
@@ -313,7 +314,7 @@ class SlotBookkeeping:
             values[name] = self._check_call(idx, v, None, name)[1]
         code, pos, keep, _, _, _ = prepare_update(idx, td, gen, self._generation, ABS, 0.0, 1.0)
         if code != OK:
-            raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
+            raise self._update_error(code, pos, idx, td, "td_errors")
         for name, v in values.items():
             bad = ~np.isfinite(v)
             if bad.any():
@@ -352,7 +353,7 @@ class SlotBookkeeping:
                              "positive priority")  # fmt: skip
         code, pos, keep, raw, mass, _ = prepare_update(idx, p, gen, self._generation, ABS, 0.0, self._alpha_for_checks)
         if code != OK:
-            raise ValueError(self._update_error(code, pos, idx, p, "priorities"))
+            raise self._update_error(code, pos, idx, p, "priorities")
         if keep.shape[0]:
             self._guard_total(keep, raw, mass, None, p, "priorities")
             self._apply(keep, raw, mass, None)
@@ -516,14 +517,17 @@ class SlotBookkeeping:
         gen = NO_STAMPS if generations is None else self._check_generations(generations, idx.shape)
         return idx, val, gen
 
-    def _update_error(self, code: int, pos: int, idx: np.ndarray, td: np.ndarray, what: str) -> str:
+    def _update_error(self, code: int, pos: int, idx: np.ndarray, td: np.ndarray, what: str) -> ValueError:
+        """The error for a jitted check's ``code`` at ``pos``: :class:`PriorityOverflow` for an overflow."""
         if code == OUT_OF_RANGE:
-            return f"indices[{pos}] = {idx[pos]} is out of range [0, {self.capacity})"
+            return ValueError(f"indices[{pos}] = {idx[pos]} is out of range [0, {self.capacity})")
         if code == NOT_FINITE:
-            return f"{what}[{pos}] = {td[pos]} must be finite"
+            return ValueError(f"{what}[{pos}] = {td[pos]} must be finite")
         if code == EMPTY:
-            return f"indices[{pos}] = {idx[pos]} points at an empty slot"
-        return f"priority from {what}[{pos}] = {td[pos]} overflows when raised to alpha={self._alpha_for_checks}"
+            return ValueError(f"indices[{pos}] = {idx[pos]} points at an empty slot")
+        return PriorityOverflow(
+            f"priority from {what}[{pos}] = {td[pos]} overflows when raised to alpha={self._alpha_for_checks}"
+        )
 
     def _check_flags(self, name: str, flags, n: int, default: bool) -> np.ndarray:
         if flags is None:

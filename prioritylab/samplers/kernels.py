@@ -25,6 +25,14 @@ MAX_WRITES = 2**62  # write stamps stay far from int64 overflow
 OK, OUT_OF_RANGE, NOT_FINITE, EMPTY, OVERFLOW, BAD_LINK = 0, 1, 2, 3, 4, 5
 
 
+class PriorityOverflow(ValueError):
+    """A priority refused because its mass ``raw ** alpha``, or the total mass, would pass the float range.
+
+    The sampler is left unchanged.  Unlike the other refusals it follows from the values a run produces (a TD
+    error too large for alpha), not from a bad call, so a training loop can end the run with a one-line error.
+    """
+
+
 @njit(cache=True)
 def prepare_update(indices, td, generations, generation, rule, param, alpha):
     """Check an update and compute raw priorities and masses of its fresh items.

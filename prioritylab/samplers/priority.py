@@ -15,7 +15,17 @@ from .._checks import check_bool, check_indices, check_range, check_total
 from ..priorities import ABS, mass_of, masses_of, raw_priority
 from ..sumtree import SAFE_TOTAL, SumTree, tree_alloc, tree_rebuild, tree_sample
 from .base import SampleBatch, Sampler
-from .kernels import NO_STAMPS, NO_TD, NO_TREE, OK, prepare_update, refresh_masses, store_priorities, total_may_overflow
+from .kernels import (
+    NO_STAMPS,
+    NO_TD,
+    NO_TREE,
+    OK,
+    PriorityOverflow,
+    prepare_update,
+    refresh_masses,
+    store_priorities,
+    total_may_overflow,
+)  # fmt: skip
 from .state import StateError, state_array, state_value
 
 
@@ -104,7 +114,7 @@ class PrioritySampler(Sampler):
             self._try_on_copy(lambda s: s._apply(idx, raw, mass, td), f"{what}[{i}] = {values[i]}")
 
     def _try_on_copy(self, write, what: str) -> None:
-        """Run ``write`` on a copy of the arrays a write touches and raise ``ValueError`` if the copy's
+        """Run ``write`` on a copy of the arrays a write touches and raise :class:`PriorityOverflow` if the copy's
         total mass overflows (only past the bound of :meth:`_may_overflow`: a write near the float range)."""
         trial = copy.copy(self)
         for key, value in vars(self).items():
@@ -113,7 +123,7 @@ class PrioritySampler(Sampler):
         trial.tree = copy.deepcopy(self.tree)
         write(trial)
         if not np.isfinite(trial.tree.total):
-            raise ValueError(
+            raise PriorityOverflow(
                 f"{what}: the total sampling mass overflows the float range (alpha={self.alpha}); "
                 "refused, nothing changed"
             )
@@ -193,7 +203,7 @@ class PrioritySampler(Sampler):
                 self._rule, self._rule_param, self._alpha_for_checks,
             )  # fmt: skip
             if code != OK:
-                raise ValueError(self._update_error(code, pos, idx, td, "td_errors"))
+                raise self._update_error(code, pos, idx, td, "td_errors")
             return raw, mass
         raw = np.full(idx.shape[0], self._max_raw)
         return raw, masses_of(raw, self.alpha)  # finite: the max priority's mass was checked when it was set
