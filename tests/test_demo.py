@@ -176,3 +176,28 @@ def test_the_tests_sharing_the_quick_demo_run_on_one_worker(tmp_path):
     assert len(trained) >= 2 and all("test_rerun_check.py" in node for node in trained)
     alone = "tests/test_demo.py::test_discovery_keeps_the_order_and_lists_missing_scripts"
     assert found["groups"][alone] == []
+
+
+def test_a_shared_fixture_is_built_once_in_a_real_two_worker_run(tmp_path):
+    """The groups matter only if pytest-xdist honours them: in a run on two workers with the suite's own
+    ``conftest.py``, six test files asking for one session fixture build it once.  (pytest 9.2 with pytest-xdist
+    3.8 built it on both workers: the quick demo ran twice in every ``make test``.)"""
+    (tmp_path / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text() + textwrap.dedent("""
+
+        @pytest.fixture(scope="session")
+        def shared():
+            with open(os.environ["BUILT_LOG"], "a") as log:
+                log.write(os.environ.get("PYTEST_XDIST_WORKER", "none") + "\\n")
+        """))  # fmt: skip
+    body = "import time\n\n\ndef test_shared(shared):\n    time.sleep(0.1)\n"
+    body += "".join(f"\n\ndef test_alone_{j}():\n    time.sleep(0.1)\n" for j in range(2))
+    for i in range(6):
+        (tmp_path / f"test_{i}.py").write_text(body)
+    log = tmp_path / "built.log"
+    env = {**os.environ, "BUILT_LOG": str(log)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist",
+                           "loadgroup", "--rootdir", str(tmp_path), str(tmp_path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "18 passed" in done.stdout
+    assert len(log.read_text().splitlines()) == 1, log.read_text()
