@@ -218,6 +218,12 @@ MUTANTS = [
         ("fused draw: held slots are not counted (never redrawn)", "prioritylab/samplers/fused.py",
          "        held += not sampleable[idx[i]]\n", "        held += 0\n",
          FUSED_CHECKS + REPLAY_TESTS),
+        ("the buffer's overflow guard leaves out PSER's decay", "prioritylab/samplers/priority.py",
+         "            top = SAFE_TOTAL / (2.0 * (self.capacity + n * (1 + self._decay_span)))\n",
+         "            top = SAFE_TOTAL / (2.0 * (self.capacity + n))\n", SAMPLER_TESTS),
+        ("the buffer never guards a write", "prioritylab/replay/buffer.py",
+         "        if self.sampler.may_overflow(self.capacity):\n            self._whole_or_undone(self._write,",
+         "        if False:\n            self._whole_or_undone(self._write,", REPLAY_TESTS),
     ]
 ]  # fmt: skip
 
