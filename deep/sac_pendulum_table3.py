@@ -14,6 +14,12 @@ GLOBAL = "global"
 ``replay.normalise`` setting and ran so; pinned so that this specification reproduces them."""
 
 
+SCALED = "scaled"
+"""SAC's entropy terms on the action in Pendulum's [-2, 2] range (``log_prob_of``): the committed runs predate the
+setting and ran so; pinned so that this specification reproduces them (LAP eq. 28 and the default take the
+squashed action in (-1, 1))."""
+
+
 CAPACITY = 11_000
 """The replay's slots: the committed runs were recorded when a run shorter than the buffer had one slot per step
 (SAC's 1M otherwise), so they overwrote their oldest transitions over their last updates; pinned so that this
@@ -22,6 +28,6 @@ specification reproduces them."""
 
 def runs(budget: str) -> list[dict]:
     common = {"agent": "sac", "env": "Pendulum-v1", "steps": 11_000, "start_steps": 1000, "eval_every": 1000,
-              "replay.normalise": GLOBAL, "buffer_size": CAPACITY}  # fmt: skip
+              "replay.normalise": GLOBAL, "buffer_size": CAPACITY, "log_prob_of": SCALED}  # fmt: skip
     extra = {"threads": 1} if budget == "reduced" else {}
     return [{**common, **extra, "sampler": s} for s in SAMPLERS]

@@ -47,6 +47,7 @@ BEFORE_IT_EXISTED = (
     ("method.normalise", "global", ("sampler", WEIGHTED)),
     ("replay.ners_schedule", "evaluation", None),  # NERS trained at each evaluation
     ("clip_reward", True, ("agent", ("dqn", "ddqn"))),  # DQN and Double DQN clipped every reward (Atari)
+    ("log_prob_of", "scaled", ("agent", ("sac",))),  # SAC's entropy was that of the action in the env's range
 )
 """``(setting, value, only)``: the value a run ran with when its manifest predates the setting; ``only`` limits
 the entry to runs whose ``(key, values)`` matches."""

@@ -123,6 +123,7 @@ def test_bad_settings_fail_before_any_work_with_one_line(args, message, tmp_path
     (["td3", "--lr", "inf"], "lr must be a finite number, got inf"),
     (["sac", "--target-entropy", "nan"], "target_entropy must be a finite number, got nan"),
     (["sac", "--initial-temperature", "inf"], "initial_temperature must be a finite number, got inf"),
+    (["sac", "--log-prob-of", "raw"], "log_prob_of must be 'unit' or 'scaled', got 'raw'"),
     (["td3", "--buffer-size", "3"], "buffer_size 3 gives a replay of 3 slots, fewer than the 4 it needs"),
     (["td3", "--steps", "1e5000"], "--steps"),  # left for tyro to refuse, not written out digit by digit
 ])  # fmt: skip

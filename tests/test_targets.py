@@ -111,9 +111,13 @@ def test_td3_target_matches_hand_computation(policy_noise, noise_clip):
     np.testing.assert_allclose(np64(priority), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_sac_target_matches_hand_computation():
+@pytest.mark.parametrize("log_prob_of", ["unit", "scaled"])
+def test_sac_target_matches_hand_computation(log_prob_of):
+    """LAP eq. 28's log-likelihood of the squashed action in (-1, 1) (``unit``, the default), or of the action in
+    the environment's range, its half-width's log subtracted (``scaled``); the bounds here have half-widths 1, 2
+    and 1, so the two differ by log 2."""
     torch.manual_seed(0)
-    cfg = sac.SACSettings(hidden=32, initial_temperature=0.3)
+    cfg = sac.SACSettings(hidden=32, initial_temperature=0.3, log_prob_of=log_prob_of)
     noise = torch.Generator().manual_seed(11)
     agent = sac.SAC(cfg, continuous_env(), torch.device("cpu"), np.random.default_rng(0), noise, continuous_method())
     perturb(agent.critic_target, 1)
@@ -131,7 +135,7 @@ def test_sac_target_matches_hand_computation():
     half = (HIGH.astype(np.float64) - LOW) / 2
     a_next = (HIGH.astype(np.float64) + LOW) / 2 + half * np.tanh(u)
     logp = (-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
-    logp -= np.log(half * (1 - np.tanh(u) ** 2) + cfg.squash_eps).sum(-1)
+    logp -= np.log((half if log_prob_of == "scaled" else 1.0) * (1 - np.tanh(u) ** 2) + cfg.squash_eps).sum(-1)
     v_next = twin_q(critic_t, np64(batch.next_obs), a_next).min(0) - 0.3 * logp
     y = np64(batch.reward) + np64(batch.discount) * v_next
     expected = np.abs(twin_q(critic, np64(batch.obs), np64(batch.action)) - y).max(0)

@@ -75,13 +75,19 @@ class DeterministicActor(nn.Module):
 
 
 class GaussianActor(nn.Module):
-    """SAC's squashed Gaussian policy; log-std clipped to ``(log_std_min, log_std_max)`` (LAP Table 6: (-20, 2))."""
+    """SAC's squashed Gaussian policy; log-std clipped to ``(log_std_min, log_std_max)`` (LAP Table 6: (-20, 2)).
+
+    ``log_prob_of="unit"``: the log-likelihood of the squashed action in (-1, 1), LAP eq. 28 ("assumes the
+    action is scaled within (-1, 1)"), whatever the environment's range; ``"scaled"``: of the action in the
+    environment's range, the log of its half-width per dimension subtracted as well.
+    """
 
     def __init__(self, obs_dim: int, act_dim: int, low, high, hidden: int = 256, log_std_min: float = -20.0,
-                 log_std_max: float = 2.0, eps: float = 1e-6):  # fmt: skip
+                 log_std_max: float = 2.0, eps: float = 1e-6, log_prob_of: str = "unit"):  # fmt: skip
         super().__init__()
         self.net = mlp(obs_dim, 2 * act_dim, hidden)
         self.log_std_min, self.log_std_max, self.eps = log_std_min, log_std_max, eps
+        self.scaled_log_prob = log_prob_of == "scaled"
         self.register_buffer("scale", torch.as_tensor((high - low) / 2.0, dtype=torch.float32))
         self.register_buffer("centre", torch.as_tensor((high + low) / 2.0, dtype=torch.float32))
 
@@ -95,7 +101,8 @@ class GaussianActor(nn.Module):
         noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
         u = mean + std * noise
         y = torch.tanh(u)
-        # log N(u; mean, std) minus the log-Jacobian of the squashing, eps = 1e-6 (LAP Table 6)
+        # log N(u; mean, std) minus the log-Jacobian of the squashing, eps = 1e-6 (LAP eq. 28 and Table 6)
         log_prob = (-0.5 * noise.pow(2) - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
-        log_prob = log_prob - torch.log(self.scale * (1 - y.pow(2)) + self.eps).sum(-1)
+        jacobian = self.scale * (1 - y.pow(2)) if self.scaled_log_prob else 1 - y.pow(2)
+        log_prob = log_prob - torch.log(jacobian + self.eps).sum(-1)
         return self.centre + self.scale * y, log_prob

@@ -39,6 +39,12 @@ class SACSettings(ContinuousSettings):
     """Upper clip of the policy's log-std (Table 6)."""
     squash_eps: float = 1e-6
     """Epsilon inside log(1 - tanh(u)^2 + eps) (Table 6)."""
+    log_prob_of: str = "unit"
+    """Whose log-likelihood the entropy terms use: ``unit``, the squashed action in (-1, 1), as LAP eq. 28 has it
+    ("assumes the action is scaled within (-1, 1)"), so the target -|A| means the same on every action range;
+    or ``scaled``, the action in the environment's range, its half-width's log subtracted per dimension (on
+    Pendulum's [-2, 2] a policy half as wide against the range). Runs recorded before this setting used ``scaled``;
+    on a range of [-1, 1] the two are the same."""
     initial_temperature: float = 1.0
     """Initial entropy temperature, then learned (ours, log temperature 0: no paper here gives a value)."""
     target_entropy: float | None = None
@@ -56,7 +62,7 @@ class SAC:
         low, high = env.action_space.low.astype(np.float32), env.action_space.high.astype(np.float32)
         self.cfg, self.device, self.rng, self.noise = cfg, device, rng, noise
         self.actor = GaussianActor(obs_dim, act_dim, low, high, cfg.hidden, cfg.log_std_min, cfg.log_std_max,
-                                   cfg.squash_eps).to(device)  # fmt: skip
+                                   cfg.squash_eps, cfg.log_prob_of).to(device)  # fmt: skip
         self.critic = TwinQ(obs_dim, act_dim, cfg.hidden).to(device)
         self.critic_target = copy.deepcopy(self.critic)
         self.log_temp = torch.tensor(np.log(cfg.initial_temperature), dtype=torch.float32, device=device,
@@ -118,6 +124,8 @@ def check_sac(cfg: SACSettings) -> None:
         raise SettingsError(f"initial_temperature must be positive, got {cfg.initial_temperature!r}")
     if not cfg.squash_eps > 0:
         raise SettingsError(f"squash_eps must be positive, got {cfg.squash_eps!r}")
+    if cfg.log_prob_of not in ("unit", "scaled"):
+        raise SettingsError(f"log_prob_of must be 'unit' or 'scaled', got {cfg.log_prob_of!r}")
 
 
 SPEC = continuous_spec("sac", check_sac, SAC)

@@ -11,8 +11,10 @@ dynamics, 200-step episodes):
   steps" is read as *more than* 20: the 21st consecutive upright step is the first rewarded one.
 * The count restarts at 0 whenever the rod leaves the sector, and at every ``reset``.
 * Observations, actions (``[-2, 2]``; the paper's table lists the action range as ``[-1, 1]``, a
-  rescaling that the agents' actors absorb, since they scale their output to the bounds) and the
-  200-step time limit are Pendulum-v1's.
+  rescaling that the agents absorb: TD3's actor and noises scale to the bounds, and SAC's entropy is
+  that of the squashed action in (-1, 1) by default, LAP eq. 28; SAC with ``--log-prob-of scaled``,
+  as ``deep/ners_fig3.py``'s reduced runs were made, does not absorb it) and the 200-step time limit
+  are Pendulum-v1's.
 
 Registered as ``prioritylab/SparsePendulum-v1`` when :mod:`prioritylab.deep` is imported, so
 ``prioritylab train td3 --env prioritylab/SparsePendulum-v1`` works like any gymnasium id.  The count
