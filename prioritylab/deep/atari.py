@@ -6,7 +6,9 @@ The environment (LAP/PAL App. D.2, Machado et al. 2018):
   minimal action set, and episodes truncated at 108k emulator frames (27k agent steps);
 * gymnasium's ``AtariPreprocessing(frame_skip=4, noop_max=30, screen_size=84,
   grayscale_obs=True)`` on top: one agent step is 4 frames, max-pooled over the last two,
-  grey, 84x84, up to 30 no-ops after each reset;
+  grey, 84x84, up to 30 no-ops after each reset (PSER's setting; the LAP authors' code starts
+  without no-ops and pads the first stack with zeros, so ``ddqn``'s starts depart from LAP's, with
+  sticky actions randomising them already);
 * ``FrameStackObservation(4)``, padding with the episode's first frame: observations are
   ``(4, 84, 84)`` uint8 (the replay stores only the newest frame of each).
 
