@@ -9,7 +9,7 @@ A method is a small object, not a copied training loop (LAP/PAL Section 5):
 | ``lap`` | LAP, ``max(|delta|, kappa)^alpha`` (LAP eq. 9 / 30) | Huber(kappa) (eq. 9 / 29) | no |
 | ``pal`` | uniform | PAL(alpha, kappa) (eq. 10 / 31) | no |
 | ``pser`` | PSER (PER + backward decay, eq. 6-10) | as uniform | yes, annealed |
-| ``ners`` | NERS, learned scores (NERS eq. 1-7, :mod:`prioritylab.deep.ners`) | as uniform | yes, annealed (NERS eq. 5) |
+| ``ners`` | NERS, learned scores (eq. 1-7, :mod:`prioritylab.deep.ners`) | as uniform | yes, annealed (NERS eq. 5) |
 
 Each method is one entry of :mod:`prioritylab.deep.method_table` (NERS registers its own
 in :mod:`prioritylab.deep.ners`).  Every loss comes from :mod:`prioritylab.losses_torch`.  The priority given to
