@@ -356,6 +356,23 @@ def test_growth_classifier():
     assert claims.growth(ns, 3 * ns - 4)["kind"] == "linear"
     assert claims.growth(ns, ns**2)["kind"] == "superlinear"
     assert claims.growth(ns, ns**2)["power"] == pytest.approx(2.0)
+    assert claims.growth(ns, 7 * ns**1.5)["increment_power"] == pytest.approx(0.5, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("series", "kind"),
+    [
+        (lambda n: 5 * n + n**2 / 4, "superlinear"),  # the local exponent of E at n = 16 is 1.44
+        (lambda n: n**1.45, "superlinear"),
+        (lambda n: n**1.3, "superlinear"),
+        (lambda n: 3 * n - 20, "linear"),  # the local exponent of E is 3.3: an intercept is not curvature
+        (lambda n: 4 * n - 3 * (1 - 0.8**n) / 0.2, "linear"),  # a bend that settles, like the re-decay series
+        (lambda n: 100 - n, "not increasing"),
+    ],
+)
+def test_growth_is_decided_by_the_increments_not_by_the_local_exponent(series, kind):
+    ns = np.arange(2, 17).astype(float)
+    assert claims.growth(ns, series(ns))["kind"] == kind
 
 
 def test_growth_test_decides_and_keeps_its_error_rate():

@@ -40,32 +40,43 @@ MIN_COVERAGE = 0.85
 """Smallest share of points whose 95% CI must cover the exact value (expected share: 0.95)."""
 EXP_SLOPE = 0.5
 """Exponential if the slope of log2 E over the upper half of the n range is at least this (1 for 2^n)."""
-POWER_SPLIT = 1.5
-"""Exact series that are not exponential: linear if the local exponent d ln E / d ln n at n_max is below
-this, i.e. nearer to n^1 than to n^2 (exact values, so no error rate; see :func:`growth`)."""
+INCREMENT_SPLIT = 0.25
+"""Exact series that are not exponential: linear if the local exponent of their increments at n_max is below
+this.  ``c n^p`` has increments ``c p n^(p - 1)``, so a series growing like n^1.25 or faster is not called
+linear, while ``a + b n`` (exponent 0) is, whatever its intercept (see :func:`growth`)."""
 GROWTH_LEVEL = 0.01
 """Error rate of each one-sided test of :func:`growth_test` (noisy means)."""
-
-
 
 
 def growth(ns, values) -> dict:
     """Growth class of an *exact* series ``values(n)``.
 
     ``log2_slope``: slope of ``log2 E`` against ``n`` over the upper half of the ``n``
-    range (1 for ``2^n``, about ``1 / (n ln 2)`` for a linear function).  ``power``: the
-    local exponent ``ln(E(n_max) / E(n_max - 1)) / ln(n_max / (n_max - 1))`` (1 for
-    ``c n``, 2 for ``c n^2``).  Exponential if ``log2_slope >= EXP_SLOPE``, else linear if
-    ``power < POWER_SPLIT`` (nearer to n^1 than to n^2), else superlinear.  The values
-    are exact, so the class has no sampling error.
+    range (1 for ``2^n``, about ``1 / (n ln 2)`` for a linear function).  ``increment_power``:
+    the local exponent of the increments ``d(m) = ΔE / Δn`` at the two largest midpoints ``m``,
+    ``ln(d_last / d_prev) / ln(m_last / m_prev)`` (0 for ``a + b n``, ``p - 1`` for ``c n^p``).
+    Exponential if ``log2_slope >= EXP_SLOPE``; else linear if the increments grow and
+    ``increment_power < INCREMENT_SPLIT``; else superlinear, or not increasing where an increment
+    is not positive.  ``power``: the local exponent of ``E`` itself at n_max, for reference
+    (above 1 for an affine series with a negative intercept, so it is not what decides).  The
+    values are exact, so the class has no sampling error; what no finite range can show, that
+    the increments stay bounded beyond it, is what the bound claims certify.
     """
     ns = np.asarray(ns, dtype=np.float64)
     v = np.asarray(values, dtype=np.float64)
     upper = ns >= 0.5 * (ns.min() + ns.max())
     b = float(np.polyfit(ns[upper], np.log2(v[upper]), 1)[0])
     power = float(math.log(v[-1] / v[-2]) / math.log(ns[-1] / ns[-2]))
-    kind = "exponential" if b >= EXP_SLOPE else ("linear" if power < POWER_SPLIT else "superlinear")
-    return dict(kind=kind, log2_slope=b, power=power)
+    d = np.diff(v[-3:]) / np.diff(ns[-3:])
+    mid = 0.5 * (ns[-3:][1:] + ns[-3:][:-1])
+    q = float(math.log(d[1] / d[0]) / math.log(mid[1] / mid[0])) if d.min() > 0.0 else float("nan")
+    if b >= EXP_SLOPE:
+        kind = "exponential"
+    elif d.min() <= 0.0:
+        kind = "not increasing"
+    else:
+        kind = "linear" if q < INCREMENT_SPLIT else "superlinear"
+    return dict(kind=kind, log2_slope=b, increment_power=q, power=power)
 
 
 def growth_test(ns, means, ses, level: float = GROWTH_LEVEL, reference=None) -> dict:
@@ -110,7 +121,8 @@ def growth_test(ns, means, ses, level: float = GROWTH_LEVEL, reference=None) -> 
 
 def _growth_claim(claim: str, g: dict) -> dict:
     if "power" in g:
-        measured = f"{g['kind']}: log2-slope {g['log2_slope']:.2f}, local exponent {g['power']:.2f}"
+        measured = (f"{g['kind']}: log2-slope {g['log2_slope']:.2f}, increment exponent {g['increment_power']:.2f} "
+                    f"(local exponent {g['power']:.2f})")  # fmt: skip
     else:
         measured = (
             f"{g['kind']}: curvature {g['curvature']:.3g} +- {g['curvature_se']:.2g} (s.e.), "
@@ -467,9 +479,9 @@ def format_verdict(rows: list[dict]) -> str:
         note = f"  ({r['note']})" if r["note"] else ""
         lines.append(f"{r['claim']:<{width}}  {verdict_word(r['reproduced']):<14}  {r['measured']}{note}")
     lines.append(
-        f"(growth of exact values: exponential if log2-slope >= {EXP_SLOPE}; else linear if the local exponent "
-        f"< {POWER_SPLIT}. Of noisy means: two one-sided {GROWTH_LEVEL:.0%} tests on the fitted curvature, "
-        "see growth_test; n/a = undecided)"
+        f"(growth of exact values: exponential if log2-slope >= {EXP_SLOPE}; else linear if the increments' local "
+        f"exponent < {INCREMENT_SPLIT}. Of noisy means: two one-sided {GROWTH_LEVEL:.0%} tests on the fitted "
+        "curvature, see growth_test; n/a = undecided)"
     )
     return "\n".join(lines)
 
