@@ -40,9 +40,15 @@ SAMPLERS = ("uniform", "per", "lap", "pal", "pser")
 SEED_MAJOR = True
 PAPER = {"steps": 5_000_000, "eval_every": 100_000, "checkpoint_every": 250_000}
 REDUCED = {"steps": 250_000, "eval_every": 12_500, "checkpoint_every": 50_000, "threads": 1}
+PSER_EACH = {"replay.duplicates": "each"}
+"""PSER's reduced runs predate the setting and applied eq. 10 once per drawn copy of a slot (a slot drawn twice in
+a minibatch went to eta^2 p_old); pinned so that this specification reproduces them, and so that the long study
+(``minatar_study_long.py``), whose first PSER run ran so, keeps one rule for all its seeds.  The ``paper`` budget
+takes the default, one update per slot."""
 
 
 def runs(budget: str) -> list[dict]:
     budget_settings, games = (PAPER, GAMES) if budget == "paper" else (REDUCED, LEARNED_BY_250K)
-    return [{"agent": a, "env": f"MinAtar/{g}-v1", "sampler": s, **budget_settings}
+    pinned = {"pser": PSER_EACH} if budget != "paper" else {}
+    return [{"agent": a, "env": f"MinAtar/{g}-v1", "sampler": s, **budget_settings, **pinned.get(s, {})}
             for a in ("dqn",) for g in games for s in SAMPLERS]  # fmt: skip

@@ -50,6 +50,7 @@ def runs(budget: str) -> list[dict]:
     if budget == "paper":
         grid = load_spec(HERE / "minatar_study.py", "paper")
     else:
-        grid = [{"agent": "dqn", "env": f"MinAtar/{game}-v1", "sampler": s, **STUDY.REDUCED, "steps": steps}
+        grid = [{"agent": "dqn", "env": f"MinAtar/{game}-v1", "sampler": s, **STUDY.REDUCED, "steps": steps,
+                 **(STUDY.PSER_EACH if s == "pser" else {})}
                 for game, steps in FRAMES.items() for s in STUDY.SAMPLERS]  # fmt: skip
     return [{**run, "replay.kappa": KAPPA[run["sampler"]]} if run["sampler"] in KAPPA else run for run in grid]

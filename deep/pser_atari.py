@@ -30,9 +30,14 @@ REDUCED = {"steps": 100_000, "start_steps": 5_000, "eps_decay": 6_250, "eval_eve
            "replay.normalise": "global"}  # fmt: skip
 # the committed runs (docs/results/atari_100k) predate the replay.normalise setting and divided PER's and PSER's IS
 # weights by the largest over the whole replay; pinned so that this preset reproduces them
+PSER_EACH = {"replay.duplicates": "each"}
+"""PSER's runs of the reduced preset predate the setting and applied eq. 10 once per drawn copy of a slot (a slot
+drawn twice in a minibatch went to eta^2 p_old); pinned so that this preset reproduces them.  The ``paper``
+budget takes the default, one update per slot."""
 
 
 def runs(budget: str) -> list[dict]:
     if budget == "paper":
         return [{"agent": "dqn", "env": g, "sampler": s, "steps": 50_000_000} for g in PAPER_GAMES for s in SAMPLERS]
-    return [{"agent": "dqn", "env": g, "sampler": s, **REDUCED} for g in REDUCED_GAMES for s in SAMPLERS]
+    return [{"agent": "dqn", "env": g, "sampler": s, **REDUCED, **(PSER_EACH if s == "pser" else {})}
+            for g in REDUCED_GAMES for s in SAMPLERS]  # fmt: skip

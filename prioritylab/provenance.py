@@ -31,7 +31,7 @@ WEIGHTED = ("per", "pser", "ners")
 """The deep replay methods whose loss takes PER's IS weights (``MethodEntry.uses_weights``)."""
 
 ONLY_FOR = {"replay.ners_": ("ners",), "replay.normalise": WEIGHTED, "replay.kappa": ("lap", "pal"),
-            "method.kappa": ("lap", "pal")}  # fmt: skip
+            "method.kappa": ("lap", "pal"), "replay.duplicates": ("pser",)}  # fmt: skip
 """Settings (by prefix) that only the named samplers read: for the others they neither split a group nor
 stop a resumption, so a run written before such a setting existed (absent from its manifest) stays
 comparable.  Every method records its resolved kappa (``method.kappa``), but only LAP's and PAL's losses
@@ -48,6 +48,7 @@ BEFORE_IT_EXISTED = (
     ("replay.ners_schedule", "evaluation", None),  # NERS trained at each evaluation
     ("clip_reward", True, ("agent", ("dqn", "ddqn"))),  # DQN and Double DQN clipped every reward (Atari)
     ("log_prob_of", "scaled", ("agent", ("sac",))),  # SAC's entropy was that of the action in the env's range
+    ("replay.duplicates", "each", ("sampler", ("pser",))),  # PSER applied eq. 10 once per drawn copy of a slot
 )
 """``(setting, value, only)``: the value a run ran with when its manifest predates the setting; ``only`` limits
 the entry to runs whose ``(key, values)`` matches."""

@@ -251,6 +251,17 @@ def test_rank_probabilities_are_power_law():
     np.testing.assert_allclose(p[:40], expect, rtol=1e-12, atol=0)
 
 
+def test_rank_refuses_probabilities_as_it_refuses_draws_while_a_slot_is_held():
+    """The heap ranks a held slot with the others, so the probabilities would give it a share of the draws."""
+    s = filled("per-rank", alpha=0.7)
+    s.set_sampleable([3], False)
+    for call in (s.probabilities, lambda: s.sample(4)):
+        with pytest.raises(ValueError, match=r"held back from sampling \(1 held\)"):
+            call()
+    s.set_sampleable([3], True)
+    assert s.probabilities().sum() == pytest.approx(1.0)
+
+
 # --------------------------------------------------------------------------- state
 
 
@@ -629,6 +640,40 @@ def test_pser_eq10_reads_the_priority_current_when_each_item_is_set():
     assert got[2] == 10.0
     assert got[1] == pytest.approx(0.7 * 5.0)  # decay of slot 2 gave 5, then eq. 10 on slot 1
     assert got[0] == pytest.approx(max(0.7 * 5.0 * 0.5, 10.0 * 0.25, base[0]))
+
+
+@pytest.mark.parametrize("mode", ["max", "add"])
+def test_pser_a_slot_drawn_twice_in_one_batch_is_updated_once(mode):
+    """Eq. 10's previous priority is the one the slot held before the update: a slot given twice drops to
+    eta * p_old, not eta^2 * p_old, and under ADD its decay is added once; ``duplicates="each"`` keeps the
+    compounding rule that the committed PSER runs ran with."""
+
+    def after(duplicates, slots):
+        s = make_sampler("pser", 8, rho=0.5, window=2, eta=0.7, eps=0.0, mode=mode, duplicates=duplicates, seed=0)
+        s.add(np.arange(3), episode_start=[True, False, False])
+        s.update([0, 1, 2], [100.0, 2.0, 10.0])  # slot 0 sets the cap of ADD (the max priority) out of the way
+        s.update(slots, np.zeros(len(slots)))
+        return s.priorities(np.arange(3)), s.probabilities()
+
+    once, once_p = after("once", [2])
+    twice, twice_p = after("once", [2, 2])
+    np.testing.assert_array_equal(twice, once)
+    np.testing.assert_array_equal(twice_p, once_p)
+    assert twice[2] == pytest.approx(7.0)
+    each, _ = after("each", [2, 2])
+    assert each[2] == pytest.approx(4.9)  # 0.7 * 0.7 * 10
+    if mode == "add":
+        assert each[1] > once[1]  # the decay of slot 2 added twice
+
+
+def test_pser_once_keeps_the_scratch_marks_clear():
+    """The marks that find a slot's last copy are cleared, so a later add links its stamps as before."""
+    s = make_sampler("pser", 8, eta=0.7, seed=0)
+    s.add(np.arange(4))
+    s.update([1, 3, 1, 1], np.ones(4))
+    assert (s._scratch == -1).all()
+    with pytest.raises(ValueError, match="duplicates"):
+        make_sampler("pser", 8, duplicates="twice")
 
 
 # --------------------------------------------------------------------------- fused path

@@ -112,12 +112,13 @@ def _check_pal(m) -> None:
 def _pser(m, capacity, seed):
     s = m.settings
     return make_sampler("pser", capacity, alpha=m.alpha, beta=m.beta0, eps=m.eps, rho=s.rho, eta=s.eta,
-                        window=s.window, mode=s.mode, normalise=s.normalise, seed=seed)  # fmt: skip
+                        window=s.window, mode=s.mode, duplicates=s.duplicates, normalise=s.normalise,
+                        seed=seed)  # fmt: skip
 
 
 WEIGHTED_READS = ("alpha", "beta0", "eps", "normalise")
 """What PER's proportional sampler with IS weights reads."""
-PSER_READS = (*WEIGHTED_READS, "rho", "eta", "window", "mode")
+PSER_READS = (*WEIGHTED_READS, "rho", "eta", "window", "mode", "duplicates")
 
 register(MethodEntry("uniform", build=lambda m, capacity, seed: make_sampler("uniform", capacity, seed=seed)))
 register(MethodEntry(

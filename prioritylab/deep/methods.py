@@ -58,6 +58,10 @@ class ReplaySettings:
     """PSER decay window; None: W = floor(ln 0.01 / ln rho), eq. 9 (5 for rho = 0.4)."""
     mode: str = "max"
     """PSER decay rule: 'max' (eq. 6) or 'add' (eq. 7)."""
+    duplicates: str = "once"
+    """PSER, a slot drawn more than once in one minibatch: one eq. 10 update from the priority it held before
+    ('once', eq. 10's "previous priority") or one per copy, compounding to eta^k ('each', this project's
+    behaviour before the setting existed; docs/samplers.md)."""
     normalise: str = "batch"
     """How per/pser/ners divide their IS weights so the largest is 1: by the minibatch's largest weight ('batch',
     as the code behind the papers' deep results does: Dopamine, which PSER adapted, and the LAP/PAL authors'

@@ -33,25 +33,45 @@ MODES = ("max", "add")
 
 
 def window_from_rho(rho: float, threshold: float = 0.01) -> int:
-    """PSER eq. 8-9: ``W = floor(ln 0.01 / ln rho)``, the largest ``W`` with ``rho^W >= 0.01``.
+    """PSER eq. 8-9: ``W = floor(ln 0.01 / ln rho)``, the largest ``W`` with ``rho^W >= 0.01``, and at least 1
+    (for rho < 0.01, where that ``W`` is 0, the decay still reaches the previous step).
 
     rho = 0.4 gives 5 (0.4^5 = 0.0102), the paper's Atari setting.
     """
     return max(1, int(math.floor(math.log(threshold) / math.log(rho))))
 
 
+DUPLICATES = ("once", "each")
+"""How one update treats a slot that appears more than once in it (a minibatch may draw a slot twice):
+``"once"``, one application of eq. 10 and of the decay, at the slot's last copy (the paper's "previous
+priority" is the one the slot held before this update, so a transition drawn twice in one minibatch drops to
+``eta * p_old``, not ``eta^2 * p_old``, and under ADD its decay is not added twice); ``"each"``, once per copy,
+compounding (this project's only behaviour before the option existed)."""
+
+
 @njit(cache=True)
 def pser_update(
     raw, tree, tmin, leaf0, alpha, prev, prev_gen, generation, sampleable, indices, base, eta, rho, window, add_mode,
-    p_max,
+    p_max, once, scratch,
 ):  # fmt: skip
     """Eq. 10 then eq. 6/7, item by item in order: ``p_t = max(base_i, eta * raw[t])`` read at the
-    moment item ``i`` is set (so it sees the decay of earlier items), then decayed backwards."""
-    for i in range(indices.shape[0]):
+    moment item ``i`` is set (so it sees the decay of earlier items), then decayed backwards.  With ``once``
+    only the last copy of a slot that appears more than once is applied; ``scratch`` (capacity, all -1)
+    marks those copies and is restored before returning."""
+    n = indices.shape[0]
+    if once:
+        for i in range(n):
+            scratch[indices[i]] = i
+    for i in range(n):
         t = indices[i]
+        if once and scratch[t] != i:
+            continue
         p = pser_anti_collapse(base[i], eta, raw[t])
         pser_set(raw, tree, tmin, leaf0, alpha, prev, prev_gen, generation, sampleable, t, p, rho, window, add_mode,
                  p_max)  # fmt: skip
+    if once:
+        for i in range(n):
+            scratch[indices[i]] = -1
 
 
 class PSERSampler(PERSampler):
@@ -59,7 +79,11 @@ class PSERSampler(PERSampler):
 
     ``init="max"`` is the paper's MaxPrio variant; ``init="td"`` its CurrentTD
     variant, where :meth:`add` takes the new items' TD errors and, as any
-    priority set from a TD error, decays them backwards.
+    priority set from a TD error, decays them backwards.  A MaxPrio item enters
+    at the largest priority without a decay: Section 3.2 decays a priority
+    calculated from a TD error, which a MaxPrio item does not have yet.
+    ``duplicates``: how an update treats a slot given more than once
+    (:data:`DUPLICATES`).
     """
 
     name = "pser"
@@ -74,10 +98,14 @@ class PSERSampler(PERSampler):
         window: int | None = None,
         mode: str = "max",
         eps: float = 1e-6,  # PSER gives no value; PER's sampler's (the deep agents: 1e-10, LAP Table 6)
+        duplicates: str = "once",
         seed=None,
         **kwargs,
     ):
         self.rho = check_range("rho", rho, 0.0, 1.0, lo_open=True, hi_open=True)
+        if duplicates not in DUPLICATES:
+            raise ValueError(f"duplicates must be one of {DUPLICATES}, got {duplicates!r}")
+        self.duplicates = duplicates
         self.eta = check_range("eta", eta, 0.0, 1.0)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -90,7 +118,8 @@ class PSERSampler(PERSampler):
         return self.window
 
     def config(self) -> dict:
-        return {**super().config(), "rho": self.rho, "eta": self.eta, "window": self.window, "mode": self.mode}
+        return {**super().config(), "rho": self.rho, "eta": self.eta, "window": self.window, "mode": self.mode,
+                "duplicates": self.duplicates}  # fmt: skip
 
     def _fusable(self) -> tuple[bool, bool, bool]:
         """``add`` at the max priority is the plain one (no decay); updates decay, so they are not fused."""
@@ -105,6 +134,7 @@ class PSERSampler(PERSampler):
         pser_update(
             self._raw, a.tree, a.tmin, a.leaf0, self.alpha, self._prev, self._prev_gen, self._generation,
             self._sampleable, idx, base, eta, self.rho, self.window, self.mode == "add", p_max,
+            self.duplicates == "once", self._scratch,
         )  # fmt: skip
 
     def _on_add(self, idx, prepared) -> None:
@@ -126,4 +156,4 @@ class PSERSampler(PERSampler):
             self._decay_write(idx, raw, self.eta)  # eq. 10 inside, item by item
 
 
-__all__ = ["PSERSampler", "pser_decay", "pser_update", "window_from_rho"]
+__all__ = ["DUPLICATES", "PSERSampler", "pser_decay", "pser_update", "window_from_rho"]

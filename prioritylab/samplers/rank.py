@@ -6,7 +6,8 @@
 The order is kept the way PER kept it: an array-based binary max-heap over the
 written slots, which is an *approximately* sorted array (rank = heap position
 + 1).  Inserts and priority changes sift in O(log N); the heap array is fully
-re-sorted every ``sort_every`` priority updates (PER: every 10^6 steps) or on
+re-sorted every ``sort_every`` updated items (PER: every 10^6 steps; at PER's Atari
+batch of 32 and one update per 4 steps, the default 10^6 items re-sorts 8 times as often) or on
 :meth:`RankSampler.refresh`, and is exact right after.  A descending sorted
 array is itself a valid max-heap, so sorting never breaks the heap.
 
@@ -179,9 +180,11 @@ class RankSampler(PrioritySampler):
 
     def probabilities(self) -> np.ndarray:
         """Exact per-slot probability of one draw (``within_segment="exact"`` only: with
-        ``"uniform"`` it depends on the batch size; read ``SampleBatch.probs`` instead)."""
+        ``"uniform"`` it depends on the batch size; read ``SampleBatch.probs`` instead).  Refused, as
+        sampling is, while slots are held: the heap ranks them, so no probability would be theirs alone."""
         if self.within_segment != "exact":
             raise ValueError("probabilities() depend on the batch size with within_segment='uniform'")
+        self._refuse_held()
         n = self._size
         if n == 0:
             return np.zeros(self.capacity)
@@ -231,12 +234,15 @@ class RankSampler(PrioritySampler):
             self._segment_key = (n, k)
         return self._segment_cache
 
-    def _sample(self, k: int, beta: float | None) -> SampleBatch:
+    def _refuse_held(self) -> None:
         if self._n_sampleable < self._size:
             raise ValueError(
                 "per-rank cannot sample while slots are held back from sampling "
                 f"({self._size - self._n_sampleable} held); use it where every written slot is sampleable"
             )
+
+    def _sample(self, k: int, beta: float | None) -> SampleBatch:
+        self._refuse_held()
         b = self.beta if beta is None else float(beta)
         r, probs, min_prob = self._draw_ranks(k)
         idx = self._heap[r]

@@ -308,7 +308,7 @@ def build_model(
         generation, prev, prev_gen = sequential_links(memory.episode_start)
         pser_update(
             raw, a.tree, a.tmin, a.leaf0, alpha, prev, prev_gen, generation, np.ones(big_n, dtype=np.bool_),
-            np.arange(big_n, dtype=np.int64), td0, 0.0, rho, w, mode == "add", p_max,
+            np.arange(big_n, dtype=np.int64), td0, 0.0, rho, w, mode == "add", p_max, False, np.empty(0, np.int64),
         )  # fmt: skip
     else:
         raw[:] = td0
