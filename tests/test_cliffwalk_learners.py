@@ -44,6 +44,7 @@ CASES = (
     + [("pser", "tabular", "td", {"mode": "add"}), ("pser", "tabular", "max", {"eta": 0.0, "window": 9})]
     + [(s, "tabular", "td", {"post_priority": True, "q0": "zeros", "lr": 1.0}) for s in ["per", "pser"]]
     + [("lap", lrn, "max", {"kappa": 2.5}) for lrn in ["tabular", "linear"]]
+    + [("per", "tabular", "max", {"beta": 0.5, "eps": 0.0, "q0": "zeros"})]  # zero masses: not the IS normaliser
 )
 
 
@@ -57,6 +58,16 @@ def test_jitted_equals_reference_step_for_step(scheme, learner, init, extra):
         np.testing.assert_array_equal(fast.curve, ref.curve)
         np.testing.assert_array_equal(fast.theta, ref.theta)
         assert fast.updates == ref.updates
+
+
+def test_a_zero_priority_does_not_set_the_is_normaliser():
+    """With eps = 0 a replayed transition whose TD error is 0 gets mass 0 and is never drawn again (PER Section 3.3's
+    edge case); the weights are normalised by the smallest positive mass, as the samplers do, so they stay in (0, 1]
+    where a zero minimum made every one 0 (or divided by zero)."""
+    cfg = RunConfig(n=6, scheme="per", init="max", beta=0.5, eps=0.0, q0="zeros", cap=3000, stop_at_convergence=False)
+    res = run(cfg, 0)
+    assert res.steps == 3000  # ran to its cap (a transition stuck at mass 0 may keep it from converging)
+    assert np.isfinite(res.theta).all() and np.abs(res.theta).max() > 0
 
 
 @pytest.mark.parametrize("scheme", ["uniform", "oracle", "per", "per-rank", "pser"])

@@ -60,7 +60,7 @@ from numba import njit
 from ..priorities import LAP as LAP_RULE
 from ..priorities import PER as PER_RULE
 from ..priorities import mass_of, pser_anti_collapse, pser_set, raw_priority
-from ..sumtree import tree_rebuild, tree_sample_one, tree_set
+from ..sumtree import tree_rebuild, tree_refresh_extreme, tree_sample_one, tree_set
 from .structures import argmax_build, argmax_fix, sample_rank, treap_build, treap_rekey, treap_select
 
 UNIFORM, ORACLE, GREEDY, PER, RANK, PSER, LAP = 0, 1, 2, 3, 4, 5, 6
@@ -160,6 +160,16 @@ AGE_PER_OCTAVE = 32
 """Above :data:`AGE_EXACT`, each octave ``[2^(e-1), 2^e)`` has 32 equal bins, ``2^(e-1) / 32`` wide (a
 quantile is its bin's lower edge, within 3.1 %)."""
 AGE_BINS = AGE_EXACT + AGE_PER_OCTAVE * 54
+
+
+@njit(cache=True)
+def set_mass(tree, tmin, tmax, leaf0, i, mass):
+    """One slot's mass in the sum tree (and max tree), and in the min tree as the samplers keep it: +inf for a
+    zero mass, which is never drawn and so does not set PER's IS normaliser (``min_j P(j)`` over positive ``P``)."""
+    tree_set(tree, tmin[:0], tmax, leaf0, i, mass)
+    if tmin.shape[0] > 0:
+        tmin[leaf0 + i] = mass if mass > 0.0 else np.inf
+        tree_refresh_extreme(tmin, leaf0 + i, False)
 
 
 @njit(cache=True, inline="always")
@@ -282,8 +292,8 @@ def init_priorities(cls, c_int, c_r, q, cfg, rep):
     else:
         for i in range(N):
             rep.tree[rep.leaf0 + i] = mass_of(raw[i], cfg.alpha)
-            if rep.tmin.shape[0] > 0:
-                rep.tmin[rep.leaf0 + i] = rep.tree[rep.leaf0 + i]
+            if rep.tmin.shape[0] > 0:  # a zero mass is never drawn, so it does not set the IS normaliser
+                rep.tmin[rep.leaf0 + i] = rep.tree[rep.leaf0 + i] if rep.tree[rep.leaf0 + i] > 0.0 else np.inf
         tree_rebuild(rep.tree, rep.tmin, rep.tmax, rep.leaf0)
 
 
@@ -424,7 +434,7 @@ def run_kernel(table, q_star, theta, cfg, rep, rng, curve):
                 elif sc == RANK:
                     treap_rekey(nodes, root, i, p)
                 else:
-                    tree_set(tree, tmin, tmax, leaf0, i, mass_of(p, cfg.alpha))
+                    set_mass(tree, tmin, tmax, leaf0, i, mass_of(p, cfg.alpha))
         if cfg.linear or t % RESYNC == 0:
             sse = squared_error(q, q_star)
         else:

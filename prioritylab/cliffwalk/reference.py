@@ -70,7 +70,8 @@ class PyTree:
             self.node[node] = s
 
     def min(self) -> float:
-        return min(self.leaves_written)
+        """Smallest positive mass: a zero mass is never drawn, so it does not set PER's IS normaliser."""
+        return min((m for m in self.leaves_written if m > 0.0), default=np.inf)
 
     def mass(self, i: int) -> float:
         return self.node[self.leaf0 + i]
