@@ -4,7 +4,7 @@
 At every state one action is *right* and moves to the next state; the other is
 *wrong* and ends the episode with reward 0.  Which action is right alternates
 from state to state (App. B.1: "to make generalization across actions
-impossible"), so that a linear approximator with a shared bias feature cannot
+impossible"), so that a linear approximator (one-hot state features and a bias, one weight vector per action) cannot
 generalise across actions.  The right action at the last state ends the episode
 with reward 1.  A random action sequence reaches the reward with probability
 ``2^-n``.
