@@ -67,5 +67,9 @@ def test_the_long_studys_budgets_reach_past_where_the_probe_learned_each_game():
     runs = load_spec(deep / "minatar_study_long.py", "reduced")
     assert {(r["env"], r["sampler"], r["steps"]) for r in runs} == {
         (f"MinAtar/{g}-v1", s, f) for g, f in long.FRAMES.items() for s in study.SAMPLERS}
+    # the study's settings, but LAP's and PAL's kappa and the PSER rule its first runs pinned
+    pinned = {**{s: {"replay.kappa": k} for s, k in long.KAPPA.items()}, "pser": study.PSER_EACH}
     assert all({k: v for k, v in r.items() if k not in ("env", "sampler", "steps")} == {
-        "agent": "dqn", **{k: v for k, v in study.REDUCED.items() if k != "steps"}} for r in runs)
+        "agent": "dqn", **{k: v for k, v in study.REDUCED.items() if k != "steps"}, **pinned.get(r["sampler"], {})}
+        for r in runs)  # fmt: skip
+    assert long.KAPPA == {"lap": 1.0, "pal": 1.0}
