@@ -22,13 +22,15 @@ between 0 and about 1,000, which a near-constant policy also scores.
     prioritylab sweep deep/lap_atari.py --budget reduced --seeds 2 --out runs/ddqn_atari_reduced
 """
 
+from prioritylab.provenance import as_before
+
 SAMPLERS = ("uniform", "per", "lap", "pal")
 PAPER_GAMES = ("ALE/Alien-v5", "ALE/Asterix-v5", "ALE/BeamRider-v5", "ALE/Breakout-v5", "ALE/Enduro-v5",
                "ALE/Pong-v5", "ALE/Qbert-v5", "ALE/Seaquest-v5", "ALE/SpaceInvaders-v5", "ALE/MsPacman-v5")  # fmt: skip
 REDUCED_GAMES = ("ALE/Pong-v5", "ALE/RoadRunner-v5")
 REDUCED = {"steps": 100_000, "start_steps": 5_000, "eps_decay": 6_250, "target_every": 2_000,
            "eval_every": 10_000, "buffer_size": 100_000, "checkpoint_every": 25_000, "threads": 1,
-           "replay.normalise": "global"}  # fmt: skip
+           **as_before("replay.normalise")}  # fmt: skip
 # the committed runs (docs/results/atari_100k) predate the replay.normalise setting and divided PER's and PSER's IS
 # weights by the largest over the whole replay; pinned so that this preset reproduces them
 

@@ -33,6 +33,8 @@ The queue is seed-major (``SEED_MAJOR``): every game x sampler with seed 0, then
 on, so that a sweep stopped part-way has the same seeds for every cell.
 """
 
+from prioritylab.provenance import as_before
+
 GAMES = ("Breakout", "Asterix", "Freeway", "Seaquest", "SpaceInvaders")
 LEARNED_BY_250K = ("Breakout", "SpaceInvaders")
 """The games on which DQN with uniform replay clearly left random play within 250k frames (seed 0, above)."""
@@ -40,7 +42,7 @@ SAMPLERS = ("uniform", "per", "lap", "pal", "pser")
 SEED_MAJOR = True
 PAPER = {"steps": 5_000_000, "eval_every": 100_000, "checkpoint_every": 250_000}
 REDUCED = {"steps": 250_000, "eval_every": 12_500, "checkpoint_every": 50_000, "threads": 1}
-PSER_EACH = {"replay.duplicates": "each"}
+PSER_EACH = as_before("replay.duplicates")
 """PSER's reduced runs predate the setting and applied eq. 10 once per drawn copy of a slot (a slot drawn twice in
 a minibatch went to eta^2 p_old); pinned so that this specification reproduces them, and so that the long study
 (``minatar_study_long.py``), whose first PSER run ran so, keeps one rule for all its seeds.  The ``paper`` budget

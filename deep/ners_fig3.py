@@ -19,6 +19,8 @@ paper's figure shows means and standard deviations over 5 seeds; its step budget
     prioritylab report runs/ners_fig3 --out docs/results/ners_fig3
 """
 
+from prioritylab.provenance import as_before
+
 AGENTS = ("td3", "sac")
 SAMPLERS = ("uniform", "per", "ners")
 SEED_MAJOR = True
@@ -28,7 +30,7 @@ one slot per step (the agents' 1M otherwise), so they overwrote their oldest tra
 updates; pinned so that every run of the study has the same replay."""
 
 
-SAC_SCALED = {"log_prob_of": "scaled"}
+SAC_SCALED = as_before("log_prob_of")
 """SAC's entropy terms on the action in Pendulum's [-2, 2] range in the reduced runs: they predate the setting
 and ran so; pinned so that this specification reproduces them.  The ``paper`` budget takes the default, LAP
 eq. 28's squashed action in (-1, 1), with which SAC on [-2, 2] is SAC on NERS's [-1, 1] rescaled."""

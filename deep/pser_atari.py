@@ -21,16 +21,18 @@ steps on seed 0; on seed 1 it peaked at 80k-90k (per 2,860, pser 1,200) and ende
     prioritylab sweep deep/pser_atari.py --budget reduced --seeds 2 --out runs/dqn_atari_reduced
 """
 
+from prioritylab.provenance import as_before
+
 SAMPLERS = ("per", "pser")
 PAPER_GAMES = ("ALE/Alien-v5", "ALE/Asterix-v5", "ALE/BeamRider-v5", "ALE/Breakout-v5", "ALE/Pong-v5",
                "ALE/Qbert-v5", "ALE/Seaquest-v5", "ALE/SpaceInvaders-v5")  # fmt: skip
 REDUCED_GAMES = ("ALE/Pong-v5", "ALE/RoadRunner-v5")
 REDUCED = {"steps": 100_000, "start_steps": 5_000, "eps_decay": 6_250, "eval_every": 10_000,
            "buffer_size": 100_000, "checkpoint_every": 25_000, "threads": 1,
-           "replay.normalise": "global"}  # fmt: skip
+           **as_before("replay.normalise")}  # fmt: skip
 # the committed runs (docs/results/atari_100k) predate the replay.normalise setting and divided PER's and PSER's IS
 # weights by the largest over the whole replay; pinned so that this preset reproduces them
-PSER_EACH = {"replay.duplicates": "each"}
+PSER_EACH = as_before("replay.duplicates")
 """PSER's runs of the reduced preset predate the setting and applied eq. 10 once per drawn copy of a slot (a slot
 drawn twice in a minibatch went to eta^2 p_old); pinned so that this preset reproduces them.  The ``paper``
 budget takes the default, one update per slot."""

@@ -8,13 +8,15 @@
 Both budgets are the paper's (the table's runs are short); ``reduced`` uses one thread per run.
 """
 
+from prioritylab.provenance import as_before
+
 SAMPLERS = ("uniform", "per", "lap", "ners")
-GLOBAL = "global"
+GLOBAL = as_before("replay.normalise")
 """PER's and NERS's IS weights divided by the largest over the whole replay: the committed runs predate the
 ``replay.normalise`` setting and ran so; pinned so that this specification reproduces them."""
 
 
-SCALED = "scaled"
+SCALED = as_before("log_prob_of")
 """SAC's entropy terms on the action in Pendulum's [-2, 2] range (``log_prob_of``): the committed runs predate the
 setting and ran so; pinned so that this specification reproduces them (LAP eq. 28 and the default take the
 squashed action in (-1, 1))."""
@@ -28,6 +30,6 @@ specification reproduces them."""
 
 def runs(budget: str) -> list[dict]:
     common = {"agent": "sac", "env": "Pendulum-v1", "steps": 11_000, "start_steps": 1000, "eval_every": 1000,
-              "replay.normalise": GLOBAL, "buffer_size": CAPACITY, "log_prob_of": SCALED}  # fmt: skip
+              **GLOBAL, "buffer_size": CAPACITY, **SCALED}  # fmt: skip
     extra = {"threads": 1} if budget == "reduced" else {}
     return [{**common, **extra, "sampler": s} for s in SAMPLERS]

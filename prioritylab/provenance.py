@@ -10,7 +10,8 @@ command that continues it) read them alike:
   is scored;
 * :data:`ONLY_FOR`: settings (by prefix) that only some samplers read; for the others a
   difference means nothing;
-* :data:`BEFORE_IT_EXISTED`: what a run whose manifest predates a setting ran with;
+* :data:`BEFORE_IT_EXISTED`: what a run whose manifest predates a setting ran with (:func:`as_before`, for a
+  specification that pins it);
 * :data:`RESOLVED`: settings compared through the values the manifest's ``method`` resolved;
 * the replay's capacity, compared instead of ``buffer_size`` (:func:`capacity`).
 """
@@ -52,6 +53,16 @@ BEFORE_IT_EXISTED = (
 )
 """``(setting, value, only)``: the value a run ran with when its manifest predates the setting; ``only`` limits
 the entry to runs whose ``(key, values)`` matches."""
+
+
+def as_before(*keys: str) -> dict:
+    """``{key: value}``: the value each setting took before it existed (:data:`BEFORE_IT_EXISTED`), for a
+    specification that pins it so that its committed runs reproduce.  ``KeyError`` names a key it lacks."""
+    known = {key: value for key, value, _ in BEFORE_IT_EXISTED if not key.startswith("method.")}
+    missing = [k for k in keys if k not in known]
+    if missing:
+        raise KeyError(f"no earlier value is recorded for {', '.join(missing)}")
+    return {k: known[k] for k in keys}
 
 
 def capacity(manifest: dict, settings: dict):

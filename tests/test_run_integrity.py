@@ -755,6 +755,23 @@ def test_resolved_sampler_values_are_compared_not_the_null_that_asks_for_the_def
     assert changed_settings(old, manifest(None, 0.5)) == {"method.normalise": ("global", "batch")}
 
 
+def test_a_specifications_pin_of_an_earlier_value_is_what_an_old_manifest_reads_as():
+    """``as_before`` gives specifications the values :func:`recorded` fills into a manifest that predates a
+    setting, so a pinned preset and its committed runs are the same experiment."""
+    import pytest
+
+    from prioritylab.provenance import as_before, recorded
+
+    pins = as_before("replay.normalise", "replay.duplicates", "log_prob_of", "clip_reward")
+    assert pins == {"replay.normalise": "global", "replay.duplicates": "each", "log_prob_of": "scaled",
+                    "clip_reward": True}  # fmt: skip
+    for sampler, agent in (("pser", "dqn"), ("per", "sac")):
+        old = recorded({"config": {"agent": agent, "sampler": sampler, "replay": {}}})
+        assert all(old[k] == v for k, v in pins.items() if k in old), (sampler, old)
+    with pytest.raises(KeyError, match="replay.alpha"):
+        as_before("replay.normalise", "replay.alpha")
+
+
 # ---- the command line: one line, exit 2, nothing written ----
 
 BAD = [
