@@ -80,6 +80,10 @@ def test_ess_of_weights_too_small_to_square_and_of_zero_weights_and_their_state_
     again = ReplayDiagnostics(8)
     again.assign(ReplayDiagnostics.parse_state(d.state_dict(), 8))
     assert again.ess == d.ess
+    zeros = ReplayDiagnostics(8)  # a window of zero weights alone
+    zeros.on_draw(np.array([0, 1]), np.zeros(2), np.zeros(8, dtype=np.int64), 3, 0.4)
+    again.assign(ReplayDiagnostics.parse_state(zeros.state_dict(), 8))
+    assert again.ess == [1.0] and again.weights.n == 2
     buf = buffer("per", cap=16, alpha=1.0, eps=0.0, normalise="global")  # the same through a buffer's checkpoint
     for t in range(12):
         step(buf, t)
@@ -116,3 +120,66 @@ def test_report_starts_a_new_window_and_diagnostics_can_be_off():
     off = ReplayBuffer(32, (1,), (), sampler=make_sampler("uniform", 32, seed=0), action_dtype=np.int64,
                        diagnostics=False)  # fmt: skip
     assert off.diagnostics_report() == {}
+
+
+@pytest.mark.parametrize("what", ["td", "q"])
+def test_values_whose_squares_pass_the_float_range_report_an_infinite_std_and_the_state_reloads(what):
+    """PER at alpha 0.6 accepts a |TD error| of 1e200 (its mass is 1e120): the window's sum of squares is then
+    inf, which the buffer's own state must still load with, and the std must read inf, not NaN or a number."""
+    buf = buffer("per", alpha=0.6)
+    for t in range(20):
+        step(buf, t)
+    b = buf.sample(4, beta=0.4)
+    values = np.array([1e200 if what == "td" else 2e154, 1.0, 2.0, 3.0])
+    buf.update(b, values if what == "td" else np.ones(4))
+    if what == "q":
+        buf.diagnostics.on_values(q=values)
+    again = buffer("per", alpha=0.6)
+    again.load_state_dict(buf.state_dict())
+    for rep in (buf.diagnostics_report(), again.diagnostics_report()):
+        assert rep[f"{what}_mean"] == pytest.approx(values.mean(), rel=1e-12)
+        assert rep[f"{what}_std"] == np.inf
+
+
+def test_a_refused_write_is_undone_with_diagnostics_on_as_with_them_off():
+    """Past ``may_overflow``'s limit a write that the sampler refuses is undone; a window whose sum of squares has
+    left the float range must not stop the undo."""
+    from prioritylab.samplers import PriorityOverflow
+
+    states = []
+    for diagnostics in (False, True):
+        buf = ReplayBuffer(16, (1,), (), sampler=make_sampler("per", 16, seed=0, alpha=1.0, eps=0.0),
+                           action_dtype=np.int64, diagnostics=diagnostics)  # fmt: skip
+        for t in range(8):
+            step(buf, t)
+        buf.update(buf.sample(4, beta=0.5), np.r_[np.finfo(float).max / 6, np.ones(3)])
+        for t in range(8, 40):
+            before = buf.state_dict()
+            try:
+                step(buf, t)
+            except PriorityOverflow:
+                break
+        else:
+            raise AssertionError("no write was refused")
+        after = buf.state_dict()
+        assert after["writer"]["steps"] == before["writer"]["steps"]
+        assert all((after["storage"][k] == v).all() for k, v in before["storage"].items())
+        ReplayBuffer(16, (1,), (), sampler=make_sampler("per", 16, seed=0, alpha=1.0, eps=0.0), action_dtype=np.int64,
+                     diagnostics=diagnostics).load_state_dict(after)  # fmt: skip
+        states.append((t, after["sampler"]["writes"]))
+    assert states[0] == states[1]
+
+
+def test_the_beta_column_is_the_exponent_the_weights_were_computed_with():
+    """A weighted sampler sampled without a beta uses its own; a sampler without weights has none."""
+    per = buffer("per", beta=0.4)
+    uniform = buffer("uniform")
+    for t in range(20):
+        step(per, t)
+        step(uniform, t)
+    per.sample(8)
+    uniform.sample(8, beta=0.7)
+    assert per.diagnostics_report()["beta"] == 0.4
+    assert np.isnan(uniform.diagnostics_report()["beta"])
+    per.sample(8, beta=0.9)
+    assert per.diagnostics_report()["beta"] == 0.9

@@ -292,8 +292,16 @@ class ReplayBuffer:
         try:
             write(*args)
         except ValueError:
-            self.load_state_dict(before)
+            self._restore(before)
             raise
+
+    def _restore(self, before: dict) -> None:
+        """Put back a :meth:`state_dict` this buffer has just taken, without the checks of :meth:`load_state_dict`:
+        an undo is never refused by a check of a state the buffer wrote itself."""
+        self.sampler.load_state_dict(before["sampler"])
+        self.storage, self.writer = before["storage"], before["writer"]
+        if self.diagnostics is not None:
+            self.diagnostics.assign(before["diagnostics"])
 
     def _write(self, obs, action, reward, terminated, truncated, final) -> None:
         """:meth:`add` of checked rows."""
@@ -430,7 +438,7 @@ class ReplayBuffer:
         data = self._gather(np.ascontiguousarray(drawn.indices, dtype=np.int64))
         if self.diagnostics is not None:
             self.diagnostics.on_draw(drawn.indices, drawn.weights, self.storage["env_step"],
-                                     int(self.writer["steps"][0]) - 1, beta)  # fmt: skip
+                                     int(self.writer["steps"][0]) - 1, drawn.beta)  # fmt: skip
         weights = np.maximum(drawn.weights.astype(np.float32), WEIGHT_FLOOR)  # stays in (0, 1] as float32
         if device is not None:
             if dev.type == "cpu":  # no copy: the tensors share the arrays' memory

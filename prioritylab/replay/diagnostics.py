@@ -91,7 +91,11 @@ def _sums(x):
 
 
 class Moments:
-    """Running count, sum and sum of squares (mean and std without keeping the values)."""
+    """Running count, sum and sum of squares (mean and std without keeping the values).
+
+    A value above about 1.3e154 takes the sum of squares past the float range: the std is then reported as
+    ``inf`` (the spread is past what the sums can hold), never as a finite number, and the state stays loadable.
+    """
 
     def __init__(self):
         self.n, self.s, self.s2 = 0, 0.0, 0.0
@@ -110,6 +114,8 @@ class Moments:
         if not self.n:
             return math.nan, math.nan
         mean = self.s / self.n
+        if math.isinf(self.s2):
+            return mean, math.inf
         return mean, math.sqrt(max(self.s2 / self.n - mean * mean, 0.0))
 
 
@@ -158,7 +164,8 @@ class ReplayDiagnostics:
     # -- once per report ----------------------------------------------------------------------
     def report(self, probs: np.ndarray, in_memory: np.ndarray) -> dict[str, float]:
         """Figures over the batches since the last report; ``probs`` are the sampler's one-draw
-        probabilities of every slot, ``in_memory`` marks the slots holding a transition."""
+        probabilities of every slot, ``in_memory`` marks the slots that can be drawn (the buffer's sampleable
+        slots)."""
         ess = np.array(self.ess)
         ages = np.concatenate(self.ages) if self.ages else np.empty(0)
         n = int(in_memory.sum())
@@ -210,13 +217,15 @@ class ReplayDiagnostics:
         if not ((ess > 0) & (ess <= 1 + 1e-12)).all():  # one per batch: (sum w)^2 / (k sum w^2), weights > 0
             raise StateError("state['diagnostics']['ess'] must hold fractions in (0, 1], one per batch")
         n = moments[:, 0]
-        if not np.isfinite(moments).all() or (n < 0).any() or (n != np.round(n)).any() or (moments[:, 2] < 0).any():
+        # the TD and Q rows' sums may have left the float range (Moments); the weights' cannot, each is in (0, 1]
+        if (not np.isfinite(moments[0]).all() or not np.isfinite(n).all() or np.isnan(moments).any() or (n < 0).any()
+                or (n != np.round(n)).any() or (moments[:, 2] < 0).any()):  # fmt: skip
             raise StateError("state['diagnostics']['moments'] must hold counts, sums and sums of squares")
         w_n, w_s, w_s2 = moments[0]
         tol = 1e-9 * max(w_n, 1.0)
-        if w_n != ages.shape[0] or not (0 <= w_s2 <= w_s + tol and w_s <= w_n + tol) or (w_n > 0) != (w_s > 0):
+        if w_n != ages.shape[0] or not (0 <= w_s2 <= w_s + tol and w_s <= w_n + tol) or (w_n == 0 and w_s != 0):
             raise StateError(
-                f"state['diagnostics']['moments'] counts {w_n:g} weights in (0, 1] and state['diagnostics']['ages'] "
+                f"state['diagnostics']['moments'] counts {w_n:g} weights in [0, 1] and state['diagnostics']['ages'] "
                 f"holds {ages.shape[0]} ages: each drawn item gives one of each"
             )
         if (ess.shape[0] == 0) != (ages.shape[0] == 0) or ess.shape[0] > ages.shape[0]:

@@ -66,6 +66,9 @@ class SampleBatch:
     """Importance-sampling weights in (0, 1] (all ones for methods that use none)."""
     generations: np.ndarray
     """Write stamps of the drawn slots; pass them back to :meth:`Sampler.update`."""
+    beta: float | None = None
+    """The IS exponent the weights were computed with (the sampler's own where ``sample`` got none); ``None`` for
+    methods that use no weights."""
 
 
 class Sampler(SlotBookkeeping):

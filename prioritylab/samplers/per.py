@@ -80,4 +80,4 @@ class PERSampler(PrioritySampler):
         idx, probs, weights = np.empty(k, dtype=np.int64), np.empty(k), np.empty(k)
         u = self.rng.random(k)
         tree_sample_is(a.tree, a.leaf0, a.depth, u, self.stratified, self._size, b, norm_mass, idx, probs, weights)
-        return SampleBatch(idx, probs, weights, gather_stamps(self._generation, idx))
+        return SampleBatch(idx, probs, weights, gather_stamps(self._generation, idx), b)

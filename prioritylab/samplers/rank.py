@@ -247,7 +247,7 @@ class RankSampler(PrioritySampler):
         r, probs, min_prob = self._draw_ranks(k)
         idx = self._heap[r]
         weights = is_weights(probs, self._size, b, min_prob if self.normalise == "global" else None)
-        return SampleBatch(idx, probs, weights, self._generation[idx])
+        return SampleBatch(idx, probs, weights, self._generation[idx], b)
 
     def state_dict(self) -> dict:
         state = super().state_dict()
