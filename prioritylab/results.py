@@ -38,19 +38,37 @@ def run_folder(agent: str, env: str, sampler: str, seed: int | str) -> str:
 
 def atomic_write(path: Path, write, binary: bool = False) -> None:
     """Call ``write(fh)`` on a temporary file in the same folder, then rename it to ``path``: a kill or an
-    error never leaves a half-written file (nor the temporary one)."""
+    error never leaves a half-written file (nor the temporary one).  The file, and the folder after the
+    rename, are flushed to the disk, so that a power loss leaves the old file or the new one, not an empty
+    one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="") as fh:
             write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
         os.chmod(tmp, file_mode())
         os.replace(tmp, path)
+        _sync_folder(path.parent)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _sync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # a folder that cannot be opened for reading (some platforms): the rename stands unflushed
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def as_recorded(obj):
@@ -74,6 +92,31 @@ def write_csv(path, rows: Iterable[Mapping], fieldnames: list[str] | None = None
         w.writerows(rows)
 
     atomic_write(Path(path), _write)
+
+
+class NotWhole(ValueError):
+    """A CSV file that is not readable CSV or has a row that is not whole (:func:`whole_rows`)."""
+
+
+def whole_rows(path: Path) -> list[dict]:
+    """A CSV file's rows as dicts by its header.  :class:`NotWhole` (its message without the path) for a file
+    that is not readable CSV or has a row that is not whole: one with fewer or more fields than the header,
+    or a last row without its line end, which a file cut while written leaves (``"1000,63"`` of
+    ``"1000,631.5"``); ``OSError`` for a file that cannot be opened."""
+    with open(path, newline="", encoding="utf-8-sig") as fh:  # a byte-order mark, as spreadsheets save it, is read
+        try:
+            text = fh.read()
+            rows = list(csv.DictReader(text.splitlines(keepends=True)))
+        except (csv.Error, UnicodeDecodeError) as err:
+            raise NotWhole(f"not readable CSV ({err})") from None
+    for i, row in enumerate(rows):
+        if i == len(rows) - 1 and not text.endswith("\n"):  # a file cut while written, whatever its last row holds
+            raise NotWhole(f"row {i + 1} is truncated (the file ends without a line end)")
+        if None in row or None in row.values():
+            fields = sum(k is not None and v is not None for k, v in row.items()) + len(row.get(None) or [])
+            raise NotWhole(f"row {i + 1} is not whole: {fields} fields where the header has "
+                           f"{len(rows[0]) - (None in rows[0])}")  # fmt: skip
+    return rows
 
 
 def save_figure(fig, path) -> None:

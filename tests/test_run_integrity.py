@@ -291,7 +291,8 @@ def test_two_saves_cut_off_before_their_renames_leave_a_checkpoint_the_digest_li
 
 
 def test_a_checkpoint_copied_in_from_another_run_is_refused_before_anything_changes(tmp_path):
-    """The checkpoint records the settings it was written with and how many evaluations the run had logged."""
+    """The checkpoint records the settings it was written with and the rows the run had logged: one of another
+    run is refused; one of this run (the same settings and seed) brings its own rows."""
     steps = ["--steps", "1400", "--eval-every", "100"]
     donor = run_here(train_cmd(tmp_path / "donor", *steps, "--stop-after", "1050"))
     assert donor.returncode == 0, donor.stderr
@@ -299,20 +300,144 @@ def test_a_checkpoint_copied_in_from_another_run_is_refused_before_anything_chan
     saved = torch.load(written / "checkpoint.pt", weights_only=False)
     assert saved["step"] == 1200 and saved["evals"] == 12  # steps 100..1200, past the loop's 1000-step mark
     assert saved["recorded"]["config"]["lr"] == 0.0003
-    for name, extra, message in [
-        ("other", ["--lr", "0.001"], "its checkpoint was written by a run with other settings (lr 0.0003 -> 0.001)"),
-        ("earlier", [], "was written after 12 evaluations, but evaluations.csv holds 2 up to that step"),
-    ]:
-        stopped = run_here(train_cmd(tmp_path / name, *steps, *extra, "--stop-after", "150"))
-        assert stopped.returncode == 0, stopped.stderr
-        folder = tmp_path / name / FOLDER
+    assert [int(r["step"]) for r in saved["eval_rows"]] == list(range(100, 1300, 100)) == [
+        int(r["step"]) for r in saved["timing_rows"]]  # fmt: skip
+    stopped = run_here(train_cmd(tmp_path / "other", *steps, "--lr", "0.001", "--stop-after", "150"))
+    assert stopped.returncode == 0, stopped.stderr
+    folder = tmp_path / "other" / FOLDER
+    for f in ("checkpoint.pt", "checkpoint.pt.sha256"):
+        shutil.copy(written / f, folder / f)  # same agent, env, sampler and seed: the identity matches
+    before = run_files(folder)
+    refused = run_here(train_cmd(tmp_path / "other", *steps, "--lr", "0.001", "--resume"))
+    assert refused.returncode == 2 and len(error_lines(refused)) == 1, refused.stderr
+    assert "its checkpoint was written by a run with other settings (lr 0.0003 -> 0.001)" in refused.stderr
+    assert run_files(folder) == before
+
+
+def rewrite_checkpoint(folder: Path, change) -> None:
+    """``change(state)`` applied to a run's checkpoint, saved again with its digest."""
+    path = folder / "checkpoint.pt"
+    state = torch.load(path, weights_only=False)
+    change(state)
+    run_mod.save_atomic(state, path)
+
+
+def as_before_rows_were_recorded(state: dict) -> None:
+    del state["eval_rows"], state["timing_rows"]
+
+
+@pytest.mark.parametrize("damage", ["cut", "edited", "rows of an earlier point"])
+def test_a_damaged_evaluations_file_is_written_back_from_the_checkpoint_and_the_run_finishes_as_uninterrupted(
+        tmp_path, damage):  # fmt: skip
+    """A cut copy, a crash or an edit leaves ``evaluations.csv`` disagreeing with the checkpoint, whose rows its
+    SHA-256 vouches for: a warning names the first row that differs, and the run finishes as the uninterrupted
+    one."""
+    steps = ["--steps", "1400", "--eval-every", "200"]
+    assert run_here(train_cmd(tmp_path / "full", *steps)).returncode == 0
+    if damage == "rows of an earlier point":  # this run's checkpoint, copied beside the rows of its first 200 steps
+        assert run_here(train_cmd(tmp_path / "split", *steps, "--stop-after", "150")).returncode == 0
+        assert run_here(train_cmd(tmp_path / "donor", *steps, "--stop-after", "1050")).returncode == 0
         for f in ("checkpoint.pt", "checkpoint.pt.sha256"):
-            shutil.copy(written / f, folder / f)  # same agent, env, sampler and seed: the identity matches
+            shutil.copy(tmp_path / "donor" / FOLDER / f, tmp_path / "split" / FOLDER / f)
+    else:
+        assert run_here(train_cmd(tmp_path / "split", *steps, "--stop-after", "1050")).returncode == 0
+    evals = tmp_path / "split" / FOLDER / "evaluations.csv"
+    text = evals.read_text()
+    if damage == "cut":
+        evals.write_text(text[: text.index("\n800,") + 4])  # inside row 4, before the checkpoint's step
+    elif damage == "edited":
+        first = text.splitlines()[2].split(",")
+        evals.write_text(text.replace(",".join(first), ",".join([*first[:2], "9.5", *first[3:]])))
+    resumed = run_here(train_cmd(tmp_path / "split", *steps, "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+    expected = {"cut": "row 4 is truncated", "edited": "from row 2 it differs", "rows of an earlier point":
+                "from row 2 it differs"}[damage]  # fmt: skip
+    assert "warning:" in resumed.stderr and expected in resumed.stderr, resumed.stderr
+    assert evals.read_bytes() == (tmp_path / "full" / FOLDER / "evaluations.csv").read_bytes()
+
+
+def test_an_older_checkpoints_rows_are_read_from_whole_files_with_as_many_evaluations(tmp_path):
+    """A checkpoint written before the rows were recorded takes them from the files: a row that is not whole, a
+    step that is not a number, another count of evaluations than the checkpoint's, or other columns than this
+    code logs are each refused in one line, before anything changes."""
+    steps = ["--steps", "1400", "--eval-every", "200"]
+    assert run_here(train_cmd(tmp_path / "full", *steps)).returncode == 0
+    assert run_here(train_cmd(tmp_path, *steps, "--stop-after", "1050")).returncode == 0
+    folder = tmp_path / FOLDER
+    rewrite_checkpoint(folder, as_before_rows_were_recorded)
+    evals = folder / "evaluations.csv"
+    text = evals.read_text()
+    lines = text.splitlines(keepends=True)
+    header = lines[0].rstrip("\n").split(",")
+    without = [",".join(c for i, c in enumerate(line.rstrip("\n").split(",")) if i != header.index("updates")) + "\n"
+               for line in lines]  # fmt: skip
+    for damaged, message in [
+        (text[: text.index("\n800,") + 4], "evaluations.csv: row 4 is truncated (the file ends without a line end)"),
+        (text.replace("\n400,", "\n4O0,"), "evaluations.csv row 2 has step '4O0', not a whole number"),
+        ("".join(lines[:3]), "was written after 6 evaluations, but evaluations.csv holds 2 up to that step"),
+        ("".join(without), "its evaluations.csv was written by other code (this code also logs updates)"),
+    ]:
+        evals.write_text(damaged)
         before = run_files(folder)
-        refused = run_here(train_cmd(tmp_path / name, *steps, *extra, "--resume"))
+        refused = run_here(train_cmd(tmp_path, *steps, "--resume"))
         assert refused.returncode == 2 and len(error_lines(refused)) == 1, refused.stderr
         assert message in refused.stderr, refused.stderr
         assert run_files(folder) == before
+    evals.write_text(text)
+    resumed = run_here(train_cmd(tmp_path, *steps, "--resume"))
+    assert resumed.returncode == 0 and "warning" not in resumed.stderr, resumed.stderr
+    assert evals.read_bytes() == (tmp_path / "full" / FOLDER / "evaluations.csv").read_bytes()
+
+
+def test_a_checkpoint_that_lost_its_digest_is_refused_unless_written_before_digests(tmp_path):
+    steps = ["--steps", "600", "--eval-every", "200"]
+    assert run_here(train_cmd(tmp_path, *steps, "--stop-after", "250")).returncode == 0
+    folder = tmp_path / FOLDER
+    (folder / "checkpoint.pt.sha256").unlink()
+    before = run_files(folder)
+    refused = run_here(train_cmd(tmp_path, *steps, "--resume"))
+    assert refused.returncode == 2 and len(error_lines(refused)) == 1, refused.stderr
+    assert "has lost its checksum file checkpoint.pt.sha256" in refused.stderr
+    assert run_files(folder) == before
+
+    def as_before_digests(state):  # the code that wrote no digests recorded neither settings nor rows
+        as_before_rows_were_recorded(state)
+        del state["recorded"], state["evals"]
+
+    rewrite_checkpoint(folder, as_before_digests)
+    (folder / "checkpoint.pt.sha256").unlink()
+    resumed = run_here(train_cmd(tmp_path, *steps, "--resume"))
+    assert resumed.returncode == 0 and "resuming unverified" in resumed.stderr, resumed.stderr
+
+
+def test_a_checkpoint_whose_noise_generator_ran_on_another_kind_of_device_is_one_line(tmp_path):
+    """A generator's state is its device's own (16 bytes on CUDA, 5,056 on the CPU): a CUDA checkpoint resumed on
+    the CPU is refused in one line, before anything changes."""
+    steps = ["--steps", "600", "--eval-every", "200"]
+    assert run_here(train_cmd(tmp_path, *steps, "--stop-after", "250")).returncode == 0
+    folder = tmp_path / FOLDER
+
+    def as_cuda_saves_it(state):
+        state["noise"] = torch.zeros(16, dtype=torch.uint8)
+
+    rewrite_checkpoint(folder, as_cuda_saves_it)
+    before = run_files(folder)
+    refused = run_here(train_cmd(tmp_path, *steps, "--resume"))
+    assert refused.returncode == 2 and len(error_lines(refused)) == 1, refused.stderr
+    assert "its checkpoint's noise generator ran on another kind of device" in refused.stderr
+    assert run_files(folder) == before
+
+
+def test_a_run_whose_folder_is_moved_away_stops_without_making_it_again(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    log = run_mod.RunLog(folder, None)
+    log.record({"step": 1, "return_mean": 0.5}, {"step": 1, "wall_time": 0.1})
+    log.close()
+    folder.rename(tmp_path / "moved")
+    with pytest.raises(run_mod.RunStopped, match="no longer exists"):
+        log.record({"step": 2, "return_mean": 0.5}, {"step": 2, "wall_time": 0.2})
+    assert not folder.exists()
 
 
 def test_a_run_resumed_after_its_1000th_step_finishes_as_the_uninterrupted_one(tmp_path):

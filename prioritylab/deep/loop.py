@@ -27,6 +27,7 @@ import torch
 from tqdm import tqdm
 
 from ..replay import ReplayBuffer, estimate_bytes
+from ..replay.diagnostics import COLUMNS as DIAGNOSTICS
 from ..samplers import PriorityOverflow
 from .methods import METHOD_TABLE, Defaults, Method, ReplaySettings
 from .minatar import is_minatar
@@ -42,6 +43,7 @@ from .run import (
     StopSignal,
     check_checkpoint_is_this_runs,
     check_common,
+    check_folder_is_there,
     check_memory,
     check_resumable,
     discard_new_dir,
@@ -52,6 +54,7 @@ from .run import (
     prepare_dir,
     recorded_now,
     replay_capacity,
+    resumed_rows,
     run_dir,
     save_atomic,
     set_env_rng_state,
@@ -285,6 +288,33 @@ def check_threads(checkpoint: dict, path: Path) -> None:
                             f"{now}; resume with --threads {saved} (results match only at the same count)")  # fmt: skip
 
 
+def evaluation_row(spec: Spec, cfg: RunSettings, agent, step: int, episodes: int, returns: np.ndarray,
+                   updates: int, stats: dict, diagnostics: dict) -> dict:  # fmt: skip
+    """One row of ``evaluations.csv``: composed here only, so :func:`evaluation_columns` names its columns."""
+    extra = spec.score_columns(cfg.env, returns) if spec.score_columns is not None else {}
+    return {"step": step, "episodes": episodes, "return_mean": float(returns.mean()),
+            "return_std": float(returns.std()), **extra, "updates": updates,
+            **{k: float(stats.get(k, math.nan)) for k in agent.stat_keys}, **diagnostics}  # fmt: skip
+
+
+def evaluation_columns(spec: Spec, cfg: RunSettings, agent, buffer: ReplayBuffer) -> list[str]:
+    """The columns of this run's ``evaluations.csv``, in order."""
+    diagnostics = dict.fromkeys(DIAGNOSTICS, math.nan) if buffer.diagnostics is not None else {}
+    return list(evaluation_row(spec, cfg, agent, 0, 0, np.zeros(1), 0, {}, diagnostics))
+
+
+def check_columns(folder: Path, logged: list[str], now: list[str]) -> None:
+    """Refuse, before any file changes, to resume a run whose ``evaluations.csv`` has other columns than this code
+    logs (a resumption at another commit): its new rows would not fit the file's header."""
+    if logged != now:
+        missing, extra = [c for c in now if c not in logged], [c for c in logged if c not in now]
+        differ = "; ".join(part for part in (f"this code also logs {', '.join(missing)}" if missing else "",
+                                             f"it has {', '.join(extra)}, which this code does not log" if extra
+                                             else "") if part) or "the same columns in another order"  # fmt: skip
+        raise SettingsError(f"cannot resume {folder}: its evaluations.csv was written by other code ({differ}); "
+                            "resume it with the code it ran with (its manifest's git_commit)")  # fmt: skip
+
+
 def train(spec: Spec, cfg: RunSettings) -> Path:
     """Run (or resume) one training run; returns its folder.  Every check happens before any work.
 
@@ -338,13 +368,21 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
                                 f"settings it ran with are unknown")  # fmt: skip
         check_checkpoint_is_this_runs(folder, checkpoint, settings)
     agent, buffer, rng, noise = make_learner(spec, cfg, env, device, method)
+    rows, write_back = resumed_rows(folder, checkpoint) if checkpoint is not None else (None, False)
+    if rows is not None and rows[0]:
+        check_columns(folder, list(rows[0][0]), evaluation_columns(spec, cfg, agent, buffer))
 
     step, updates, episodes, next_ckpt = 0, 0, 0, cfg.checkpoint_every
     if checkpoint is not None:
         agent.load_state_dict(checkpoint["agent"])
         buffer.load_state_dict(checkpoint["buffer"])
         rng.bit_generator.state = checkpoint["rng"]
-        noise.set_state(checkpoint["noise"])
+        try:
+            noise.set_state(checkpoint["noise"])
+        except RuntimeError:  # a generator's state is the device's own: 5,056 bytes on the CPU, 16 on CUDA
+            raise SettingsError(f"cannot resume {folder} on {device}: its checkpoint's noise generator ran on "
+                                "another kind of device; resume it with the --device it ran on (its "
+                                "manifest's device)") from None  # fmt: skip
         torch.set_rng_state(checkpoint["torch_rng"])
         step, updates, episodes, next_ckpt = (checkpoint[k] for k in ("step", "updates", "episodes", "next_ckpt"))
     env.reset(seed=cfg.seed)
@@ -352,7 +390,7 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
         spec.set_env_state(env, checkpoint["env_state"])
     obs, _ = env.reset() if checkpoint is not None else env.reset(seed=cfg.seed)
     # the run's files change only now, once every part of the checkpoint has been restored
-    log = RunLog(folder, step if checkpoint is not None else None)
+    log = RunLog(folder, step if checkpoint is not None else None, rows, write_back)
     clock = Clock(checkpoint["wall_time"], step, updates) if checkpoint is not None else Clock()
     write_run_manifest(folder, cfg, spec.name, device, method.describe(),
                        resumed_at=step if checkpoint is not None else None)  # fmt: skip
@@ -367,9 +405,10 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
 
     def save(reason: str) -> None:
         nonlocal saved_at
+        check_folder_is_there(folder)
         saved_at = step
         save_atomic({
-            "identity": identity, "recorded": settings, "evals": len(log.evals),
+            "identity": identity, "recorded": settings, "evals": len(log.evals), **log.recorded_rows(),
             "stats": {k: float(v) for k, v in stats.items()},
             "step": step, "updates": updates, "episodes": episodes, "next_ckpt": next_ckpt,
             "agent": agent.state_dict(), "buffer": buffer.state_dict(copy=False), "rng": rng.bit_generator.state,
@@ -398,12 +437,9 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
         if step % cfg.eval_every == 0 or step == cfg.steps:
             returns = evaluate(agent, eval_env, cfg.seed + 100, cfg.eval_episodes)
             last_eval = float(returns.mean())
-            extra = spec.score_columns(cfg.env, returns) if spec.score_columns is not None else {}
             buffer.sampler.on_evaluation({"return": last_eval, "step": step, "updates": updates})
-            row = {"step": step, "episodes": episodes, "return_mean": last_eval, "return_std": float(returns.std()),
-                   **extra, "updates": updates,
-                   **{k: float(stats.get(k, math.nan)) for k in agent.stat_keys},
-                   **buffer.diagnostics_report()}  # fmt: skip
+            row = evaluation_row(spec, cfg, agent, step, episodes, returns, updates, stats,
+                                 buffer.diagnostics_report())  # fmt: skip
             ess = row.get("ess_mean", math.nan)
             log.record(row, {"step": step, **clock.rates(step, updates)})
         if term or trunc:

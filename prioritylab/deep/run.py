@@ -29,7 +29,6 @@ there continues bit-identically on the CPU at the same torch thread count
 
 from __future__ import annotations
 
-import csv
 import errno
 import fcntl
 import hashlib
@@ -48,7 +47,17 @@ import torch
 
 from .._cli import check_output_dir
 from ..provenance import changed_settings
-from ..results import as_recorded, atomic_write, new_manifest, record_differences, run_folder, write_csv, write_json
+from ..results import (
+    NotWhole,
+    as_recorded,
+    atomic_write,
+    new_manifest,
+    record_differences,
+    run_folder,
+    whole_rows,
+    write_csv,
+    write_json,
+)
 from .methods import METHODS, ReplaySettings
 
 CHECKPOINT = "checkpoint.pt"
@@ -429,30 +438,37 @@ def file_sha256(path: Path) -> str:
     return sha.hexdigest()
 
 
-def verify_checkpoint(path: Path) -> None:
-    """Refuse a checkpoint whose bytes do not match its recorded SHA-256 (one line, before it is read).
-
-    A checkpoint without ``.sha256`` (written before the digests existed) is accepted with a warning.
-    """
+def verify_checkpoint(path: Path) -> bool:
+    """Refuse a checkpoint whose bytes do not match its recorded SHA-256 (one line, before it is read);
+    ``False`` for a checkpoint without ``.sha256``, which :func:`load_checkpoint` accepts only from code that
+    wrote none."""
     recorded = _read_digest(path)
     if recorded is None:
-        print(f"warning: {path} has no checksum file {digest_path(path).name}; resuming unverified",
-              file=sys.stderr)  # fmt: skip
-        return
+        return False
     actual = file_sha256(path)
     if actual not in (recorded["sha256"], recorded.get("previous")):
         raise SettingsError(f"checkpoint {path} is corrupt: its SHA-256 {actual[:16]}... does not match the "
                             f"recorded {recorded['sha256'][:16]}... in {digest_path(path).name}")  # fmt: skip
+    return True
 
 
 def load_checkpoint(path: Path, identity: dict) -> dict:
     """Load ``checkpoint.pt`` after checking its SHA-256; refuse one written by another agent, environment
-    or sampler."""
-    verify_checkpoint(path)
+    or sampler.  A checkpoint without its ``.sha256`` is accepted, with a warning, only if it was written
+    before the digests existed (it lacks the ``recorded`` settings that the same code began to save); one
+    written since has lost its digest, and a changed byte in it would go unseen, so it is refused."""
+    verified = verify_checkpoint(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as err:  # noqa: BLE001 - any unreadable file gets one message
         raise SettingsError(f"cannot read checkpoint {path}: {err}") from None
+    if not verified:
+        if isinstance(state, dict) and "recorded" in state:
+            raise SettingsError(f"checkpoint {path} has lost its checksum file {digest_path(path).name}, which "
+                                "the code that wrote it always writes: it cannot be verified, so it is not "
+                                "resumed (start the run again with --overwrite)")  # fmt: skip
+        print(f"warning: {path} has no checksum file {digest_path(path).name} (written before the digests "
+              "existed); resuming unverified", file=sys.stderr)  # fmt: skip
     saved = state.get("identity") if isinstance(state, dict) else None
     if saved != identity:
         raise SettingsError(f"checkpoint {path} was written by {saved}, not by this run {identity}")
@@ -487,8 +503,8 @@ class StopSignal:
 
 class RunStopped(Exception):
     """The run could not go on and stopped without finishing: a sampler refused a priority whose mass passes the
-    float range (a setting's consequence, met only at a TD error large enough).  Its folder keeps what the run
-    wrote, its last checkpoint included."""
+    float range (a setting's consequence, met only at a TD error large enough), or its folder was moved or
+    deleted under it.  Its folder keeps what the run wrote, its last checkpoint included."""
 
 
 class Interrupted(Exception):
@@ -502,13 +518,15 @@ class Interrupted(Exception):
 class RunLog:
     """Evaluation rows (deterministic) and timing rows, CSV and TensorBoard."""
 
-    def __init__(self, path: Path, resume_step: int | None):
+    def __init__(self, path: Path, resume_step: int | None, rows: tuple[list[dict], list[dict]] | None = None,
+                 write_back: bool = False):  # fmt: skip
+        """``rows``: a resumed run's evaluation and timing rows up to its checkpoint (:func:`resumed_rows`),
+        written back at once where ``write_back`` (the files disagreed with the checkpoint)."""
         self.path = path
-        self.evals: list[dict] = []
-        self.timing: list[dict] = []
-        if resume_step is not None:  # drop rows written after the checkpoint we resume from
-            self.evals = [r for r in _read_csv(path / EVALS) if int(r["step"]) <= resume_step]
-            self.timing = [r for r in _read_csv(path / TIMING) if int(r["step"]) <= resume_step]
+        self.evals: list[dict] = list(rows[0]) if rows is not None else []
+        self.timing: list[dict] = list(rows[1]) if rows is not None else []
+        if write_back:
+            self._write()
         from torch.utils.tensorboard import SummaryWriter
 
         self.tb = SummaryWriter(str(path / "tb"), purge_step=resume_step + 1 if resume_step is not None else None)
@@ -516,29 +534,96 @@ class RunLog:
     def record(self, row: dict, timing: dict) -> None:
         self.evals.append({k: _fmt(v) for k, v in row.items()})
         self.timing.append({k: _fmt(v) for k, v in timing.items()})
-        write_csv(self.path / EVALS, self.evals, lineterminator="\n")
-        write_csv(self.path / TIMING, self.timing, lineterminator="\n")
+        self._write()
         step = int(row["step"])
         for k, v in {**row, **timing}.items():
             if k != "step" and isinstance(v, (int, float, np.floating)) and np.isfinite(v):
                 self.tb.add_scalar(k, float(v), step)
         self.tb.flush()
 
+    def _write(self) -> None:
+        check_folder_is_there(self.path)
+        write_csv(self.path / EVALS, self.evals, lineterminator="\n")
+        write_csv(self.path / TIMING, self.timing, lineterminator="\n")
+
+    def recorded_rows(self) -> dict:
+        """The rows so far as the files hold them (each cell its text), for the checkpoint to record."""
+        return {"eval_rows": [{k: str(v) for k, v in r.items()} for r in self.evals],
+                "timing_rows": [{k: str(v) for k, v in r.items()} for r in self.timing]}  # fmt: skip
+
     def close(self) -> None:
         self.tb.close()
+
+
+def check_folder_is_there(folder: Path) -> None:
+    """Stop a run whose folder was moved or deleted under it, before a write would create the old path again and
+    scatter the run over two folders."""
+    if not folder.is_dir():
+        raise RunStopped(f"the run's folder {folder} no longer exists (moved or deleted while the run wrote into "
+                         "it); the run stopped")  # fmt: skip
+
+
+def _rows_up_to(file: Path, step: int) -> list[dict]:
+    """``file``'s rows up to ``step`` (none if there is no file); ``SettingsError`` naming the file and the row
+    when a row is not whole or its step is not a whole number."""
+    if not file.exists():
+        return []
+    try:
+        rows = whole_rows(file)
+    except (OSError, NotWhole) as err:
+        raise SettingsError(f"cannot resume {file.parent}: {file.name}: {err}") from None
+    kept = []
+    for i, row in enumerate(rows):
+        try:
+            at = int(row["step"])
+        except (KeyError, ValueError):
+            raise SettingsError(f"cannot resume {file.parent}: {file.name} row {i + 1} has step "
+                                f"{row.get('step')!r}, not a whole number") from None  # fmt: skip
+        if at <= step:
+            kept.append(row)
+    return kept
+
+
+def resumed_rows(path: Path, checkpoint: dict) -> tuple[tuple[list[dict], list[dict]], bool]:
+    """The evaluation and timing rows a run resumed from ``checkpoint`` continues from (those up to its step),
+    and whether the files must be written back.
+
+    A checkpoint that records the rows (``eval_rows``, ``timing_rows``) gives them, verified with it by its
+    SHA-256.  Where a file disagrees with them (a row cut by a copy or a crash, a value edited), a warning names
+    the first row that differs and the checkpoint's rows are written back.  An older checkpoint's rows are read
+    from the files, which must then be whole (``SettingsError`` naming the file and row), and must hold as many
+    evaluations as the checkpoint was written after."""
+    step, out, write_back = checkpoint["step"], [], False
+    for name, key in ((EVALS, "eval_rows"), (TIMING, "timing_rows")):
+        recorded = checkpoint.get(key)
+        if recorded is None:
+            out.append(_rows_up_to(path / name, step))
+            continue
+        try:
+            on_disk, problem = _rows_up_to(path / name, step), None
+        except SettingsError as err:
+            on_disk, problem = None, str(err).split(f"{name}: ", 1)[-1]
+        if on_disk != recorded:
+            if problem is None:
+                first = next((i for i, (a, b) in enumerate(zip(on_disk, recorded, strict=False)) if a != b),
+                             min(len(on_disk), len(recorded)))  # fmt: skip
+                problem = f"from row {first + 1} it differs from them (edited or cut since it was written)"
+            print(f"warning: {path / name} does not hold the rows up to step {step} that its checkpoint recorded: "
+                  f"{problem}; the checkpoint's rows are written back", file=sys.stderr)  # fmt: skip
+            write_back = True
+        out.append(recorded)
+    evals = out[0]
+    if "evals" in checkpoint and len(evals) != checkpoint["evals"]:
+        raise SettingsError(f"cannot resume {path}: its checkpoint (step {step}) was written after "
+                            f"{checkpoint['evals']} evaluations, but {EVALS} holds {len(evals)} up to that step; "
+                            "the checkpoint is not this run's")  # fmt: skip
+    return (out[0], out[1]), write_back
 
 
 def _fmt(v):
     if isinstance(v, (float, np.floating)):
         return repr(float(v))
     return v
-
-
-def _read_csv(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 class Clock:
@@ -633,9 +718,9 @@ def check_resumable(path: Path, now: dict) -> None:
 
 def check_checkpoint_is_this_runs(path: Path, checkpoint: dict, now: dict) -> None:
     """Refuse a checkpoint that another run wrote (one copied in from another folder): it must have been
-    written with the resuming settings (``now``, :func:`recorded_now`) and after as many evaluations as
-    ``evaluations.csv`` holds up to its step.  Checkpoints older than these records are checked by identity
-    only (:func:`load_checkpoint`)."""
+    written with the resuming settings (``now``, :func:`recorded_now`), and after as many evaluations as
+    ``evaluations.csv`` holds up to its step (:func:`resumed_rows`).  Checkpoints older than these records are
+    checked by identity only (:func:`load_checkpoint`)."""
     if "recorded" in checkpoint:
         try:
             changed = changed_settings(checkpoint["recorded"], now)
@@ -646,12 +731,6 @@ def check_checkpoint_is_this_runs(path: Path, checkpoint: dict, now: dict) -> No
             listed = "; ".join(f"{k} {old!r} -> {new!r}" for k, (old, new) in changed.items())
             raise SettingsError(f"cannot resume {path}: its checkpoint was written by a run with other settings "
                                 f"({listed}); it is not this run's")  # fmt: skip
-    if "evals" in checkpoint:
-        rows = [r for r in _read_csv(path / EVALS) if int(r["step"]) <= checkpoint["step"]]
-        if len(rows) != checkpoint["evals"]:
-            raise SettingsError(f"cannot resume {path}: its checkpoint (step {checkpoint['step']}) was written "
-                                f"after {checkpoint['evals']} evaluations, but {EVALS} holds {len(rows)} up to "
-                                f"that step; the checkpoint is not this run's")  # fmt: skip
 
 
 def mark_finished(path: Path, summary: dict) -> None:

@@ -3,7 +3,6 @@ grouping them by (agent, environment, sampler), which groups can be compared, an
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -15,7 +14,7 @@ import numpy as np
 
 from ...provenance import IGNORED, recorded, unread_by
 from ...replay.diagnostics import COLUMNS as DIAGNOSTICS
-from ...results import machine_label
+from ...results import NotWhole, machine_label, whole_rows
 
 LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
 
@@ -41,31 +40,6 @@ def check_schedule(evals: Path, rows: list[dict], config: dict) -> None:
         if float(row["step"]) != want:
             raise ValueError(f"{evals}: row {i + 1} is at step {row['step']}, where the run's schedule (steps "
                              f"{steps}, eval_every {every}) has step {want} (rows cut or from another run?)")
-
-
-class NotWhole(ValueError):
-    """A CSV file that is not readable CSV or has a row that is not whole (:func:`whole_rows`)."""
-
-
-def whole_rows(path: Path) -> list[dict]:
-    """A CSV file's rows as dicts by its header.  :class:`NotWhole` (its message without the path) for a file
-    that is not readable CSV or has a row that is not whole: one with fewer or more fields than the header,
-    or a last row without its line end, which a file cut while written leaves (``"1000,63"`` of
-    ``"1000,631.5"``); ``OSError`` for a file that cannot be opened."""
-    with open(path, newline="", encoding="utf-8-sig") as fh:  # a byte-order mark, as spreadsheets save it, is read
-        try:
-            text = fh.read()
-            rows = list(csv.DictReader(text.splitlines(keepends=True)))
-        except (csv.Error, UnicodeDecodeError) as err:
-            raise NotWhole(f"not readable CSV ({err})") from None
-    for i, row in enumerate(rows):
-        if i == len(rows) - 1 and not text.endswith("\n"):  # a file cut while written, whatever its last row holds
-            raise NotWhole(f"row {i + 1} is truncated (the file ends without a line end)")
-        if None in row or None in row.values():
-            fields = sum(k is not None and v is not None for k, v in row.items()) + len(row.get(None) or [])
-            raise NotWhole(f"row {i + 1} is not whole: {fields} fields where the header has "
-                           f"{len(rows[0]) - (None in rows[0])}")  # fmt: skip
-    return rows
 
 
 def _same_number(recorded, logged: str) -> bool:
