@@ -21,8 +21,9 @@ from __future__ import annotations
 RESUMABLE = ("out", "resume", "overwrite", "restart", "progress", "stop_after", "threads", "device", "checkpoint_every",
              "allow_no_updates")  # fmt: skip
 """Settings a resumption may change: where and how the run is kept (the thread count is checked against the
-checkpoint's on its own).  The device may change too: a run moved from the CPU to a GPU continues, but not
-bit for bit as it would have on the CPU."""
+checkpoint's on its own).  The device may change too, within its kind (one GPU for another): the run continues,
+but not bit for bit.  Between the CPU and a GPU a resume is refused, as the agents' noise generator's state is its
+device's own (``train`` says so in one line)."""
 
 IGNORED = (*RESUMABLE, "seed", "diagnostics")
 """Settings that do not change what a run learns or how it is scored (when runs are compared with each other,

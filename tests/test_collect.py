@@ -126,6 +126,15 @@ def test_two_finished_runs_with_one_name_are_refused(tmp_path, capsys):
     assert not (tmp_path / "kept").exists()
 
 
+def test_a_run_in_a_folder_renamed_to_another_runs_name_is_refused(tmp_path, capsys):
+    """Collected, the folder would stand for the seed it is named after; the report would count the real one twice."""
+    fake_run(tmp_path / "runs", "per", 0, [1.0] * 12)
+    (tmp_path / "runs" / "td3_Hopper-v5_per_s0").rename(tmp_path / "runs" / "td3_Hopper-v5_per_s1")
+    line = refused(["collect", str(tmp_path / "runs"), "--into", str(tmp_path / "kept")], capsys)
+    assert "is named td3_Hopper-v5_per_s1, but its manifest is that of td3_Hopper-v5_per_s0" in line
+    assert not (tmp_path / "kept").exists()
+
+
 def test_runs_reached_through_links_are_collected_under_their_own_names(tmp_path, capsys):
     store, picked, into = tmp_path / "store", tmp_path / "picked", tmp_path / "kept"
     for seed in range(3):

@@ -9,7 +9,8 @@ finished run under ``runs/study`` into ``<into>/<run folder>/``, leaving runs st
 Every run is checked before anything is copied, with the report's own reader: a finished run whose files are
 missing, cut, replaced or do not match its ``finished.json`` (``timing.csv`` as the report's overhead table reads
 it) is refused, as is a run whose folder under ``--into`` already holds other files of the same name (another run,
-or another version of it), two finished runs with one folder name, a folder under those searched that cannot be
+or another version of it), two finished runs with one folder name, a run whose folder is not named as ``train``
+names it from its manifest (a renamed copy), a folder under those searched that cannot be
 listed (it may hold runs), and an ``--into`` that cannot be written or is one of the folders searched.  Links to run
 folders are followed, and a run keeps its own folder's name.  A refusal copies nothing.  Each file is written whole
 or not at all, and a run collected before with the same files is left as it is, so the command can be repeated as a
@@ -22,7 +23,7 @@ import argparse
 from pathlib import Path
 
 from .._cli import check_output_dir, fail, missing_dirs, plain, remove_empty_dirs
-from ..results import atomic_write
+from ..results import atomic_write, run_folder
 from .report.runs import find_runs
 from .report.stats import wall_time
 
@@ -82,6 +83,10 @@ def plan(roots: list[Path], into: Path) -> dict:
                 except ValueError as err:
                     raise ValueError(f"finished run {folder}: {err}") from None
             name = _name(folder)
+            own = run_folder(run["agent"], run["env"], run["sampler"], run["seed"])
+            if name != own:  # a renamed folder: collected, it would stand for a run it is not
+                raise ValueError(f"finished run {folder} is named {name}, but its manifest is that of {own}: give it "
+                                 "its own name, or move it out of the folders collected")  # fmt: skip
             other = chosen.get(name)
             if other is not None and other.resolve() != folder.resolve():
                 raise ValueError(f"two finished runs are named {name}: {other} and {folder}")

@@ -24,8 +24,9 @@ def table_markdown(table: list[dict], few_evaluations: dict | None = None) -> st
         unfinished = "" if t["finished"] == t["seeds"] else f" ({t['seeds'] - t['finished']} partial)"
         n = few_evaluations.get((t["agent"], t["env"], t["sampler"]))
         short = "" if n is None else f" (a run of {n} evals)"
+        apart = " (not comparable: below)" if t.get("not_comparable") else ""
         lines.append(f"| {t['agent']} | {t['env']} | {t['sampler']} | {t['seeds']}{unfinished}{few} | "
-                     f"{t['last_step']} | {t['return_last10_mean']:.1f} ± {ci}{short} |")  # fmt: skip
+                     f"{t['last_step']} | {t['return_last10_mean']:.1f} ± {ci}{short}{apart} |")  # fmt: skip
     if any(1 < t["seeds"] < MIN_CI_RUNS for t in table):
         lines += ["", f"(few seeds): fewer than {MIN_CI_RUNS} seeds; the interval is not meaningful."]
     if few_evaluations:
