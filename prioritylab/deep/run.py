@@ -462,16 +462,16 @@ def load_checkpoint(path: Path, identity: dict) -> dict:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as err:  # noqa: BLE001 - any unreadable file gets one message
         raise SettingsError(f"cannot read checkpoint {path}: {err}") from None
+    saved = state.get("identity") if isinstance(state, dict) else None
+    if saved != identity:
+        raise SettingsError(f"checkpoint {path} was written by {saved}, not by this run {identity}")
     if not verified:
-        if isinstance(state, dict) and "recorded" in state:
+        if "recorded" in state:
             raise SettingsError(f"checkpoint {path} has lost its checksum file {digest_path(path).name}, which "
                                 "the code that wrote it always writes: it cannot be verified, so it is not "
                                 "resumed (start the run again with --overwrite)")  # fmt: skip
         print(f"warning: {path} has no checksum file {digest_path(path).name} (written before the digests "
               "existed); resuming unverified", file=sys.stderr)  # fmt: skip
-    saved = state.get("identity") if isinstance(state, dict) else None
-    if saved != identity:
-        raise SettingsError(f"checkpoint {path} was written by {saved}, not by this run {identity}")
     return state
 
 
