@@ -535,6 +535,20 @@ def test_resuming_a_finished_run_trains_nothing_changes_no_file_and_says_so(tmp_
     assert "\n" not in err and err.endswith("holds no checkpoint to resume from"), err
 
 
+def test_a_plain_run_over_one_stopped_before_its_first_evaluation_keeps_no_events_of_it(tmp_path):
+    """Such a folder holds no result, so a plain run may start there; the dead run's TensorBoard events must go
+    with it, or the two runs' curves would show as one."""
+    steps = ["--steps", "300", "--eval-every", "150"]
+    folder = tmp_path / FOLDER
+    (folder / "tb").mkdir(parents=True)
+    (folder / "tb" / "events.out.tfevents.1.dead").write_bytes(b"events of a run killed at step 40")
+    (folder / "manifest.json").write_text("{}")
+    done = run_here(train_cmd(tmp_path, *steps))
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in (folder / "tb").iterdir() if p.name.endswith(".dead")] == []
+    assert len(list((folder / "tb").iterdir())) == 1 and (folder / "finished.json").exists()
+
+
 # ---- 3. the run folder lock ----
 
 

@@ -354,12 +354,7 @@ def _check_contents(path: Path, resume: bool, overwrite: bool, restart: bool = F
         raise SettingsError(f"--restart: {path} now holds {held}, so another process ran it meanwhile; "
                             "nothing was deleted (pass --resume or --overwrite)")  # fmt: skip
     if overwrite or restart:
-        for name in RUN_FILES:
-            target = path / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
-                target.unlink()
+        _remove_run_files(path)
         return
     if finished:
         raise SettingsError(f"{path} already holds a finished run; pass --overwrite to replace it")
@@ -368,6 +363,16 @@ def _check_contents(path: Path, resume: bool, overwrite: bool, restart: bool = F
     if started:  # stopped before its first checkpoint: nothing to resume from
         raise SettingsError(f"{path} holds a run stopped before its first checkpoint; pass --restart to run it "
                             "again or --overwrite")  # fmt: skip
+    _remove_run_files(path)  # a run that stopped before its first evaluation left no result, but its events
+
+
+def _remove_run_files(path: Path) -> None:
+    for name in RUN_FILES:
+        target = path / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
 
 
 class _Hashing:
