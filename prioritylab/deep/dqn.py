@@ -62,7 +62,8 @@ class AtariSettings(RunSettings):
     eval_every: int = 50_000
     """Evaluate every this many agent steps (LAP App. D.2: every 50k time steps)."""
     eval_episodes: int = 10
-    """Episodes per evaluation at epsilon eval_eps, env seeded with seed + 100 (LAP App. D.2)."""
+    """Episodes per evaluation at epsilon eval_eps, env seeded with seed + 100 (LAP App. D.2: "the training seed +
+    a constant"; 100 is its authors' code's)."""
     checkpoint_every: int = 500_000
     """Checkpoint at the first episode end after every this many steps (a full replay is ~7 GB on disk)."""
     buffer_size: int = 1_000_000

@@ -8,7 +8,8 @@ random streams:
 ``SeedSequence(seed)`` spawns one stream each for the network initialisation,
 exploration, the sampler and the agent's own noise (a ``torch.Generator``);
 the training environment is seeded once with ``seed``, the evaluation
-environment with ``seed + 100`` at every evaluation (LAP App. D).
+environment with ``seed + 100`` at every evaluation (LAP App. D: "the training seed + a constant"; 100 is its
+authors' code's).
 """
 
 from __future__ import annotations

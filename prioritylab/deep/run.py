@@ -104,7 +104,8 @@ class RunSettings:
     eval_every: int = 5000
     """Evaluate every this many environment steps (LAP App. D: 5k)."""
     eval_episodes: int = 10
-    """Episodes per evaluation, deterministic policy, env seeded with seed + 100 (LAP App. D)."""
+    """Episodes per evaluation, deterministic policy, env seeded with seed + 100 (LAP App. D:
+    "the training seed + a constant"; 100 is its authors' code's)."""
     checkpoint_every: int = 50_000
     """Checkpoint at the first episode end after every this many steps."""
     stop_after: int | None = None
