@@ -36,13 +36,15 @@ def run_folder(agent: str, env: str, sampler: str, seed: int | str) -> str:
     return f"{agent}_{str(env).replace('/', '-')}_{sampler}_s{seed}"
 
 
-def atomic_write(path: Path, write, binary: bool = False) -> None:
+def atomic_write(path: Path, write, binary: bool = False, parents: bool = True) -> None:
     """Call ``write(fh)`` on a temporary file in the same folder, then rename it to ``path``: a kill or an
     error never leaves a half-written file (nor the temporary one).  The file, and the folder after the
     rename, are flushed to the disk, so that a power loss leaves the old file or the new one, not an empty
-    one."""
+    one.  ``parents=False``: a missing folder is not made again (``FileNotFoundError``), for the files of a
+    folder that must exist, such as a training run's."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="") as fh:
@@ -76,11 +78,13 @@ def as_recorded(obj):
     return json.loads(json.dumps(obj, default=_jsonable))
 
 
-def write_json(path, obj) -> None:
-    atomic_write(Path(path), lambda fh: json.dump(obj, fh, indent=2, sort_keys=True, default=_jsonable))
+def write_json(path, obj, parents: bool = True) -> None:
+    atomic_write(Path(path), lambda fh: json.dump(obj, fh, indent=2, sort_keys=True, default=_jsonable),
+                 parents=parents)  # fmt: skip
 
 
-def write_csv(path, rows: Iterable[Mapping], fieldnames: list[str] | None = None, lineterminator="\r\n") -> None:
+def write_csv(path, rows: Iterable[Mapping], fieldnames: list[str] | None = None, lineterminator="\r\n",
+              parents: bool = True) -> None:  # fmt: skip
     """Rows as CSV, atomically (:func:`atomic_write`); the header is ``fieldnames`` or the first row's keys."""
     rows = list(rows)
     if fieldnames is None:
@@ -91,7 +95,7 @@ def write_csv(path, rows: Iterable[Mapping], fieldnames: list[str] | None = None
         w.writeheader()
         w.writerows(rows)
 
-    atomic_write(Path(path), _write)
+    atomic_write(Path(path), _write, parents=parents)
 
 
 class NotWhole(ValueError):

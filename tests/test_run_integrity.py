@@ -254,11 +254,11 @@ def test_the_digest_names_the_checkpoint_on_disk_at_every_point_of_a_save(tmp_pa
     writes = []
     real = run_mod.write_json
 
-    def write_json_then_die(target, obj):
+    def write_json_then_die(target, obj, parents=True):
         writes.append(obj)
         if len(writes) == 2:  # the rename has happened; the final digest write never does
             raise KeyboardInterrupt
-        real(target, obj)
+        real(target, obj, parents=parents)
 
     monkeypatch.setattr(run_mod, "write_json", write_json_then_die)
     with pytest.raises(KeyboardInterrupt):
@@ -402,9 +402,9 @@ def test_a_checkpoint_that_lost_its_digest_is_refused_unless_written_before_dige
     assert "has lost its checksum file checkpoint.pt.sha256" in refused.stderr
     assert run_files(folder) == before
 
-    def as_before_digests(state):  # the code that wrote no digests recorded neither settings nor rows
+    def as_before_digests(state):  # the code that wrote no digests recorded no thread count, settings or rows
         as_before_rows_were_recorded(state)
-        del state["recorded"], state["evals"]
+        del state["recorded"], state["evals"], state["threads"]
 
     rewrite_checkpoint(folder, as_before_digests)
     (folder / "checkpoint.pt.sha256").unlink()
@@ -430,7 +430,8 @@ def test_a_checkpoint_whose_noise_generator_ran_on_another_kind_of_device_is_one
     assert run_files(folder) == before
 
 
-def test_a_run_whose_folder_is_moved_away_stops_without_making_it_again(tmp_path):
+def test_a_run_whose_folder_is_moved_away_stops_without_making_it_again(tmp_path, monkeypatch):
+    """Between two writes, and during a checkpoint's: the run stops in one line, and the old path stays gone."""
     folder = tmp_path / "run"
     folder.mkdir()
     log = run_mod.RunLog(folder, None)
@@ -440,6 +441,30 @@ def test_a_run_whose_folder_is_moved_away_stops_without_making_it_again(tmp_path
     with pytest.raises(run_mod.RunStopped, match="no longer exists"):
         log.record({"step": 2, "return_mean": 0.5}, {"step": 2, "wall_time": 0.2})
     assert not folder.exists()
+
+    from prioritylab.deep import loop
+
+    real = run_mod.save_atomic
+
+    def moved_while_saving(obj, path, parents=True):  # the folder goes between the checkpoint and its digest
+        real_write_json = run_mod.write_json
+
+        def move_then_write(target, value, parents=True):
+            if Path(target).parent.is_dir():
+                Path(target).parent.rename(tmp_path / "moved during the save")
+            real_write_json(target, value, parents=parents)
+
+        monkeypatch.setattr(run_mod, "write_json", move_then_write)
+        try:
+            real(obj, path, parents=parents)
+        finally:
+            monkeypatch.setattr(run_mod, "write_json", real_write_json)
+
+    monkeypatch.setattr(loop, "save_atomic", moved_while_saving)
+    stopped = run_here(train_cmd(tmp_path / "out", "--steps", "600", "--eval-every", "200", "--stop-after", "250"))
+    assert stopped.returncode == 1 and len(error_lines(stopped)) == 1, stopped.stderr
+    assert "no longer exists (moved or deleted while the run wrote into it)" in stopped.stderr
+    assert not (tmp_path / "out" / FOLDER).exists()
 
 
 def test_a_run_resumed_after_its_1000th_step_finishes_as_the_uninterrupted_one(tmp_path):

@@ -44,7 +44,6 @@ from .run import (
     StopSignal,
     check_checkpoint_is_this_runs,
     check_common,
-    check_folder_is_there,
     check_memory,
     check_resumable,
     discard_new_dir,
@@ -60,6 +59,7 @@ from .run import (
     save_atomic,
     set_env_rng_state,
     write_run_manifest,
+    writing_into,
 )
 
 
@@ -369,7 +369,7 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
                                 f"settings it ran with are unknown")  # fmt: skip
         check_checkpoint_is_this_runs(folder, checkpoint, settings)
     agent, buffer, rng, noise = make_learner(spec, cfg, env, device, method)
-    rows, write_back = resumed_rows(folder, checkpoint) if checkpoint is not None else (None, False)
+    rows, disagree = resumed_rows(folder, checkpoint) if checkpoint is not None else (None, [])
     if rows is not None and rows[0]:
         check_columns(folder, list(rows[0][0]), evaluation_columns(spec, cfg, agent, buffer))
 
@@ -391,7 +391,7 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
         spec.set_env_state(env, checkpoint["env_state"])
     obs, _ = env.reset() if checkpoint is not None else env.reset(seed=cfg.seed)
     # the run's files change only now, once every part of the checkpoint has been restored
-    log = RunLog(folder, step if checkpoint is not None else None, rows, write_back)
+    log = RunLog(folder, step if checkpoint is not None else None, rows, disagree)
     clock = Clock(checkpoint["wall_time"], step, updates) if checkpoint is not None else Clock()
     write_run_manifest(folder, cfg, spec.name, device, method.describe(),
                        resumed_at=step if checkpoint is not None else None)  # fmt: skip
@@ -406,16 +406,16 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
 
     def save(reason: str) -> None:
         nonlocal saved_at
-        check_folder_is_there(folder)
         saved_at = step
-        save_atomic({
-            "identity": identity, "recorded": settings, "evals": len(log.evals), **log.recorded_rows(),
-            "stats": {k: float(v) for k, v in stats.items()},
-            "step": step, "updates": updates, "episodes": episodes, "next_ckpt": next_ckpt,
-            "agent": agent.state_dict(), "buffer": buffer.state_dict(copy=False), "rng": rng.bit_generator.state,
-            "noise": noise.get_state(), "torch_rng": torch.get_rng_state(), "env_state": spec.env_state(env),
-            "wall_time": clock.elapsed, "reason": reason, "threads": torch.get_num_threads(),
-        }, folder / CHECKPOINT)  # fmt: skip
+        with writing_into(folder):
+            save_atomic({
+                "identity": identity, "recorded": settings, "evals": len(log.evals), **log.recorded_rows(),
+                "stats": {k: float(v) for k, v in stats.items()},
+                "step": step, "updates": updates, "episodes": episodes, "next_ckpt": next_ckpt,
+                "agent": agent.state_dict(), "buffer": buffer.state_dict(copy=False), "rng": rng.bit_generator.state,
+                "noise": noise.get_state(), "torch_rng": torch.get_rng_state(), "env_state": spec.env_state(env),
+                "wall_time": clock.elapsed, "reason": reason, "threads": torch.get_num_threads(),
+            }, folder / CHECKPOINT, parents=False)  # fmt: skip
 
     bar = tqdm(total=cfg.steps, initial=step, disable=not cfg.progress, unit="step", dynamic_ncols=True,
                desc=f"{spec.name} {cfg.env} {cfg.sampler} s{cfg.seed}")  # fmt: skip

@@ -12,10 +12,11 @@ A run folder holds:
   ``resumed``), TensorBoard events in ``tb/``, and ``checkpoint.pt`` (networks,
   optimisers, the whole replay, every RNG, counters, the last update's
   statistics, the torch thread count, the settings it was written with and the
-  number of evaluations logged by then), written atomically, with its SHA-256
-  in ``checkpoint.pt.sha256``; ``--resume`` verifies the digest before it reads
-  the checkpoint, and refuses one written with other settings or after another
-  number of evaluations than ``evaluations.csv`` holds (another run's);
+  evaluation and timing rows logged by then), written atomically, with its
+  SHA-256 in ``checkpoint.pt.sha256``; ``--resume`` verifies the digest before
+  it reads the checkpoint, refuses one written with other settings (another
+  run's), and continues from the rows the checkpoint recorded (a file that
+  disagrees with them is written back, with a warning);
 * ``.lock``: the run's lock (``fcntl.flock``, held for the run's life, the
   holder's pid inside), so a second process never writes into a live run.
 
@@ -39,6 +40,7 @@ import shutil
 import signal
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -408,7 +410,7 @@ def _read_digest(path: Path) -> dict | None:
     return value
 
 
-def save_atomic(obj, path: Path) -> None:
+def save_atomic(obj, path: Path, parents: bool = True) -> None:
     """``torch.save`` through a temporary file and a rename, with the SHA-256 of the bytes in
     ``<path>.sha256``: a kill never leaves a corrupt checkpoint, and a corrupted one is detected.
 
@@ -431,11 +433,11 @@ def save_atomic(obj, path: Path) -> None:
         swap = {"sha256": hashing.sha.hexdigest()}
         if previous is not None:
             swap["previous"] = previous["sha256"]
-        write_json(digest_path(path), swap)
+        write_json(digest_path(path), swap, parents=parents)
         written["sha256"] = swap["sha256"]
 
-    atomic_write(path, write, binary=True)
-    write_json(digest_path(path), written)
+    atomic_write(path, write, binary=True, parents=parents)
+    write_json(digest_path(path), written, parents=parents)
 
 
 def file_sha256(path: Path) -> str:
@@ -463,8 +465,8 @@ def verify_checkpoint(path: Path) -> bool:
 def load_checkpoint(path: Path, identity: dict) -> dict:
     """Load ``checkpoint.pt`` after checking its SHA-256; refuse one written by another agent, environment
     or sampler.  A checkpoint without its ``.sha256`` is accepted, with a warning, only if it was written
-    before the digests existed (it lacks the ``recorded`` settings that the same code began to save); one
-    written since has lost its digest, and a changed byte in it would go unseen, so it is refused."""
+    before the digests existed (it lacks the thread count that the same code began to save); one written since
+    has lost its digest, and a changed byte in it would go unseen, so it is refused."""
     verified = verify_checkpoint(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
@@ -474,7 +476,7 @@ def load_checkpoint(path: Path, identity: dict) -> dict:
     if saved != identity:
         raise SettingsError(f"checkpoint {path} was written by {saved}, not by this run {identity}")
     if not verified:
-        if "recorded" in state:
+        if "threads" in state:  # written since the digests, by the same commit
             raise SettingsError(f"checkpoint {path} has lost its checksum file {digest_path(path).name}, which "
                                 "the code that wrote it always writes: it cannot be verified, so it is not "
                                 "resumed (start the run again with --overwrite)")  # fmt: skip
@@ -527,14 +529,16 @@ class RunLog:
     """Evaluation rows (deterministic) and timing rows, CSV and TensorBoard."""
 
     def __init__(self, path: Path, resume_step: int | None, rows: tuple[list[dict], list[dict]] | None = None,
-                 write_back: bool = False):  # fmt: skip
+                 disagree: list[str] | None = None):  # fmt: skip
         """``rows``: a resumed run's evaluation and timing rows up to its checkpoint (:func:`resumed_rows`),
-        written back at once where ``write_back`` (the files disagreed with the checkpoint)."""
+        written back at once where the files disagreed with them (``disagree`` names how, one warning each)."""
         self.path = path
         self.evals: list[dict] = list(rows[0]) if rows is not None else []
         self.timing: list[dict] = list(rows[1]) if rows is not None else []
-        if write_back:
+        if disagree:
             self._write()
+            for line in disagree:
+                print(f"warning: {line}; the checkpoint's rows were written back", file=sys.stderr)
         from torch.utils.tensorboard import SummaryWriter
 
         self.tb = SummaryWriter(str(path / "tb"), purge_step=resume_step + 1 if resume_step is not None else None)
@@ -550,9 +554,9 @@ class RunLog:
         self.tb.flush()
 
     def _write(self) -> None:
-        check_folder_is_there(self.path)
-        write_csv(self.path / EVALS, self.evals, lineterminator="\n")
-        write_csv(self.path / TIMING, self.timing, lineterminator="\n")
+        with writing_into(self.path):
+            write_csv(self.path / EVALS, self.evals, lineterminator="\n", parents=False)
+            write_csv(self.path / TIMING, self.timing, lineterminator="\n", parents=False)
 
     def recorded_rows(self) -> dict:
         """The rows so far as the files hold them (each cell its text), for the checkpoint to record."""
@@ -563,12 +567,24 @@ class RunLog:
         self.tb.close()
 
 
-def check_folder_is_there(folder: Path) -> None:
-    """Stop a run whose folder was moved or deleted under it, before a write would create the old path again and
-    scatter the run over two folders."""
+def _folder_gone(folder: Path) -> RunStopped:
+    return RunStopped(f"the run's folder {folder} no longer exists (moved or deleted while the run wrote into it); "
+                      "the run stopped")  # fmt: skip
+
+
+@contextmanager
+def writing_into(folder: Path):
+    """Write a run's files (each with ``parents=False``): a run whose folder was moved or deleted under it stops in
+    one line, before or during the write, rather than making the old path again and scattering the run over two
+    folders."""
     if not folder.is_dir():
-        raise RunStopped(f"the run's folder {folder} no longer exists (moved or deleted while the run wrote into "
-                         "it); the run stopped")  # fmt: skip
+        raise _folder_gone(folder)
+    try:
+        yield
+    except FileNotFoundError:
+        if not folder.is_dir():
+            raise _folder_gone(folder) from None
+        raise
 
 
 def _rows_up_to(file: Path, step: int) -> list[dict]:
@@ -592,16 +608,16 @@ def _rows_up_to(file: Path, step: int) -> list[dict]:
     return kept
 
 
-def resumed_rows(path: Path, checkpoint: dict) -> tuple[tuple[list[dict], list[dict]], bool]:
+def resumed_rows(path: Path, checkpoint: dict) -> tuple[tuple[list[dict], list[dict]], list[str]]:
     """The evaluation and timing rows a run resumed from ``checkpoint`` continues from (those up to its step),
-    and whether the files must be written back.
+    and how the files disagree with them, one line each (none: the files hold them).
 
     A checkpoint that records the rows (``eval_rows``, ``timing_rows``) gives them, verified with it by its
-    SHA-256.  Where a file disagrees with them (a row cut by a copy or a crash, a value edited), a warning names
-    the first row that differs and the checkpoint's rows are written back.  An older checkpoint's rows are read
-    from the files, which must then be whole (``SettingsError`` naming the file and row), and must hold as many
+    SHA-256.  Where a file disagrees with them (a row cut by a copy or a crash, a value edited, the file gone),
+    :class:`RunLog` writes the checkpoint's rows back and says so.  An older checkpoint's rows are read from the
+    files, which must then be whole (``SettingsError`` naming the file and row), and must hold as many
     evaluations as the checkpoint was written after."""
-    step, out, write_back = checkpoint["step"], [], False
+    step, out, disagree = checkpoint["step"], [], []
     for name, key in ((EVALS, "eval_rows"), (TIMING, "timing_rows")):
         recorded = checkpoint.get(key)
         if recorded is None:
@@ -612,20 +628,21 @@ def resumed_rows(path: Path, checkpoint: dict) -> tuple[tuple[list[dict], list[d
         except SettingsError as err:
             on_disk, problem = None, str(err).split(f"{name}: ", 1)[-1]
         if on_disk != recorded:
-            if problem is None:
+            if not (path / name).exists():
+                problem = "the file is missing"
+            elif problem is None:
                 first = next((i for i, (a, b) in enumerate(zip(on_disk, recorded, strict=False)) if a != b),
                              min(len(on_disk), len(recorded)))  # fmt: skip
                 problem = f"from row {first + 1} it differs from them (edited or cut since it was written)"
-            print(f"warning: {path / name} does not hold the rows up to step {step} that its checkpoint recorded: "
-                  f"{problem}; the checkpoint's rows are written back", file=sys.stderr)  # fmt: skip
-            write_back = True
+            disagree.append(f"{path / name} did not hold the rows up to step {step} that its checkpoint recorded: "
+                            f"{problem}")  # fmt: skip
         out.append(recorded)
     evals = out[0]
     if "evals" in checkpoint and len(evals) != checkpoint["evals"]:
         raise SettingsError(f"cannot resume {path}: its checkpoint (step {step}) was written after "
                             f"{checkpoint['evals']} evaluations, but {EVALS} holds {len(evals)} up to that step; "
                             "the checkpoint is not this run's")  # fmt: skip
-    return (out[0], out[1]), write_back
+    return (out[0], out[1]), disagree
 
 
 def _fmt(v):
@@ -726,9 +743,9 @@ def check_resumable(path: Path, now: dict) -> None:
 
 def check_checkpoint_is_this_runs(path: Path, checkpoint: dict, now: dict) -> None:
     """Refuse a checkpoint that another run wrote (one copied in from another folder): it must have been
-    written with the resuming settings (``now``, :func:`recorded_now`), and after as many evaluations as
-    ``evaluations.csv`` holds up to its step (:func:`resumed_rows`).  Checkpoints older than these records are
-    checked by identity only (:func:`load_checkpoint`)."""
+    written with the resuming settings (``now``, :func:`recorded_now`).  Checkpoints older than this record are
+    checked by identity (:func:`load_checkpoint`) and, through :func:`resumed_rows`, by the count of evaluations
+    ``evaluations.csv`` holds up to their step."""
     if "recorded" in checkpoint:
         try:
             changed = changed_settings(checkpoint["recorded"], now)
@@ -742,7 +759,8 @@ def check_checkpoint_is_this_runs(path: Path, checkpoint: dict, now: dict) -> No
 
 
 def mark_finished(path: Path, summary: dict) -> None:
-    write_json(path / "finished.json", summary)
+    with writing_into(path):
+        write_json(path / "finished.json", summary, parents=False)
 
 
 def env_rng_state(env) -> dict:
