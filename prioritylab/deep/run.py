@@ -88,8 +88,8 @@ class RunSettings:
     """Replay method: uniform, per, lap, pal, pser, ners (docs/ners.md)."""
     steps: int = 1_000_000
     """Environment steps to train for: 1M, the span over which LAP/PAL App. B Table 3 times its runs ("1 million
-    time steps"); the LAP text gives no training length, and its authors' code trains 3M (``deep/lap_mujoco.py``'s
-    paper budget)."""
+    time steps"); the LAP text gives no training length, and its authors' code trains 3M (the paper budget of
+    deep/lap_mujoco.py)."""
     seed: int = 0
     """Seed of every random component (networks, exploration, replay, environment)."""
     device: str = "auto"
