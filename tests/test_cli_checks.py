@@ -108,7 +108,8 @@ def test_result_files_follow_the_umask(tmp_path):
 
 
 @pytest.mark.parametrize("command", [("cliffwalk",), ("sweep",), ("report",), ("bench", "agent"),
-                                     ("bench", "replay"), ("train", "td3"), ("train", "ddqn")])  # fmt: skip
+                                     ("bench", "replay"), ("train", "td3"), ("train", "ddqn"),
+                                     ("train", "dqn"), ("train", "sac")])  # fmt: skip
 def test_help_is_plain_text_with_defaults(command, capsys):
     with pytest.raises(SystemExit) as err:
         main([*command, "--help"])

@@ -40,10 +40,10 @@ class SACSettings(ContinuousSettings):
     squash_eps: float = 1e-6
     """Epsilon inside log(1 - tanh(u)^2 + eps) (Table 6)."""
     log_prob_of: str = "unit"
-    """Whose log-likelihood the entropy terms use: ``unit``, the squashed action in (-1, 1), as LAP eq. 28 has it
+    """Whose log-likelihood the entropy terms use: "unit", the squashed action in (-1, 1), as LAP eq. 28 has it
     ("assumes the action is scaled within (-1, 1)"), so the target -|A| means the same on every action range;
-    or ``scaled``, the action in the environment's range, its half-width's log subtracted per dimension (on
-    Pendulum's [-2, 2] a policy half as wide against the range). Runs recorded before this setting used ``scaled``;
+    or "scaled", the action in the environment's range, its half-width's log subtracted per dimension (on
+    Pendulum's [-2, 2] a policy half as wide against the range). Runs recorded before this setting used "scaled";
     on a range of [-1, 1] the two are the same."""
     initial_temperature: float = 1.0
     """Initial entropy temperature, then learned (ours, log temperature 0: no paper here gives a value)."""
