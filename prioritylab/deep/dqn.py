@@ -136,7 +136,7 @@ class DQNSettings(AtariSettings):
     rms_eps: float = 1e-5
     """RMSProp epsilon (PSER Table 4: 1e-5).  Dopamine's TensorFlow RMSProp, which PSER ran, adds it inside the
     square root (about 3.2e-3 outside it while the mean square is small); torch adds it outside, as LAP's
-    PyTorch code: a departure, kept so that ``dqn`` and ddqn differ in PSER's table only."""
+    PyTorch code: a departure, kept so that dqn and ddqn differ in PSER's table only."""
     start_steps: int = 12_500
     """Random agent steps before learning (PSER Table 4: 50K frames = 12,500 agent steps)."""
     target_every: int = 625
