@@ -15,8 +15,9 @@ Prints one line per run (``identical`` through a step, or the first row that dif
 the first step at which the run's course (episodes, returns, updates) differs, if it does, and what differs
 between the machine and packages the run recorded and those here) and exits with 1 if any run differs.
 A run recorded before the replay's capacity rule (``deep.run.replay_capacity``) is re-run with
-``--buffer-size`` set to the capacity it had, as its line says, so that its recorded command means the same
-experiment.
+``--buffer-size`` set to the capacity it had, and a run recorded before a setting existed with the value it ran
+with (``provenance.BEFORE_IT_EXISTED``, such as ``--replay.duplicates each`` for PSER), as its line says, so that
+its recorded command means the same experiment.
 Rows that differ although the re-run used the run's own commit point to the machine or the packages: torch
 picks its CPU kernels by the CPU's vector units, MuJoCo's version changes its arithmetic, and either moves the
 last bits, which a run then amplifies.  Settings are checked before any run starts: a folder without a
@@ -37,7 +38,7 @@ import tempfile
 from pathlib import Path
 
 from prioritylab._cli import PARENT_PID
-from prioritylab.provenance import changed_settings, recorded
+from prioritylab.provenance import BEFORE_IT_EXISTED, changed_settings, flat, recorded, unread_by
 from prioritylab.results import record_differences
 
 DROPPED = {"--resume": 0, "--restart": 0, "--overwrite": 0, "--no-progress": 0, "--out": 1, "--stop-after": 1}
@@ -57,6 +58,23 @@ def capacity_then(manifest: dict) -> int | None:
     return None if replay_capacity(argparse.Namespace(buffer_size=size, steps=steps)) == then else then
 
 
+def earlier_flags(manifest: dict) -> list[str]:
+    """Flags that give the re-run the value a run recorded before a setting existed ran with
+    (``provenance.BEFORE_IT_EXISTED``), for each such setting its sampler reads: the recorded command alone would
+    now take the setting's current default."""
+    if not isinstance(manifest.get("config"), dict):  # nothing recorded but the command: it is re-run as it is
+        return []
+    config, settings = flat(manifest["config"]), recorded(manifest)
+    unread = unread_by(str(settings.get("sampler")))
+    flags = []
+    for key, value, _ in BEFORE_IT_EXISTED:
+        if key.startswith("method.") or key.startswith(unread) or key in config or key not in settings:
+            continue
+        flag = "--" + key.replace("_", "-")
+        flags += [flag if value else f"--no-{flag[2:]}"] if isinstance(value, bool) else [flag, str(value)]
+    return flags
+
+
 def rerun_args(manifest: dict, out: Path, until: int, buffer_size: int | None = None) -> list[str]:
     """The recorded ``train`` command's arguments, writing into ``out`` and stopping at step ``until``, with
     ``--buffer-size`` last where given (:func:`capacity_then`)."""
@@ -73,7 +91,7 @@ def rerun_args(manifest: dict, out: Path, until: int, buffer_size: int | None = 
         args.append(words[i])
         i += 1
     size = [] if buffer_size is None else ["--buffer-size", str(buffer_size)]
-    return [*args, *size, "--out", str(out), "--stop-after", str(until), "--no-progress"]
+    return [*args, *earlier_flags(manifest), *size, "--out", str(out), "--stop-after", str(until), "--no-progress"]
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -169,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         commit = str(manifest.get("git_commit", "not recorded"))[:7]
         if size is not None:
             commit += f"; re-run with --buffer-size {size}, the replay capacity it had"
+        if earlier_flags(manifest):
+            commit += f"; re-run with {' '.join(earlier_flags(manifest))}, as it ran before those settings existed"
         if diff is None:
             print(f"{folder} (recorded at {commit}): identical through step {until} "
                   f"({len(committed)} evaluations, {len(committed[0])} columns)")  # fmt: skip
