@@ -98,7 +98,8 @@ def test_a_run_recorded_before_the_capacity_rule_is_re_run_with_the_replay_it_ha
 
 
 def test_a_run_recorded_before_a_setting_existed_is_re_run_with_the_value_it_ran_with(trained, tmp_path, capsys):
-    """A TD3 run whose manifest predates ``replay.normalise`` ran with the global normaliser: its re-run is given
+    """A TD3 run whose manifest predates ``replay.normalise`` (and ``replay.duplicates``) ran with the global
+    normaliser: its re-run is given
     it, the settings then match, and its rows too (the uniform sampler reads no normaliser, so nothing else
     changes); flags go only to the samplers and agents that read them."""
     script = load_script("rerun_check")
@@ -106,7 +107,7 @@ def test_a_run_recorded_before_a_setting_existed_is_re_run_with_the_value_it_ran
     manifest = json.loads((folder / "manifest.json").read_text())
     assert script.earlier_flags(manifest) == []  # recorded with every setting: its command alone says it all
     config = {**manifest["config"], "replay": {k: v for k, v in manifest["config"]["replay"].items()
-                                               if k != "normalise"}}  # fmt: skip
+                                               if k not in ("normalise", "duplicates")}}  # fmt: skip
     old = {**manifest, "config": config}
     assert script.earlier_flags(old) == []  # uniform does not read the normaliser
     per = {**old, "config": {**config, "sampler": "per"}}
@@ -116,7 +117,7 @@ def test_a_run_recorded_before_a_setting_existed_is_re_run_with_the_value_it_ran
                                           "each"]  # fmt: skip
     sac = {**per, "config": {**per["config"], "agent": "sac"}}
     assert script.earlier_flags(sac) == ["--replay.normalise", "global", "--log-prob-of", "scaled"]
-    assert script.rerun_args(per, tmp_path, 80)[-8:-6] == ["--replay.normalise", "global"]
+    assert script.rerun_args(per, tmp_path, 80)[-7:-5] == ["--replay.normalise", "global"]
 
 
 def test_an_unusable_run_folder_is_a_one_line_error_before_any_run(tmp_path, capsys):
