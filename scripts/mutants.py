@@ -47,6 +47,9 @@ TARGET_TESTS = ("tests/test_targets.py",)
 FUZZ_TESTS = ("tests/test_state_fuzz.py",)
 FUSED_TESTS = ("tests/test_fused_paths.py",)
 FUSED_CHECKS = SAMPLER_TESTS + FUZZ_TESTS + FUSED_TESTS
+DIAGNOSTICS_TESTS = ("tests/test_diagnostics.py",)
+RUN_TESTS = ("tests/test_run_integrity.py::test_a_damaged_evaluations_file_is_written_back_from_the_checkpoint_and_the_"
+             "run_finishes_as_uninterrupted",)  # fmt: skip
 
 # (name, file, exact old text, new text, tests to run)
 MUTANTS = [
@@ -230,6 +233,13 @@ MUTANTS = [
         ("the buffer never guards a write", "prioritylab/replay/buffer.py",
          "        if self.sampler.may_overflow(self.capacity):\n            self._whole_or_undone(self._write,",
          "        if False:\n            self._whole_or_undone(self._write,", REPLAY_TESTS),
+        ("an undone write goes through the loader's checks", "prioritylab/replay/buffer.py",
+         "            self._restore(before)\n", "            self.load_state_dict(before)\n", DIAGNOSTICS_TESTS),
+        ("the diagnostics' std is a number past the float range", "prioritylab/replay/diagnostics.py",
+         "        if math.isinf(self.s2):\n            return mean, math.inf\n", "", DIAGNOSTICS_TESTS),
+        ("a resume keeps the files' rows over the checkpoint's", "prioritylab/deep/run.py",
+         "        out.append(recorded)\n", "        out.append(on_disk if on_disk is not None else recorded)\n",
+         RUN_TESTS),
     ]
 ]  # fmt: skip
 
