@@ -361,7 +361,7 @@ def test_a_damaged_evaluations_file_is_written_back_from_the_checkpoint_and_the_
 def test_an_older_checkpoints_rows_are_read_from_whole_files_with_as_many_evaluations(tmp_path):
     """A checkpoint written before the rows were recorded takes them from the files: a row that is not whole, a
     step that is not a number, another count of evaluations than the checkpoint's, or other columns than this
-    code logs are each refused in one line, before anything changes."""
+    code logs (in either file) are each refused in one line, before anything changes."""
     steps = ["--steps", "1400", "--eval-every", "200"]
     assert run_here(train_cmd(tmp_path / "full", *steps)).returncode == 0
     assert run_here(train_cmd(tmp_path, *steps, "--stop-after", "1050")).returncode == 0
@@ -386,6 +386,15 @@ def test_an_older_checkpoints_rows_are_read_from_whole_files_with_as_many_evalua
         assert message in refused.stderr, refused.stderr
         assert run_files(folder) == before
     evals.write_text(text)
+    timing = folder / "timing.csv"
+    kept = timing.read_text()
+    timing.write_text("".join(line.rsplit(",", 1)[0] + "\n" for line in kept.splitlines()))  # no updates_per_s
+    before = run_files(folder)
+    refused = run_here(train_cmd(tmp_path, *steps, "--resume"))
+    assert refused.returncode == 2 and len(error_lines(refused)) == 1, refused.stderr
+    assert "its timing.csv was written by other code (this code also logs updates_per_s)" in refused.stderr
+    assert run_files(folder) == before
+    timing.write_text(kept)
     resumed = run_here(train_cmd(tmp_path, *steps, "--resume"))
     assert resumed.returncode == 0 and "warning" not in resumed.stderr, resumed.stderr
     assert evals.read_bytes() == (tmp_path / "full" / FOLDER / "evaluations.csv").read_bytes()

@@ -35,6 +35,8 @@ from .minatar import is_minatar
 from .minatar import register as register_minatar
 from .run import (
     CHECKPOINT,
+    EVALS,
+    TIMING,
     Clock,
     Interrupted,
     RunLog,
@@ -304,15 +306,15 @@ def evaluation_columns(spec: Spec, cfg: RunSettings, agent, buffer: ReplayBuffer
     return list(evaluation_row(spec, cfg, agent, 0, 0, np.zeros(1), 0, {}, diagnostics))
 
 
-def check_columns(folder: Path, logged: list[str], now: list[str]) -> None:
-    """Refuse, before any file changes, to resume a run whose ``evaluations.csv`` has other columns than this code
-    logs (a resumption at another commit): its new rows would not fit the file's header."""
+def check_columns(folder: Path, name: str, logged: list[str], now: list[str]) -> None:
+    """Refuse, before any file changes, to resume a run whose ``name`` (``evaluations.csv``, ``timing.csv``) has
+    other columns than this code logs (a resumption at another commit): its new rows would not fit the header."""
     if logged != now:
         missing, extra = [c for c in now if c not in logged], [c for c in logged if c not in now]
         differ = "; ".join(part for part in (f"this code also logs {', '.join(missing)}" if missing else "",
                                              f"it has {', '.join(extra)}, which this code does not log" if extra
                                              else "") if part) or "the same columns in another order"  # fmt: skip
-        raise SettingsError(f"cannot resume {folder}: its evaluations.csv was written by other code ({differ}); "
+        raise SettingsError(f"cannot resume {folder}: its {name} was written by other code ({differ}); "
                             "resume it with the code it ran with (its manifest's git_commit)")  # fmt: skip
 
 
@@ -370,8 +372,11 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
         check_checkpoint_is_this_runs(folder, checkpoint, settings)
     agent, buffer, rng, noise = make_learner(spec, cfg, env, device, method)
     rows, disagree = resumed_rows(folder, checkpoint) if checkpoint is not None else (None, [])
-    if rows is not None and rows[0]:
-        check_columns(folder, list(rows[0][0]), evaluation_columns(spec, cfg, agent, buffer))
+    if rows is not None:
+        for name, logged, now in ((EVALS, rows[0], evaluation_columns(spec, cfg, agent, buffer)),
+                                  (TIMING, rows[1], ["step", *Clock.COLUMNS])):  # fmt: skip
+            if logged:
+                check_columns(folder, name, list(logged[0]), now)
 
     step, updates, episodes, next_ckpt = 0, 0, 0, cfg.checkpoint_every
     if checkpoint is not None:

@@ -654,6 +654,8 @@ def _fmt(v):
 class Clock:
     """Wall time and rates since the last evaluation (kept out of the deterministic results)."""
 
+    COLUMNS = ("wall_time", "steps_per_s", "updates_per_s")  # what :meth:`rates` gives, in order
+
     def __init__(self, wall_before: float = 0.0, steps: int = 0, updates: int = 0):
         """``wall_before``, ``steps`` and ``updates``: where a resumed run's checkpoint left them."""
         self.start = time.perf_counter() - wall_before
@@ -662,11 +664,8 @@ class Clock:
     def rates(self, steps: int, updates: int) -> dict:
         now = time.perf_counter()
         dt = max(now - self.t_last, 1e-9)
-        out = {
-            "wall_time": now - self.start,
-            "steps_per_s": (steps - self.steps_last) / dt,
-            "updates_per_s": (updates - self.updates_last) / dt,
-        }
+        out = dict(zip(self.COLUMNS, (now - self.start, (steps - self.steps_last) / dt,
+                                      (updates - self.updates_last) / dt), strict=True))  # fmt: skip
         self.t_last, self.steps_last, self.updates_last = now, steps, updates
         return out
 
