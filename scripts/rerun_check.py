@@ -137,6 +137,10 @@ digits a change in how a statistic is summed moves without changing the run."""
 def compare(committed: list[dict], now: list[dict]) -> str | None:
     """The first row in which two runs' evaluation rows differ, with every column that differs there (to 3),
     and whether the run's course (:data:`TRAINING`) differs anywhere; None when they are the same text."""
+    for rows, whose in ((committed, "the committed run"), (now, "the re-run")):
+        missing = [key for key in TRAINING if rows and key not in rows[0]]
+        if missing:  # a renamed column would read as None on both sides, and so as the same course
+            raise SystemExit(f"{whose}'s evaluations.csv has no column {', '.join(missing)} (TRAINING names it)")
     for i, row in enumerate(committed):
         if i >= len(now):
             return f"the re-run has {len(now)} rows through step {row['step']}, the committed run {len(committed)}"
@@ -146,7 +150,7 @@ def compare(committed: list[dict], now: list[dict]) -> str | None:
         cells = ", ".join(f"{key} {row[key]} -> {now[i].get(key)}" for key in keys[:3])
         more = f" and {len(keys) - 3} more columns" if len(keys) > 3 else ""
         course = next((r["step"] for r, n in zip(committed, now, strict=False)
-                       if any(r.get(k) != n.get(k) for k in TRAINING)), None)  # fmt: skip
+                       if any(r[k] != n[k] for k in TRAINING)), None)  # fmt: skip
         after = (f"; its course ({', '.join(TRAINING)}) from step {course}" if course is not None else
                  f"; its course ({', '.join(TRAINING)}) is identical in all {len(committed)} rows")
         return f"step {row['step']}: {cells}{more}{after}"

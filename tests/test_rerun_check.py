@@ -38,15 +38,19 @@ def test_a_recorded_command_is_re_run_into_another_folder_and_stops_at_the_step_
         "--out", str(tmp_path), "--stop-after", "900", "--no-progress"]  # fmt: skip
     with pytest.raises(ValueError, match="not a train command"):
         script.rerun_args({"command": "prioritylab report runs"}, tmp_path, 1)
-    rows = [{"step": "40", "return_mean": "-1.5"}, {"step": "80", "return_mean": "-2.5"}]
+    course = {"episodes": "1", "return_std": "0.0", "updates": "10"}
+    rows = [{"step": "40", "return_mean": "-1.5", **course}, {"step": "80", "return_mean": "-2.5", **course}]
     assert script.compare(rows, [dict(r) for r in rows]) is None
-    assert script.compare(rows, [rows[0], {"step": "80", "return_mean": "-2.50001"}]) == (
+    assert script.compare(rows, [rows[0], {**rows[1], "return_mean": "-2.50001"}]) == (
         "step 80: return_mean -2.5 -> -2.50001; its course (episodes, return_mean, return_std, updates) from step 80")
     stats = [{**r, "td_std": "0.5"} for r in rows]
     assert script.compare(stats, [*stats[:1], {**stats[1], "td_std": "0.50000001"}]) == (
         "step 80: td_std 0.5 -> 0.50000001; its course (episodes, return_mean, return_std, updates) is identical "
         "in all 2 rows")
     assert "the re-run has 1 rows through step 80" in script.compare(rows, rows[:1])
+    renamed = [{("return" if k == "return_mean" else k): v for k, v in r.items()} for r in stats]
+    with pytest.raises(SystemExit, match="the re-run's evaluations.csv has no column return_mean"):
+        script.compare(stats, renamed)  # read with .get, both sides would say None: the same course
 
 
 def test_a_run_re_run_here_is_identical_and_a_changed_value_or_setting_is_found(trained, tmp_path, capsys):
