@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from prioritylab.deep import td3  # noqa: E402
 from prioritylab.deep.loop import train  # noqa: E402
-from prioritylab.results import save_figure, write_csv, write_manifest  # noqa: E402
+from prioritylab.results import EVALS, save_figure, write_csv, write_manifest  # noqa: E402
 
 SAMPLERS = ("uniform", "per")
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = td3.TD3Settings(env="Pendulum-v1", sampler=sampler, steps=steps, start_steps=start, eval_every=every,
                               eval_episodes=5, seed=args.seed, out=args.out, overwrite=True)  # fmt: skip
         folder = train(td3.SPEC, cfg)
-        with open(folder / "evaluations.csv", newline="") as fh:
+        with open(folder / EVALS, newline="") as fh:
             evals = list(csv.DictReader(fh))
         for r in evals:
             rows.append({"sampler": sampler, "step": int(r["step"]), "return_mean": float(r["return_mean"]),

@@ -20,6 +20,10 @@ PARENT_PID = "PRIORITYLAB_PARENT_PID"  # set by a parent (``prioritylab sweep``)
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|obj):`~?([^`]+)`")
 
+REFUSED = 2
+"""The exit code of a command refused before any work (a bad setting, a folder in use or not its own), as
+argparse's; ``prioritylab sweep`` reads it from the runs it starts."""
+
 
 def plain(text: str | None) -> str | None:
     """Docstring reST made plain for a terminal: ``x`` and :func:`x` become x."""
@@ -37,7 +41,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(REFUSED, f"{self.prog}: error: {message}\n")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -54,9 +58,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def fail(prog: str, message: str):
-    """Print ``prog: error: message`` on one line and exit with code 2."""
+    """Print ``prog: error: message`` on one line and exit with code :data:`REFUSED`."""
     print(f"{prog}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(REFUSED)
 
 
 def _int_at_least(text: str, low: int, kind: str) -> int:

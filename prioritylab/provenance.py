@@ -81,6 +81,22 @@ def capacity(manifest: dict, settings: dict):
     return size
 
 
+SLOTS_PER_STEP = 2
+"""The most replay slots a run writes per step: its transition, and the tail slot of an episode that ends there
+(the episode's final observation, never sampled)."""
+
+
+def replay_slots(buffer_size: int, steps: int) -> int:
+    """The replay's slots in a run of ``steps`` (the rule since runs record ``replay_capacity``): ``buffer_size``,
+    or room for all the run writes when it is shorter, at least 64."""
+    return min(buffer_size, max(SLOTS_PER_STEP * steps, 64))
+
+
+def held_whole(capacity: int, steps: int) -> bool:
+    """Whether a replay of ``capacity`` slots held all that a run of ``steps`` wrote (none overwritten)."""
+    return capacity >= SLOTS_PER_STEP * steps
+
+
 def flat(config: dict, prefix: str = "") -> dict:
     """A manifest's config with nested settings as ``replay.alpha``."""
     out = {}

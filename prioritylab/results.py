@@ -19,6 +19,15 @@ _PACKAGES = ("numpy", "numba", "scipy", "matplotlib", "torch", "gymnasium", "muj
              "prioritylab")
 
 
+MANIFEST = "manifest.json"  # a run's settings and provenance (also a report's and a theory script's record)
+FINISHED = "finished.json"  # written at a run's last step only, so a run with it is complete
+EVALS = "evaluations.csv"  # a run's evaluation rows
+TIMING = "timing.csv"  # a run's wall times and rates at each evaluation
+CHECKPOINT = "checkpoint.pt"  # a run's state at its last checkpoint (never committed)
+"""The names of a run's files, for the code that writes them (``deep/run.py``) and the code that reads them without
+importing torch (the sweep, ``collect``, the report)."""
+
+
 def file_mode() -> int:
     """The permissions of a newly created file under the current umask (0644 under the usual 022).
 
@@ -265,7 +274,7 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> dict:
 def write_manifest(out_dir, config: Mapping, extra: Mapping | None = None) -> dict:
     """Write ``manifest.json``: config, git commit, package versions, machine, time."""
     manifest = new_manifest(out_dir, config, extra)
-    write_json(Path(out_dir) / "manifest.json", manifest)
+    write_json(Path(out_dir) / MANIFEST, manifest)
     return manifest
 
 

@@ -14,7 +14,7 @@ a default that changed since would show there).
 Prints one line per run (``identical`` through a step, or the first row that differs, its columns that differ,
 the first step at which the run's course (episodes, returns, updates) differs, if it does, and what differs
 between the machine and packages the run recorded and those here) and exits with 1 if any run differs.
-A run recorded before the replay's capacity rule (``deep.run.replay_capacity``) is re-run with
+A run recorded before the replay's capacity rule (``provenance.replay_slots``) is re-run with
 ``--buffer-size`` set to the capacity it had, and a run recorded before a setting existed with the value it ran
 with (``provenance.BEFORE_IT_EXISTED``, such as ``--replay.duplicates each`` for PSER), as its line says, so that
 its recorded command means the same experiment.
@@ -38,8 +38,8 @@ import tempfile
 from pathlib import Path
 
 from prioritylab._cli import PARENT_PID
-from prioritylab.provenance import BEFORE_IT_EXISTED, changed_settings, flat, recorded, unread_by
-from prioritylab.results import record_differences
+from prioritylab.provenance import BEFORE_IT_EXISTED, changed_settings, flat, recorded, replay_slots, unread_by
+from prioritylab.results import EVALS, MANIFEST, record_differences
 
 DROPPED = {"--resume": 0, "--restart": 0, "--overwrite": 0, "--no-progress": 0, "--out": 1, "--stop-after": 1}
 """Options of a recorded command that say where and how it ran, not what: left out (with their value's count)."""
@@ -47,15 +47,13 @@ DROPPED = {"--resume": 0, "--restart": 0, "--overwrite": 0, "--no-progress": 0, 
 
 def capacity_then(manifest: dict) -> int | None:
     """``--buffer-size`` to give the re-run where the recorded command would now get another replay capacity
-    than the run had (``deep.run.replay_capacity``: a run shorter than its buffer now keeps room for twice its
+    than the run had (``provenance.replay_slots``: a run shorter than its buffer now keeps room for twice its
     steps, where runs recorded before that rule had one slot a step); None where it would get the same."""
     settings = recorded(manifest)
     then, size, steps = settings.get("replay_capacity"), manifest["config"].get("buffer_size"), settings.get("steps")
     if not all(isinstance(x, int) for x in (then, size, steps)):
         return None
-    from prioritylab.deep.run import replay_capacity  # the rule itself, one home (imports torch)
-
-    return None if replay_capacity(argparse.Namespace(buffer_size=size, steps=steps)) == then else then
+    return None if replay_slots(size, steps) == then else then
 
 
 def earlier_flags(manifest: dict) -> list[str]:
@@ -102,7 +100,7 @@ def read_rows(path: Path) -> list[dict]:
 def plan(folder: Path, evals: int) -> tuple[dict, list[dict], int]:
     """The run's manifest, its first ``evals`` committed rows and their last step; ``ValueError`` if unusable."""
     try:
-        manifest = json.loads((folder / "manifest.json").read_text())
+        manifest = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError) as err:
         raise ValueError(f"{folder}: no readable manifest.json ({err})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("command"), str):
@@ -110,7 +108,7 @@ def plan(folder: Path, evals: int) -> tuple[dict, list[dict], int]:
     if not isinstance(manifest.get("config"), dict):
         raise ValueError(f"{folder}: its manifest.json records no settings (config)")
     try:
-        rows = read_rows(folder / "evaluations.csv")
+        rows = read_rows(folder / EVALS)
     except OSError as err:
         raise ValueError(f"{folder}: no readable evaluations.csv ({err})") from None
     if len(rows) < evals:
@@ -180,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{folder}: the re-run failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
                 differing += 1
                 continue
-            rerun = json.loads((found[0].parent / "manifest.json").read_text())
+            rerun = json.loads((found[0].parent / MANIFEST).read_text())
             changed = changed_settings(manifest, rerun)
             diff = compare(committed, read_rows(found[0]))
             if diff is not None:

@@ -94,7 +94,6 @@ DOC_END = "<!-- END generated -->"
 # --------------------------------------------------------------------------- outputs
 
 READING_STYLE = {"post": "-", "redecay": ":", "real": "--"}
-RHO_COLORS = {0.4: "tab:blue", 0.65: "tab:orange", 0.8: "tab:green"}
 
 
 def make_figure(tables: dict, path: Path) -> None:
@@ -113,10 +112,9 @@ def make_figure(tables: dict, path: Path) -> None:
         ns = np.array(sorted(per))
         top.plot(ns, [per[n]["e_per_exact"] for n in ns], "k-", lw=2, label="PER exact (eq. 28)")
         top.plot(ns, [per[n]["e_per_real"] for n in ns], "kx", ms=6, label="PER real, eps=1e-6")
-        for rho, color in RHO_COLORS.items():
+        for i, rho in enumerate(sorted({r["rho"] for r in rows})):  # every rho the tables hold
+            color = f"C{i}"  # the default cycle: tab:blue, tab:orange, tab:green, ...
             sub = sorted((r for r in rows if r["rho"] == rho), key=lambda r: r["n"])
-            if not sub:
-                continue
             x = np.array([r["n"] for r in sub])
             top.plot(
                 x,

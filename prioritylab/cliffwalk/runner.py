@@ -18,6 +18,7 @@ import numpy as np
 
 from .._checks import check_positive_int, check_range
 from ..priorities import sequential_links
+from ..samplers import pser as PSER
 from ..samplers.pser import window_from_rho
 from ..sumtree import tree_shape
 from . import learners as L
@@ -65,13 +66,13 @@ class RunConfig:
     init: str = "max"
     """Initial priority of the pre-filled memory: ``max`` (:func:`initial_max_priority`: 1, LAP max(1, kappa)),
     ``small`` (zero TD error's priority), ``td``."""
-    rho: float = 0.4
+    rho: float = PSER.RHO
     """PSER decay coefficient (PSER App. table: 0.4)."""
     window: int | None = None
     """PSER window; ``None``: ``floor(ln 0.01 / ln rho)`` (PSER eq. 8-9; 5 for rho = 0.4)."""
-    eta: float = 0.7
+    eta: float = PSER.ETA
     """PSER anti-collapse coefficient (eq. 10; PSER App. table: 0.7)."""
-    mode: str = "max"
+    mode: str = PSER.MODE
     """PSER decay variant: ``max`` (eq. 6) or ``add`` (eq. 7)."""
     kappa: float = 1.0
     """LAP's priority floor (LAP eq. 9: 1)."""

@@ -20,6 +20,9 @@ import types
 import typing
 from decimal import Decimal, InvalidOperation
 
+from .._cli import REFUSED
+from ..results import FINISHED
+
 AGENTS = {"td3": "prioritylab.deep.td3", "sac": "prioritylab.deep.sac", "dqn": "prioritylab.deep.dqn",
           "ddqn": "prioritylab.deep.dqn"}  # fmt: skip
 _SCIENTIFIC = re.compile(r"[+]?[0-9]+(\.[0-9]*)?[eE][+]?[0-9]+")
@@ -96,7 +99,7 @@ def parse(cls, argv: list[str], prog: str):
     except SystemExit as exit_:
         if exit_.code not in (0, None):
             print(f"{prog}: error: {tyro_error(captured.getvalue())}", file=sys.stderr)
-            raise SystemExit(2) from None
+            raise SystemExit(REFUSED) from None
         sys.stderr.write(captured.getvalue())
         raise
 
@@ -182,7 +185,7 @@ def main(argv: list[str]) -> int:
                   file=sys.stderr)  # fmt: skip
         else:
             print(usage(settings), file=sys.stderr)
-        return 2
+        return REFUSED
     agent = argv[0]
     spec, cls = _for_env(agent, argv[1:], specs, settings)
     prog = f"prioritylab train {agent}"
@@ -195,19 +198,19 @@ def main(argv: list[str]) -> int:
     for name, value, readers in unused:
         print(f"{prog}: warning: --replay.{name.replace('_', '-')} {value} has no effect with --sampler "
               f"{cfg.sampler} (read by {', '.join(readers) or 'no sampler'})", file=sys.stderr)  # fmt: skip
-    was_finished = cfg.resume and (run_dir(cfg, spec.name) / "finished.json").exists()
+    was_finished = cfg.resume and (run_dir(cfg, spec.name) / FINISHED).exists()
     try:
         folder = train(spec, cfg)
     except SettingsError as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
-        return 2
+        return REFUSED
     except Interrupted as stop:
         print(f"{stop} (run folder {stop.folder})", file=sys.stderr)
         return 128 + stop.signum
     except RunStopped as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 1
-    if not (folder / "finished.json").exists():  # stopped at --stop-after, as asked
+    if not (folder / FINISHED).exists():  # stopped at --stop-after, as asked
         print(f"run stopped at its --stop-after step with a checkpoint in {folder}; continue it with --resume")
         return 0
     if was_finished:

@@ -35,7 +35,10 @@ from .minatar import is_minatar
 from .minatar import register as register_minatar
 from .run import (
     CHECKPOINT,
+    EVAL_SEED_OFFSET,
     EVALS,
+    FINISHED,
+    MANIFEST,
     TIMING,
     Clock,
     Interrupted,
@@ -357,11 +360,11 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
     identity = {"agent": spec.name, "env": cfg.env, "sampler": cfg.sampler, "seed": cfg.seed}
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    manifest = folder / "manifest.json"
+    manifest = folder / MANIFEST
     settings = recorded_now(cfg, spec.name, method.describe())  # what the manifest records of this run
     if cfg.resume and manifest.exists():  # before the checkpoint, which may take minutes to read
         check_resumable(folder, settings)
-        if (folder / "finished.json").exists():  # nothing left to run: no file changes
+        if (folder / FINISHED).exists():  # nothing left to run: no file changes
             return folder
     checkpoint = load_checkpoint(folder / CHECKPOINT, identity) if cfg.resume else None
     if checkpoint is not None:
@@ -441,7 +444,7 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
                                  f"keeps priorities in range. It is not finished; {folder} keeps {kept}") from None
             updates += 1
         if step % cfg.eval_every == 0 or step == cfg.steps:
-            returns = evaluate(agent, eval_env, cfg.seed + 100, cfg.eval_episodes)
+            returns = evaluate(agent, eval_env, cfg.seed + EVAL_SEED_OFFSET, cfg.eval_episodes)
             last_eval = float(returns.mean())
             buffer.sampler.on_evaluation({"return": last_eval, "step": step, "updates": updates})
             row = evaluation_row(spec, cfg, agent, step, episodes, returns, updates, stats,

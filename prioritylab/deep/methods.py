@@ -24,6 +24,7 @@ from dataclasses import dataclass, fields
 import torch
 
 from ..samplers import Sampler
+from ..samplers import pser as PSER
 from ..samplers.per import check_normalise
 from ..schedules import LinearSchedule
 from . import ners as N
@@ -50,15 +51,15 @@ class ReplaySettings:
     kappa: float | None = None
     """LAP/PAL's priority floor and Huber threshold (1 for TD3/SAC, eq. 9-10; 0.01 for DDQN, App. D.2, "we use
     kappa=0.01", in eq. 29-30)."""
-    rho: float = 0.4
+    rho: float = PSER.RHO
     """PSER decay coefficient (PSER Section 3.2, Atari table: 0.4)."""
-    eta: float = 0.7
+    eta: float = PSER.ETA
     """PSER anti-collapse factor of eq. 10 (0.7: Section 4.2 and the appendix's Table 2, "previous priority")."""
     window: int | None = None
     """PSER decay window; None: W = floor(ln 0.01 / ln rho), eq. 9 (5 for rho = 0.4)."""
-    mode: str = "max"
+    mode: str = PSER.MODE
     """PSER decay rule: 'max' (eq. 6) or 'add' (eq. 7)."""
-    duplicates: str = "once"
+    duplicates: str = PSER.DUPLICATE
     """PSER, a slot drawn more than once in one minibatch: one eq. 10 update from the priority it held before
     ('once', eq. 10's "previous priority") or one per copy, compounding to eta^k ('each', this project's
     behaviour before the setting existed; docs/samplers.md)."""

@@ -48,8 +48,13 @@ import numpy as np
 import torch
 
 from .._cli import check_output_dir
-from ..provenance import changed_settings
+from ..provenance import changed_settings, replay_slots
 from ..results import (
+    CHECKPOINT,
+    EVALS,
+    FINISHED,
+    MANIFEST,
+    TIMING,
     NotWhole,
     as_recorded,
     atomic_write,
@@ -60,17 +65,19 @@ from ..results import (
     write_csv,
     write_json,
 )
+from ..samplers.kernels import MAX_WRITES
 from .methods import METHODS, ReplaySettings
 
-CHECKPOINT = "checkpoint.pt"
 DIGEST = CHECKPOINT + ".sha256"
-EVALS = "evaluations.csv"
-TIMING = "timing.csv"
 LOCK = ".lock"
-RUN_FILES = ("finished.json", CHECKPOINT, DIGEST, EVALS, TIMING, "manifest.json", "tb")
+RUN_FILES = (FINISHED, CHECKPOINT, DIGEST, EVALS, TIMING, MANIFEST, "tb")
 """A run's files, ``finished.json`` first: a start afresh killed while deleting them leaves no run looking finished."""
-MAX_COUNT = 2**62  # steps and slots are int64 counters in the replay and the checkpoint
-MAX_SEED = 2**32 - 101  # the evaluation env is seeded with seed + 100: both stay 32-bit seeds
+MAX_COUNT = MAX_WRITES  # steps and slots are int64 counters in the replay and the checkpoint (the replay's bound)
+COUNT_BOUND = f"2**{MAX_COUNT.bit_length() - 1}"  # as the messages write it
+EVAL_SEED_OFFSET = 100
+"""The evaluation env is seeded with seed + 100 (LAP App. D: "the training seed + a constant"; 100 is its authors'
+code)."""
+MAX_SEED = 2**32 - 1 - EVAL_SEED_OFFSET  # both seeds stay 32-bit
 MEMINFO = "/proc/meminfo"
 
 
@@ -134,7 +141,7 @@ def replay_capacity(cfg: RunSettings) -> int:
     same step.  Runs recorded before this rule had ``steps`` slots and, near their end, overwrote their
     oldest transitions (a 60k-step run of 200-step episodes: over its last 298 updates); their manifests
     give their capacity through :func:`prioritylab.provenance.recorded`."""
-    return min(cfg.buffer_size, max(2 * cfg.steps, 64))
+    return replay_slots(cfg.buffer_size, cfg.steps)
 
 
 def pick_device(name: str) -> torch.device:
@@ -164,19 +171,20 @@ def check_common(cfg: RunSettings) -> None:
         if not isinstance(value, int) or value <= 0:
             raise SettingsError(f"{name} must be a positive integer, got {value!r}")
         if value > MAX_COUNT:
-            raise SettingsError(f"{name} must be at most 2**62 (an int64 counter), got {value!r}")
+            raise SettingsError(f"{name} must be at most {COUNT_BOUND} (an int64 counter), got {value!r}")
     if not isinstance(cfg.seed, int) or not 0 <= cfg.seed <= MAX_SEED:
-        raise SettingsError(f"seed must be an integer in [0, 2**32 - 101] (evaluation uses seed + 100), "
+        raise SettingsError(f"seed must be an integer in [0, 2**32 - {EVAL_SEED_OFFSET + 1}] (evaluation uses seed + "
+                            f"{EVAL_SEED_OFFSET}), "
                             f"got {cfg.seed!r}")  # fmt: skip
     if cfg.stop_after is not None and not 0 < cfg.stop_after <= MAX_COUNT:
-        raise SettingsError(f"stop_after must be positive and at most 2**62, got {cfg.stop_after!r}")
+        raise SettingsError(f"stop_after must be positive and at most {COUNT_BOUND}, got {cfg.stop_after!r}")
     if cfg.resume + cfg.overwrite + cfg.restart > 1:
         raise SettingsError("give one of --resume, --overwrite and --restart, not several")
     if not 0 <= cfg.threads <= 4096:
         raise SettingsError(f"threads must be in [0, 4096], got {cfg.threads}")
     size = getattr(cfg, "buffer_size", None)
     if isinstance(size, int) and size > MAX_COUNT:
-        raise SettingsError(f"buffer_size must be at most 2**62, got {size!r}")
+        raise SettingsError(f"buffer_size must be at most {COUNT_BOUND}, got {size!r}")
     for setting in fields(cfg):  # a NaN or infinite rate, noise or epsilon would fail late, or never learn
         value = getattr(cfg, setting.name)
         if isinstance(value, float) and not math.isfinite(value):
@@ -344,11 +352,11 @@ def discard_new_dir(path: Path) -> None:
 def _finished_with_record(path: Path) -> bool:
     """A finished run with the manifest its settings are checked against: ``--resume`` needs no checkpoint
     there (nothing is left to run; committed runs keep only their small files)."""
-    return (path / "finished.json").exists() and (path / "manifest.json").exists()
+    return (path / FINISHED).exists() and (path / MANIFEST).exists()
 
 
 def _check_contents(path: Path, resume: bool, overwrite: bool, restart: bool = False) -> None:
-    finished = (path / "finished.json").exists()
+    finished = (path / FINISHED).exists()
     started = (path / CHECKPOINT).exists() or (path / EVALS).exists()
     if resume:
         if not (path / CHECKPOINT).exists() and not _finished_with_record(path):  # nothing left to run there
@@ -692,12 +700,12 @@ def write_run_manifest(path: Path, cfg, agent: str, device: torch.device, method
                                                            "replay_capacity": replay_capacity(cfg),
                                                            "torch_threads": torch.get_num_threads()})  # fmt: skip
     if resumed_at is not None:
-        first = json.loads((path / "manifest.json").read_text())
+        first = json.loads((path / MANIFEST).read_text())
         stretch = {"at_step": resumed_at, **{k: manifest[k] for k in ORIGIN}}
         warn_if_elsewhere(path, (first.get("resumed") or [first])[-1], stretch)
         manifest = {**manifest, **{k: first[k] for k in ORIGIN if k in first},
                     "resumed": [*first.get("resumed", []), stretch]}  # fmt: skip
-    write_json(path / "manifest.json", manifest)
+    write_json(path / MANIFEST, manifest)
 
 
 def warn_if_elsewhere(path: Path, last: dict, now: dict) -> None:
@@ -727,7 +735,7 @@ def check_resumable(path: Path, now: dict) -> None:
     """Refuse to resume the run in ``path`` with settings that change what it computes (a resumed run must
     continue as the uninterrupted one would), naming each; ``now`` is :func:`recorded_now` of the resuming
     command.  Only where and how the run is kept may change (:data:`prioritylab.provenance.RESUMABLE`)."""
-    manifest = path / "manifest.json"
+    manifest = path / MANIFEST
     try:
         changed = changed_settings(json.loads(manifest.read_text()), now)
     except (OSError, ValueError, AttributeError) as err:
@@ -759,7 +767,7 @@ def check_checkpoint_is_this_runs(path: Path, checkpoint: dict, now: dict) -> No
 
 def mark_finished(path: Path, summary: dict) -> None:
     with writing_into(path):
-        write_json(path / "finished.json", summary, parents=False)
+        write_json(path / FINISHED, summary, parents=False)
 
 
 def env_rng_state(env) -> dict:

@@ -23,11 +23,11 @@ import argparse
 from pathlib import Path
 
 from .._cli import check_output_dir, fail, missing_dirs, plain, remove_empty_dirs
-from ..results import atomic_write, run_folder
+from ..results import EVALS, FINISHED, MANIFEST, TIMING, atomic_write, run_folder
 from .report.runs import find_runs
 from .report.stats import wall_time
 
-SMALL_FILES = ("evaluations.csv", "manifest.json", "finished.json", "timing.csv")
+SMALL_FILES = (EVALS, MANIFEST, FINISHED, TIMING)
 """A run's files that a report reads; ``timing.csv`` is copied where the run wrote one."""
 
 
@@ -64,7 +64,7 @@ def plan(roots: list[Path], into: Path) -> dict:
                 continue
             if entry["status"].startswith("unreadable"):  # it may hold finished runs: not a folder to pass over
                 raise ValueError(f"{folder}: {entry['detail']}; make it readable, or move it out of {root}")
-            if (folder / "finished.json").exists():  # a finished run that the report could not read whole
+            if (folder / FINISHED).exists():  # a finished run that the report could not read whole
                 raise ValueError(f"finished run {folder} cannot be read whole: {entry['status']} ({entry['detail']})")
             if entry["status"] == "corrupt":  # without finished.json: a run still being written, or stopped
                 unfinished.setdefault(folder.resolve(), folder)
@@ -77,7 +77,7 @@ def plan(roots: list[Path], into: Path) -> dict:
             if not run["finished"]:
                 unfinished.setdefault(folder.resolve(), folder)
                 continue
-            if (folder / "timing.csv").exists():
+            if (folder / TIMING).exists():
                 try:
                     wall_time(run)
                 except ValueError as err:

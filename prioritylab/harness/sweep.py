@@ -53,12 +53,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .._cli import PARENT_PID, check_output_dir, fail, nonnegative_int, positive_int
-from ..results import run_folder, write_json
+from .._cli import PARENT_PID, REFUSED, check_output_dir, fail, nonnegative_int, positive_int
+from ..results import CHECKPOINT, EVALS, FINISHED, MANIFEST, run_folder, write_json
 
 BUDGETS = ("reduced", "paper")
 NOT_STARTED = -1  # exit code recorded for a run the sweep did not start because it was stopped
-REFUSED = 2  # exit code of a train refused before any work (a setting, its folder's lock or contents)
 OTHER_SETTINGS = -2  # exit code recorded for a run another sweep finished, meanwhile, with other settings
 PROGRESS_EVERY = 30.0  # seconds between two looks at the running runs' evaluations.csv, for the bar's postfix
 ERROR_TAIL = 2000  # characters of a crashed run's error output kept in sweep.json (its last lines)
@@ -154,11 +153,11 @@ def expand(runs: list[dict], seeds: int, first_seed: int, out: Path, by_seed: bo
 
 def status(job: dict) -> str:
     folder = job["folder"]
-    if (folder / "finished.json").exists():
+    if (folder / FINISHED).exists():
         return "finished"
-    if (folder / "checkpoint.pt").exists():
+    if (folder / CHECKPOINT).exists():
         return "resume"
-    if (folder / "evaluations.csv").exists() or (folder / "manifest.json").exists():
+    if (folder / EVALS).exists() or (folder / MANIFEST).exists():
         return "restart"  # stopped before its first checkpoint: nothing to resume
     return "new"
 
@@ -179,7 +178,7 @@ def check_recorded(jobs: list[dict]) -> None:
             raise ValueError(f"run {job['name']}: {err}") from None
         if status(job) not in ("finished", "resume"):
             continue  # new, or started again from scratch with --restart
-        manifest = job["folder"] / "manifest.json"
+        manifest = job["folder"] / MANIFEST
         try:
             changed = changed_settings(json.loads(manifest.read_text()), now)
         except (OSError, ValueError, AttributeError) as err:
@@ -240,7 +239,7 @@ def run_local(cmd: list[str], cwd: str | None = None) -> tuple[int, str]:
 def run_progress(job: dict, since: float) -> str | None:
     """``NAME: step S/STEPS``, from the last whole row of the run's ``evaluations.csv``, where this sweep's run
     has written one (the file changed at or after ``since``); None before its first evaluation."""
-    path = Path(job["folder"]) / "evaluations.csv"
+    path = Path(job["folder"]) / EVALS
     try:
         with open(path, "rb") as f:
             if os.fstat(f.fileno()).st_mtime < since:
@@ -332,7 +331,7 @@ STOPPED_AFTER = "stopped at its --stop-after (checkpoint written)"
 def outcome(rc: int, job: dict | None = None) -> str:
     """A run's status from its exit code; a run that exits 0 at its ``--stop-after`` step has not finished."""
     if rc == 0:
-        if job is not None and "--stop-after" in job["args"] and not (job["folder"] / "finished.json").exists():
+        if job is not None and "--stop-after" in job["args"] and not (job["folder"] / FINISHED).exists():
             return STOPPED_AFTER
         return "finished"
     if rc == NOT_STARTED:

@@ -31,6 +31,12 @@ from .per import PERSampler
 
 MODES = ("max", "add")
 
+RHO = 0.4  # decay coefficient (PSER Section 3.2 and its Atari table: 0.4)
+ETA = 0.7  # anti-collapse factor of eq. 10 (Section 4.2 and the appendix's Table 2, "previous priority")
+MODE = "max"  # decay rule: eq. 6 ("max"), the paper's; eq. 7 ("add") is the alternative it states
+"""PSER's settings, one home: the sampler, the deep agents' ``ReplaySettings`` and the testbed's ``RunConfig``
+take their defaults from here."""
+
 
 def window_from_rho(rho: float, threshold: float = 0.01) -> int:
     """PSER eq. 8-9: ``W = floor(ln 0.01 / ln rho)``, the largest ``W`` with ``rho^W >= 0.01``, and at least 1
@@ -47,6 +53,7 @@ DUPLICATES = ("once", "each")
 priority" is the one the slot held before this update, so a transition drawn twice in one minibatch drops to
 ``eta * p_old``, not ``eta^2 * p_old``, and under ADD its decay is not added twice); ``"each"``, once per copy,
 compounding (this project's only behaviour before the option existed)."""
+DUPLICATE = "once"  # the default, eq. 10's reading (the deep agents' ``ReplaySettings`` take it from here)
 
 
 @njit(cache=True)
@@ -93,12 +100,12 @@ class PSERSampler(PERSampler):
         capacity: int,
         alpha: float = 0.5,
         beta: float = 0.5,
-        rho: float = 0.4,
-        eta: float = 0.7,
+        rho: float = RHO,
+        eta: float = ETA,
         window: int | None = None,
-        mode: str = "max",
+        mode: str = MODE,
         eps: float = 1e-6,  # PSER gives no value; PER's sampler's (the deep agents: 1e-10, LAP Table 6)
-        duplicates: str = "once",
+        duplicates: str = DUPLICATE,
         seed=None,
         **kwargs,
     ):

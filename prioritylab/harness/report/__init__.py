@@ -106,7 +106,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from ..._cli import check_output_dir, fail, missing_dirs, remove_empty_dirs
-from ...results import atomic_write, write_csv, write_manifest
+from ...results import MANIFEST, atomic_write, write_csv, write_manifest
 from . import plots, stats, tables
 from .runs import against_flags, collect, grouped, incomparable
 
@@ -278,7 +278,7 @@ def _drawn_before(out: Path) -> set[str]:
     again or removes (a group no longer there).  Only the report's own names count (``plots.FIGURE_PREFIXES``): a
     figure drawn by hand into the folder stays, as does everything when there is no readable manifest."""
     try:
-        listed = json.loads((out / "manifest.json").read_text()).get("figures", [])
+        listed = json.loads((out / MANIFEST).read_text()).get("figures", [])
     except (OSError, ValueError, AttributeError):
         return set()
     if not isinstance(listed, list):

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...provenance import IGNORED, recorded, unread_by
 from ...replay.diagnostics import COLUMNS as DIAGNOSTICS
-from ...results import NotWhole, machine_label, whole_rows
+from ...results import EVALS, FINISHED, MANIFEST, NotWhole, machine_label, whole_rows
 
 LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
 
@@ -51,7 +51,7 @@ def _same_number(recorded, logged: str) -> bool:
 
 def read_run(folder: Path) -> dict:
     """One run folder's config and evaluation rows; ``ValueError`` naming the file if it is corrupt."""
-    manifest = folder / "manifest.json"
+    manifest = folder / MANIFEST
     try:
         recorded_manifest = json.loads(manifest.read_text())
         config = recorded_manifest.get("config", {})
@@ -62,7 +62,7 @@ def read_run(folder: Path) -> dict:
     for key in ("agent", "env", "sampler"):
         if not isinstance(config.get(key), str):
             raise ValueError(f"{manifest}: config has no {key}")
-    finished = folder / "finished.json"
+    finished = folder / FINISHED
     ended, summary, was_finished = None, {}, finished.exists()
     if was_finished:  # read before the evaluations: a run that finishes meanwhile is then read as partial
         try:
@@ -70,7 +70,7 @@ def read_run(folder: Path) -> dict:
             ended = summary["step"]
         except (OSError, ValueError, TypeError, KeyError) as err:
             raise ValueError(f"{finished}: not readable JSON with the run's last step ({err!r})") from None
-    evals = folder / "evaluations.csv"
+    evals = folder / EVALS
     try:
         rows = whole_rows(evals)
     except (OSError, NotWhole) as err:
@@ -175,10 +175,10 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
         skip = None  # a report written beside its runs (--out S for S/runs) hides none of them
     unlisted: dict[Path, str] = {}
     folders = folders_under(root, unlisted)
-    for folder in sorted(f for f in folders if (f / "manifest.json").exists()):
-        if not (folder / "evaluations.csv").exists():
+    for folder in sorted(f for f in folders if (f / MANIFEST).exists()):
+        if not (folder / EVALS).exists():
             try:
-                is_run = "agent" in json.loads((folder / "manifest.json").read_text()).get("config", {})
+                is_run = "agent" in json.loads((folder / MANIFEST).read_text()).get("config", {})
             except (OSError, ValueError, AttributeError):
                 is_run = True
             if is_run:
@@ -201,11 +201,11 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
     for folder in [root, *sorted(f for f in folders if f != root)] if folders else []:
         if excluded(folder):
             continue
-        inside_run = any((parent / "manifest.json").exists() for parent in (folder, *folder.parents)
+        inside_run = any((parent / MANIFEST).exists() for parent in (folder, *folder.parents)
                          if parent == root or root in parent.parents)  # fmt: skip
         if inside_run:
             continue
-        if (folder / "evaluations.csv").exists():
+        if (folder / EVALS).exists():
             status.append({"folder": str(folder), "status": "no manifest, left out",
                            "detail": "evaluations.csv without manifest.json (whose settings these are is unknown)"})
         elif not any(p.is_dir() for p in folder.iterdir()):

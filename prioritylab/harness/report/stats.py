@@ -12,7 +12,8 @@ from itertools import combinations
 
 import numpy as np
 
-from ...provenance import unread_by
+from ...provenance import held_whole, unread_by
+from ...results import TIMING
 from ...scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
 from ...scores import human_normalised as normalise_human
 from .runs import LAST, NotWhole, _twice, area, column, differing, final_score, seed_order, whole_rows
@@ -221,10 +222,10 @@ def unpaired(groups: dict, reference: dict) -> list[str]:
 
 def _held_whole(run: dict) -> bool:
     """Whether the run's replay had room for all it stored (a slot per step and per episode's end, so at most
-    ``2 * steps``; :func:`prioritylab.deep.run.replay_capacity`): then runs of different lengths differ in
+    ``2 * steps``; :func:`prioritylab.provenance.held_whole`): then runs of different lengths differ in
     their capacity only as a consequence of their lengths, and no transition was overwritten in either."""
     capacity, steps = run["config"].get("replay_capacity"), run["config"].get("steps")
-    return isinstance(capacity, int) and isinstance(steps, int) and capacity >= 2 * steps
+    return isinstance(capacity, int) and isinstance(steps, int) and held_whole(capacity, steps)
 
 
 def versus(groups: dict, reference: dict, keys: Sequence[str]) -> list[dict]:
@@ -526,7 +527,7 @@ def wall_time(run: dict) -> float:
     readable file, a row that is not whole, a last row without a usable wall time or ending before the run's last
     evaluation)."""
     try:
-        last = whole_rows(run["folder"] / "timing.csv")[-1]
+        last = whole_rows(run["folder"] / TIMING)[-1]
         wall, step = float(last["wall_time"]), float(last["step"])
     except OSError:
         raise ValueError("no readable timing.csv") from None
