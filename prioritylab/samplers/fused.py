@@ -20,7 +20,7 @@ from numba import njit
 
 from ..priorities import mass_of, raw_priority
 from ..sumtree import FANOUT, prefetch, tree_update_levels
-from .kernels import BAD_LINK, EMPTY, NOT_FINITE, OK, OUT_OF_RANGE, OVERFLOW, SAFE_TOTAL
+from .kernels import BAD_LINK, EMPTY, NOT_FINITE, OK, OUT_OF_RANGE, OVERFLOW, past_safe_total
 
 MAY_OVERFLOW = 6
 """The cheap bound says the total mass could reach the float range: take the general path."""
@@ -89,7 +89,7 @@ def fused_add(indices, links, flag, writes, max_writes, generation, prev, prev_g
     mass = 0.0
     if tree.shape[0] > 0:
         mass = mass_of(max_raw, alpha)
-        if not tree[0] + n * (1 + span) * mass < SAFE_TOTAL:
+        if past_safe_total(tree[0], n, span, mass):
             return MAY_OVERFLOW, -1, size, 0
     delta = 0
     for i in range(n):
@@ -138,7 +138,7 @@ def fused_flags(indices, flags, generation, sampleable, raw, tree, tmin, leaf0, 
         if generation[j] < 0:
             return EMPTY, i, 0
         raised += np.int64(flags[0 if one else i])
-    if tree.shape[0] > 0 and n > 0 and raised > 0 and not tree[0] + raised * (1 + span) * top_mass < SAFE_TOTAL:
+    if tree.shape[0] > 0 and n > 0 and raised > 0 and past_safe_total(tree[0], raised, span, top_mass):
         return MAY_OVERFLOW, -1, 0
     delta = 0
     for i in range(n):
@@ -207,7 +207,7 @@ def fused_update(indices, values, generations, generation, rule, param, alpha, r
             m += 1
     if m == 0:
         return OK, -1, 0.0
-    if tree.shape[0] > 0 and not tree[0] + m * (1 + span) * top_mass < SAFE_TOTAL:
+    if tree.shape[0] > 0 and past_safe_total(tree[0], m, span, top_mass):
         return MAY_OVERFLOW, -1, 0.0
     keep = np.empty(m, dtype=np.int64)
     m = 0

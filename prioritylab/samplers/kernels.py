@@ -103,6 +103,13 @@ def store_priorities(tree, tmin, leaf0, sampleable, raw_store, td_store, indices
     return top
 
 
+@njit(cache=True, inline="always")
+def past_safe_total(total, n, span, top):
+    """The bound every write is checked against, one home: ``n`` items of mass at most ``top``, each raising at
+    most ``span`` other slots to at most ``top``, could bring the total mass ``total`` to :data:`SAFE_TOTAL`."""
+    return not total + n * (1 + span) * top < SAFE_TOTAL
+
+
 @njit(cache=True)
 def total_may_overflow(tree, n, mass, top_mass, span):
     """Whether ``n`` items of masses ``mass`` (or at most ``top_mass``), each raising at most ``span``
@@ -111,7 +118,7 @@ def total_may_overflow(tree, n, mass, top_mass, span):
     top = top_mass
     for i in range(mass.shape[0]):
         top = max(top, mass[i])
-    return not tree[0] + n * (1 + span) * top < SAFE_TOTAL
+    return past_safe_total(tree[0], n, span, top)
 
 
 @njit(cache=True)

@@ -101,7 +101,8 @@ class PrioritySampler(Sampler):
         key = (n, self.alpha)
         limit = self.__dict__.setdefault("_raw_limits", {}).get(key)
         if limit is None:
-            # total + n (1 + span) top < SAFE_TOTAL when top = raw ** alpha stays below half of this mass
+            # kernels.past_safe_total's bound, total + n (1 + span) top < SAFE_TOTAL, holds when the total is at
+            # most capacity * top and top = raw ** alpha stays below half of this mass
             top = SAFE_TOTAL / (2.0 * (self.capacity + n * (1 + self._decay_span)))
             with np.errstate(over="ignore", divide="ignore"):  # alpha 0 or small: no raw priority reaches it
                 limit = self._raw_limits[key] = float(np.exp(np.log(top) / self.alpha))
