@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= results/demo
 
-.PHONY: demo test test-slow mutants lint bench docs clean clean-cache
+.PHONY: demo test test-slow test-properties mutants lint bench docs clean clean-cache
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ docs: $(VENV)/.installed
 
 test-slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m slow
+
+# The files with property tests (Hypothesis), at the dev profile's 2,000 examples a property (the suite: 40).
+test-properties: $(VENV)/.installed
+	HYPOTHESIS_PROFILE=dev $(PY) -m pytest -q -n auto --maxprocesses 8 --dist loadgroup \
+		$$(grep -l -E '^(from|import) hypothesis' tests/test_*.py)
 
 # One-line mutations of the core maths, one at a time in a temporary copy: each must fail a test.
 mutants: $(VENV)/.installed

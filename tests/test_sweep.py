@@ -24,11 +24,12 @@ def runs(budget):
     return [{"agent": "td3", "env": "Pendulum-v1", "sampler": "per", **common},
             {"agent": "td3", "env": "NoSuchEnv-v0", "sampler": "uniform", **common}]
 '''
+VALID = SPEC.replace("NoSuchEnv-v0", "MountainCarContinuous-v0")  # both runs as train would accept them
 
 
 def test_dry_run_lists_every_run_and_seed(tmp_path, capsys):
     spec = tmp_path / "spec.py"
-    spec.write_text(SPEC)
+    spec.write_text(VALID)
     assert cli_main(["sweep", str(spec), "--seeds", "3", "--out", str(tmp_path / "runs"), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "6 runs" in out and out.count("  # new\n") == 6 and "--seed 2" in out and "--steps 40" in out
@@ -36,10 +37,11 @@ def test_dry_run_lists_every_run_and_seed(tmp_path, capsys):
     assert "1000000" in paper[0]["args"]
 
 
-def test_runs_skip_finished_and_record_crashes(tmp_path, capsys):
+def test_runs_skip_finished_and_record_crashes(tmp_path, capsys, monkeypatch):
     spec = tmp_path / "spec.py"
     spec.write_text(SPEC)
     out = tmp_path / "runs"
+    monkeypatch.setattr(sweep, "check_runs", lambda jobs: None)  # let the unknown environment reach its run
     assert cli_main(["sweep", str(spec), "--out", str(out), "--jobs", "2"]) == 1  # one run crashes
     record = json.loads((out / "sweep.json").read_text())["runs"]
     assert record["td3_Pendulum-v1_per_s0"]["status"] == "finished"
@@ -49,6 +51,39 @@ def test_runs_skip_finished_and_record_crashes(tmp_path, capsys):
     capsys.readouterr()
     assert cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 0
     assert f"{sys.executable} -m prioritylab train td3 --env Pendulum-v1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("env", "agent", "message"), [
+    ("NoSuchEnv-v0", "td3", "unknown environment 'NoSuchEnv-v0'"),
+    ("MinAtar/Brekout-v1", "dqn", "unknown MinAtar game 'MinAtar/Brekout-v1'"),
+    ("CartPole-v1", "td3", "CartPole-v1 has Discrete(2) actions; this agent needs a continuous (Box) action space"),
+])  # fmt: skip
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_run_train_would_refuse_for_its_environment_stops_the_sweep_before_any_run(tmp_path, capsys, env, agent,
+                                                                                      message, dry_run):  # fmt: skip
+    """An environment that train would refuse (checked as train checks it, one environment made per agent and id)
+    refuses the sweep in one line before any run starts or is listed, a dry run's too."""
+    spec = tmp_path / "spec.py"
+    spec.write_text(f"def runs(budget):\n    return [{{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': 'per', "
+                    f"'steps': 40, 'start_steps': 20}}, {{'agent': {agent!r}, 'env': {env!r}, 'sampler': 'per', "
+                    f"'steps': 40, 'start_steps': 20}}]\n")  # fmt: skip
+    out = tmp_path / "runs"
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["sweep", str(spec), "--out", str(out), *(["--dry-run"] if dry_run else [])])
+    assert exit_.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1, captured
+    assert f"run {agent}_{env.replace('/', '-')}_per_s0: {message}" in captured.err
+    assert not out.exists()
+
+
+def test_a_dry_run_refuses_an_out_that_is_a_file(tmp_path, capsys):
+    spec = tmp_path / "spec.py"
+    spec.write_text(VALID)
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["sweep", str(spec), "--out", str(tmp_path / "afile"), "--dry-run"])
+    assert exit_.value.code == 2 and "is an existing file, not a folder" in capsys.readouterr().err
 
 
 def test_a_setting_some_runs_do_not_read_is_noted_once_before_the_sweep(tmp_path, capsys):
@@ -81,10 +116,10 @@ def test_a_run_stopped_at_its_stop_after_is_not_counted_finished(tmp_path, capsy
 def test_a_finished_run_recorded_with_other_settings_stops_the_sweep_before_any_run(tmp_path, capsys):
     """A finished run folder is counted as the sweep's only if it ran with the specification's settings."""
     spec = tmp_path / "spec.py"
-    spec.write_text(SPEC)
+    spec.write_text(VALID)
     out = tmp_path / "runs"
     assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1"]) == 0
-    spec.write_text(SPEC.replace('"batch_size": 4', '"batch_size": 6'))
+    spec.write_text(VALID.replace('"batch_size": 4', '"batch_size": 6'))
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
         cli_main(["sweep", str(spec), "--out", str(out), "--seeds", "2"])
@@ -516,3 +551,16 @@ def test_the_settings_check_of_finished_runs_does_not_depend_on_free_memory(tmp_
         run.check_memory(1000, 10**7)  # the check itself still refuses
     for env in ("MinAtar/Breakout-v1", "ALE/Pong-v5"):
         recorded_for(["dqn", "--env", env, "--buffer-size", "100000"])  # no error
+
+
+def test_a_misspelt_setting_refuses_the_sweep_with_trains_own_short_line(tmp_path, capsys):
+    """tyro draws its error box otherwise into a captured stream (a title above rules of dashes); the sweep gives
+    the message alone, as ``train`` does."""
+    spec = tmp_path / "spec.py"
+    spec.write_text("def runs(budget):\n    return [{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': 'per', "
+                    "'stepz': 40, 'start_steps': 20}]\n")  # fmt: skip
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["sweep", str(spec), "--out", str(tmp_path / "runs"), "--dry-run"])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2
+    assert err == "prioritylab sweep: error: run td3_Pendulum-v1_per_s0: Unrecognized options: --stepz, 40"

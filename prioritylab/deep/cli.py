@@ -74,18 +74,30 @@ def integral_scientific(argv: list[str], flags: set[str]) -> list[str]:
 
 
 def tyro_error(text: str) -> str:
-    """The message of tyro's error box on one line (its first paragraph, without the frame)."""
-    words = []
+    """The message of tyro's error box on one line, without its frame or title.  tyro draws the box with
+    box-drawing characters on a terminal (the title inside the top edge) and, writing into a captured stream
+    (``prioritylab sweep``'s check of its runs), as a title line above rules of dashes; either way the message is
+    the first paragraph inside the frame."""
+    rule = set(_BOX + "-")
+    paragraphs: list[list[str]] = []
+    current: list[str] = []
+    framed = False
     for line in text.splitlines():
-        inner = line.strip(_BOX + " ")
-        if line.strip().startswith("╭"):
+        edge = line.strip().startswith(("╭", "╰"))
+        framed |= edge
+        inner = line.strip().strip("│").strip()
+        if edge or not inner or set(inner) <= rule:  # a frame's edge, a rule or a blank line ends a paragraph
+            if current:
+                paragraphs.append(current)
+                current = []
             continue
-        if not inner:
-            if words:
-                break
-            continue
-        words.append(inner)
-    return " ".join(words) or "invalid arguments"
+        current.append(" ".join(inner.split()))
+    if current:
+        paragraphs.append(current)
+    if not paragraphs:
+        return "invalid arguments"
+    message = paragraphs[0] if framed or len(paragraphs) == 1 else paragraphs[1]  # unframed: a title comes first
+    return " ".join(message)
 
 
 def parse(cls, argv: list[str], prog: str):
@@ -135,6 +147,30 @@ def recorded_for(argv: list[str]) -> dict:
 
     spec, cfg = _checked(argv)
     return recorded_now(cfg, argv[0], Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps).describe())
+
+
+def check_environments(runs: list[tuple[str, list[str]]]) -> None:
+    """Every check ``train`` makes of a run's environment before any work (the id exists, the agent can act on
+    it, the sampler can work on it, the replay fits in memory), for each ``(name, argv)`` of ``runs``, whose
+    settings :func:`recorded_for` has checked; one environment is made per agent and id.  ``ValueError`` naming
+    the first run refused, with ``train``'s message."""
+    from .loop import check_environment
+    from .run import SettingsError
+
+    made: dict[tuple[str, str], object] = {}
+    try:
+        for name, argv in runs:
+            spec, cfg = _checked(argv)
+            try:
+                key = (argv[0], cfg.env)
+                if key not in made:
+                    made[key] = spec.make_env(cfg.env, cfg)
+                check_environment(spec, cfg, made[key])
+            except SettingsError as err:
+                raise ValueError(f"run {name}: {err}") from None
+    finally:
+        for env in made.values():
+            env.close()
 
 
 def unread_for(argv: list[str]) -> tuple[str, list]:

@@ -246,6 +246,19 @@ def check_updates(spec: Spec, cfg: RunSettings) -> None:
                             "--update-every, raise --steps or pass --allow-no-updates")  # fmt: skip
 
 
+def check_environment(spec: Spec, cfg: RunSettings, env: gym.Env) -> Method:
+    """Every check of a run's settings against its environment ``env`` (made by ``spec.make_env``, which refuses
+    an unknown id): the sampler can work on it and the replay fits in memory.  Returns the run's replay method;
+    ``SettingsError`` naming the value.  ``train`` and ``prioritylab sweep`` (before any run starts) call it."""
+    try:
+        method = Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps)
+        method.check_env(env)
+    except ValueError as err:
+        raise sampler_error(cfg.sampler, err) from None
+    check_replay_memory(spec, cfg, env)
+    return method
+
+
 def check_replay_memory(spec: Spec, cfg: RunSettings, env: gym.Env) -> None:
     """The replay's memory formula against the memory available, before anything is allocated."""
     args = spec.buffer_args(cfg, env)
@@ -331,12 +344,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     device = pick_device(cfg.device)
     env = spec.make_env(cfg.env, cfg)
     eval_env = spec.make_env(cfg.env, cfg)
-    try:
-        method = Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps)
-        method.check_env(env)
-    except ValueError as err:
-        raise sampler_error(cfg.sampler, err) from None
-    check_replay_memory(spec, cfg, env)
+    method = check_environment(spec, cfg, env)
     warn_if_first_batches_repeat(spec, cfg)
     warn_if_priorities_may_overflow(cfg, method)
     folder = run_dir(cfg, spec.name)

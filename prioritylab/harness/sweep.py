@@ -162,6 +162,20 @@ def status(job: dict) -> str:
     return "new"
 
 
+def check_runs(jobs: list[dict]) -> None:
+    """Refuse, before any run starts (and in a dry run), a sweep with a run that ``train`` would refuse for its
+    settings or its environment (an unknown id, an agent that cannot act on it, a sampler that cannot work on it,
+    a replay that does not fit in memory): ``ValueError`` naming the first such run."""
+    from ..deep.cli import check_environments, recorded_for
+
+    for job in jobs:
+        try:
+            recorded_for(job["args"][1:])
+        except ValueError as err:
+            raise ValueError(f"run {job['name']}: {err}") from None
+    check_environments([(job["name"], job["args"][1:]) for job in jobs])
+
+
 def check_recorded(jobs: list[dict]) -> None:
     """Refuse, before any run starts, a sweep with a run whose settings train would refuse, or whose run folders
     hold runs (finished, or to resume) recorded with other settings than the specification's, or without a
@@ -456,6 +470,12 @@ def _main(args) -> int:
     try:
         runs = select(load_spec(args.spec, args.budget), args.only)
         jobs = expand(runs, args.seeds, args.first_seed, args.out, by_seed=seed_major(args.spec))
+    except ValueError as err:
+        fail("prioritylab sweep", f"{err}")
+    if args.out.exists() and not args.out.is_dir():  # (the sweep proper also makes and probes the folder, below)
+        fail("prioritylab sweep", f"--out {args.out} is an existing file, not a folder")
+    try:
+        check_runs(jobs)
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     try:

@@ -21,8 +21,8 @@ size), whose probabilities (returned in ``probs``) only approximate the power
 law.  They are each draw's probability at a position taken at random, so a rank
 that several segments fall back to (one holding more than ``1/k`` of the mass)
 counts each of them, and the IS weights stay unbiased.  Defaults: alpha = 0.7,
-beta0 = 0.5 (PER's rank-based setting; its hyperparameter table did not survive
-in the text, ``FORMULAS.md``).
+beta0 = 0.5 (PER Section 4's rank-based "sweet spot"; plain-text extractions of the
+paper lose these numbers).
 """
 
 from __future__ import annotations
