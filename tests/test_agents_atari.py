@@ -246,7 +246,7 @@ BAD = [
     # the replay's memory formula: 84 * 84 + 8 + 4 + 3 + 24 + 90 = 7,185 bytes a transition
     (["ddqn", "--buffer-size", "1000000000", "--steps", "1000000000"], "needs 7185.0 GB (7,185 bytes each)"),
     (["dqn", "--sampler", "lap", "--replay.kappa", "0"], "kappa"),
-    (["ddqn", "--eval-eps", "2"], "eval_eps must be in [0, 1], got 2.0"),
+    (["ddqn", "--eval-eps", "2"], "--eval-eps must be in [0, 1], got 2.0"),
 ]
 
 

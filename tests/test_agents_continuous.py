@@ -82,7 +82,7 @@ def test_stopped_and_resumed_run_equals_the_uninterrupted_one(agent, sampler, tm
 BAD = [
     (["td3", "--env", "NoSuchEnv-v0"], "unknown environment 'NoSuchEnv-v0'"),
     (["td3", "--sampler", "best"], "unknown sampler 'best'"),
-    (["td3", "--steps", "0"], "steps must be a positive integer, got 0"),
+    (["td3", "--steps", "0"], "--steps must be a positive integer, got 0"),
     (["sac", "--sampler", "per", "--replay.alpha", "-1"], "sampler per: --replay.alpha must be in"),
     (["td3", "--sampler", "pser", "--replay.rho", "1.5"], "sampler pser: --replay.rho must be in"),
     (["td3", "--sampler", "per", "--replay.beta0", "2"], "sampler per: --replay.beta0 must be in [0.0, 1.0], got 2.0"),
@@ -119,12 +119,12 @@ def test_bad_settings_fail_before_any_work_with_one_line(args, message, tmp_path
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["td3", "--expl-noise", "nan"], "expl_noise must be a finite number, got nan"),  # crashed after the warm-up
-    (["td3", "--lr", "inf"], "lr must be a finite number, got inf"),
-    (["sac", "--target-entropy", "nan"], "target_entropy must be a finite number, got nan"),
-    (["sac", "--initial-temperature", "inf"], "initial_temperature must be a finite number, got inf"),
-    (["sac", "--log-prob-of", "raw"], "log_prob_of must be 'unit' or 'scaled', got 'raw'"),
-    (["td3", "--buffer-size", "3"], "buffer_size 3 gives a replay of 3 slots, fewer than the 4 it needs"),
+    (["td3", "--expl-noise", "nan"], "--expl-noise must be a finite number, got nan"),  # crashed after the warm-up
+    (["td3", "--lr", "inf"], "--lr must be a finite number, got inf"),
+    (["sac", "--target-entropy", "nan"], "--target-entropy must be a finite number, got nan"),
+    (["sac", "--initial-temperature", "inf"], "--initial-temperature must be a finite number, got inf"),
+    (["sac", "--log-prob-of", "raw"], "--log-prob-of must be 'unit' or 'scaled', got 'raw'"),
+    (["td3", "--buffer-size", "3"], "--buffer-size 3 gives a replay of 3 slots, fewer than the 4 it needs"),
     (["td3", "--steps", "1e5000"], "--steps"),  # left for tyro to refuse, not written out digit by digit
 ])  # fmt: skip
 def test_settings_that_would_fail_late_are_refused_before_any_work(args, message, tmp_path, capsys):

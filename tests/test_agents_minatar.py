@@ -167,9 +167,9 @@ BAD = [
     (["td3", "--env", "MinAtar/Breakout-v1"], "MinAtar/Breakout-v1 has Discrete(3) actions"),
     (["sac", "--env", "MinAtar/Asterix-v1"], "MinAtar/Asterix-v1 has Discrete(5) actions"),
     (["ddqn", "--env", "MinAtar/Breakout-v1", "--sticky", "1.5"], "sticky must be in [0, 1], got 1.5"),
-    (["dqn", "--env=MinAtar/Freeway-v1", "--conv-channels", "0"], "conv_channels must be positive, got 0"),
+    (["dqn", "--env=MinAtar/Freeway-v1", "--conv-channels", "0"], "--conv-channels must be positive, got 0"),
     # an infinite eps made every RMSprop step 0: a run that finished without ever learning
-    (["dqn", "--env", "MinAtar/Breakout-v1", "--rms-eps", "inf"], "rms_eps must be a finite number, got inf"),
+    (["dqn", "--env", "MinAtar/Breakout-v1", "--rms-eps", "inf"], "--rms-eps must be a finite number, got inf"),
 ]
 
 

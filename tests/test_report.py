@@ -193,6 +193,49 @@ def test_smoothing_is_a_trailing_uniform_window():
     np.testing.assert_allclose(plots.smooth(y, 5), [0, 0.5, 1, 1.5, 2, 3, 4, 5], rtol=0, atol=1e-12)
 
 
+def test_a_killed_reports_stage_is_removed_and_two_reports_never_write_one_folder_at_once(tmp_path):
+    """A report killed (SIGKILL) leaves its stage in ``--out``: the next report removes it.  A report into a
+    folder another report is writing is refused, so no report's stage is removed under it."""
+    import fcntl
+    import os
+
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    for sampler in ("uniform", "per"):
+        fake_run(runs, sampler, 0, [1.0] * 10)
+    (out / ".report-killed").mkdir(parents=True)
+    (out / ".report-killed" / "table.md").write_text("half")
+    R.report(runs, out)
+    assert not list(out.glob(".report-*")) and (out / "table.md").exists()
+    fd = os.open(out, os.O_RDONLY)  # another report's hold on the folder
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ValueError, match="another prioritylab report is writing into"):
+            R.report(runs, out)
+    finally:
+        os.close(fd)
+    R.report(runs, out)
+
+
+@pytest.mark.parametrize("stop", ["interrupt", "terminate"])
+def test_a_stopped_report_says_so_in_one_line_and_leaves_no_folder_it_made(tmp_path, capsys, monkeypatch, stop):
+    runs = tmp_path / "runs"
+    fake_run(runs, "uniform", 0, [1.0] * 10)
+
+    def stopped(*args, **kwargs):
+        if stop == "interrupt":
+            raise KeyboardInterrupt
+        import signal
+
+        signal.raise_signal(signal.SIGTERM)  # the report's handler turns it into a stop
+
+    monkeypatch.setattr(R, "report", stopped)
+    out = tmp_path / "new" / "out"
+    assert cli_main(["report", str(runs), "--out", str(out)]) == {"interrupt": 130, "terminate": 143}[stop]
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [f"prioritylab report: stopped by signal {2 if stop == 'interrupt' else 15} before it finished"]
+    assert not (tmp_path / "new").exists()
+
+
 def test_command_line_errors_are_one_line(tmp_path, capsys):
     for argv, message in ((["report", str(tmp_path), "--out", str(tmp_path / "o")], "no run folders"),
                           (["report", str(tmp_path / "missing")], "is not a folder")):  # fmt: skip

@@ -774,7 +774,7 @@ def test_sigterm_of_a_sweep_stops_its_runs_with_checkpoints(tmp_path):
 def test_train_refuses_steps_not_above_start_steps_unless_asked(tmp_path, capsys):
     code = cli_main(["train", "td3", "--env", "Pendulum-v1", "--steps", "300", "--out", str(tmp_path), "--no-progress"])
     lines = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "steps 300 <= start_steps 25000" in lines[0]
+    assert code == 2 and len(lines) == 1 and "--steps 300 <= --start-steps 25000" in lines[0]
     assert "--allow-no-updates" in lines[0] and not any(tmp_path.iterdir())
     code = cli_main(["train", "dqn", "--env", "MinAtar/Breakout-v1", "--steps", "300", "--start-steps", "100",
                      "--update-every", "500", "--out", str(tmp_path), "--no-progress"])  # none of 100-300 divides
@@ -993,6 +993,30 @@ def test_ctrl_c_ends_with_the_step_and_exit_130_after_the_checkpoint(tmp_path):
     step = torch.load(tmp_path / FOLDER / "checkpoint.pt", weights_only=False)["step"]
     assert err.strip().splitlines()[-1].startswith(f"interrupted at step {step}; resume with --resume")
     assert step % 200 == 0  # at an episode end
+
+
+def test_a_second_ctrl_c_stops_at_once_in_one_line(tmp_path):
+    """The first Ctrl-C says that a second one stops at once, without a checkpoint; the second does so, in one
+    line that says how to go on (no traceback)."""
+    proc = subprocess.Popen(train_cmd(tmp_path, "--steps", "200000", "--eval-every", "100000"), env=env(), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        wait_for(lambda: (tmp_path / FOLDER / "manifest.json").exists(), what="the run to start")
+        proc.send_signal(signal.SIGINT)
+        for line in proc.stdout:  # the first signal's message: the run now heads for its episode's end
+            if "stopping at the end of this episode" in line:
+                assert "a second Ctrl-C stops at once, without one" in line
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "prioritylab train td3: stopped at once by an interrupt, without a checkpoint: --resume continues from the "
+        "run's last checkpoint if it wrote one, --restart runs it again if not"]
+    assert not (tmp_path / FOLDER / "checkpoint.pt").exists()
 
 
 def test_sweep_dry_run_prints_commands_one_can_paste(tmp_path):

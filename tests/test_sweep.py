@@ -481,7 +481,7 @@ COMMITTED = [  # specification, study folder, seeds, the finished runs of the sp
     ("ners_fig3.py", "ners_fig3", 10, 60),
     ("lap_halfcheetah.py", "lap_halfcheetah", 5, 20),
     ("lap_halfcheetah.py", "lap_halfcheetah/followup", 13, 16),
-    ("minatar_study_long.py", "minatar_study_long", 5, 20),
+    ("minatar_study_long.py", "minatar_study_long", 5, 21),
 ]
 
 
@@ -521,7 +521,7 @@ def test_a_run_with_a_setting_train_refuses_stops_the_sweep_before_any_run(tmp_p
         cli_main(["sweep", str(spec), "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and len(err.splitlines()) == 1
-    assert "run td3_NoSuchEnv-v0_uniform_s0: steps 10 <= start_steps 20" in err
+    assert "run td3_NoSuchEnv-v0_uniform_s0: --steps 10 <= --start-steps 20" in err
     assert not out.exists() or not any(out.iterdir())  # nothing started, the valid run neither
 
 

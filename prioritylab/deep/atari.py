@@ -56,9 +56,11 @@ def make_atari_env(env_id: str, max_episode_frames: int = 108_000, sticky: float
             env.close()
             if not isinstance(actions, gym.spaces.Discrete):
                 raise SettingsError(f"{env_id} has continuous ({type(actions).__name__}) actions; this agent "
-                                    "needs an Atari game with discrete actions, e.g. ALE/Pong-v5")  # fmt: skip
-            raise SettingsError(f"{env_id} is not an Atari game; this agent runs ALE v5 games, e.g. ALE/Pong-v5")
-        raise SettingsError(f"unknown Atari game {env_id!r}; give an ALE v5 id such as ALE/Pong-v5")
+                                    "needs an Atari or MinAtar game, e.g. ALE/Pong-v5 or MinAtar/Breakout-v1")
+            raise SettingsError(f"{env_id} is not an Atari game; this agent runs ALE v5 and MinAtar games, e.g. "
+                                "ALE/Pong-v5 or MinAtar/Breakout-v1")
+        raise SettingsError(f"unknown Atari game {env_id!r}; give an ALE v5 id such as ALE/Pong-v5 (or a MinAtar "
+                            "id such as MinAtar/Breakout-v1)")
     env = gym.make(env_id, frameskip=1, repeat_action_probability=sticky, full_action_space=False,
                    max_num_frames_per_episode=max_episode_frames)  # fmt: skip
     env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=FRAME_SKIP, screen_size=SCREEN,

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import io
 import re
+import signal
 import sys
 import types
 import typing
@@ -100,6 +101,15 @@ def tyro_error(text: str) -> str:
     return " ".join(message)
 
 
+def as_flag(message: str, cls) -> str:
+    """A refusal that starts with the name of one of ``cls``'s settings (``stop_after must be ...``, as the checks
+    name the fields) with that setting written as the flag one types, ``--stop-after must be ...``."""
+    word, sep, rest = message.partition(" ")
+    if sep and word in {f.name for f in dataclasses.fields(cls)}:
+        return f"--{word.replace('_', '-')} {rest}"
+    return message
+
+
 def parse(cls, argv: list[str], prog: str):
     """tyro's parse, with its error box turned into one line (``SystemExit(2)`` after printing it)."""
     import tyro
@@ -167,7 +177,7 @@ def check_environments(runs: list[tuple[str, list[str]]]) -> None:
                     made[key] = spec.make_env(cfg.env, cfg)
                 check_environment(spec, cfg, made[key])
             except SettingsError as err:
-                raise ValueError(f"run {name}: {err}") from None
+                raise ValueError(f"run {name}: {as_flag(str(err), type(cfg))}") from None
     finally:
         for env in made.values():
             env.close()
@@ -202,7 +212,7 @@ def _checked(argv: list[str]):
     try:
         check_settings(spec, cfg)
     except SettingsError as err:
-        raise ValueError(str(err)) from None
+        raise ValueError(as_flag(str(err), cls)) from None
     return spec, cfg
 
 
@@ -238,11 +248,15 @@ def main(argv: list[str]) -> int:
     try:
         folder = train(spec, cfg)
     except SettingsError as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
+        print(f"{prog}: error: {as_flag(str(err), cls)}", file=sys.stderr)
         return REFUSED
     except Interrupted as stop:
         print(f"{stop} (run folder {stop.folder})", file=sys.stderr)
         return 128 + stop.signum
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before the run had started
+        print(f"{prog}: stopped at once by an interrupt, without a checkpoint: --resume continues from the run's "
+              "last checkpoint if it wrote one, --restart runs it again if not", file=sys.stderr)  # fmt: skip
+        return 128 + signal.SIGINT
     except RunStopped as err:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 1

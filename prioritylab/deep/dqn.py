@@ -112,12 +112,12 @@ class AtariSettings(RunSettings):
 
 @dataclass
 class DDQNSettings(AtariSettings):
-    """Double DQN on an Atari game (LAP/PAL App. D.2, Table 7)."""
+    """Double DQN on an Atari game (LAP/PAL App. D.2, Table 7); MinAtar ids take MinAtar's settings."""
 
 
 @dataclass
 class DQNSettings(AtariSettings):
-    """DQN, Nature network, on an Atari game (PSER appendix, Table 4).
+    """DQN, Nature network, on an Atari game (PSER appendix, Table 4); MinAtar ids take MinAtar's settings.
 
     PSER's Table 4 states its periods in frames (1 agent step = 4 frames): 50k frames before
     learning = 12,500 agent steps, a target period of 10k frames = 2,500 agent steps = 625

@@ -237,7 +237,7 @@ def check_updates(spec: Spec, cfg: RunSettings) -> None:
     if cfg.allow_no_updates:
         return
     if cfg.steps <= starts:
-        raise SettingsError(f"steps {cfg.steps} <= start_steps {starts}: the run would end before its first "
+        raise SettingsError(f"--steps {cfg.steps} <= --start-steps {starts}: the run would end before its first "
                             "update; lower --start-steps, raise --steps or pass --allow-no-updates")  # fmt: skip
     first = -(-max(starts, 1) // every) * every  # the loop updates at the steps >= starts that every divides
     if first > cfg.steps:

@@ -511,7 +511,8 @@ class StopSignal:
             raise KeyboardInterrupt
         self.requested = True
         self.signum = signum
-        print(f"\nsignal {signum}: stopping at the end of this episode, with a checkpoint", flush=True)
+        again = " (a second Ctrl-C stops at once, without one)" if signum == signal.SIGINT else ""
+        print(f"\nsignal {signum}: stopping at the end of this episode, with a checkpoint{again}", flush=True)
 
     def __exit__(self, *exc):
         for sig, handler in self._previous.items():

@@ -96,9 +96,12 @@ when all are written, so a report that fails leaves an earlier report there as i
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
+import signal
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -133,19 +136,22 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
         bar.update()
         bar.set_postfix_str(name)
 
-    stage = None
+    stage, lock = None, None
     try:
         bar.set_postfix_str("reading the runs")
         runs, reference_runs, status = collect(roots, out, include_partial, against)
         earlier_figures = _drawn_before(out)
         out.mkdir(parents=True, exist_ok=True)
+        lock = _lock(out)
         if not runs:
             _write_text(out / "status.md", tables.status_markdown(status, runs))
             raise ValueError(f"no finished runs under {', '.join(map(str, roots))} (see {out / 'status.md'}; "
                              "--include-partial uses the others)")  # fmt: skip
         # every table and figure is written into a folder of its own in `out` first, and moved into `out` only
         # when all are: a report that fails half-way leaves an earlier report's files as they were, not a mix
-        stage = Path(tempfile.mkdtemp(dir=out, prefix=".report-"))
+        for left in out.glob(f"{STAGE_PREFIX}*"):  # a killed report's stage (under the lock, none is in use)
+            shutil.rmtree(left, ignore_errors=True)
+        stage = Path(tempfile.mkdtemp(dir=out, prefix=STAGE_PREFIX))
         gone: list[str] = []  # tables an earlier report wrote that this one's runs do not give
         result = _report_into(stage, gone, runs, reference_runs, status, against, next_part)
         drawn = {p.name for p in result["figures"] + result["profiles"]}
@@ -168,6 +174,35 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
         bar.close()
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
+        if lock is not None:
+            os.close(lock)
+
+
+STAGE_PREFIX = ".report-"
+"""The folder inside ``out`` that a report writes into before moving its files into ``out``."""
+
+
+def _lock(out: Path) -> int:
+    """An exclusive lock on the folder ``out`` for the report's life (the folder itself, so that no lock file is
+    left among its files); ``ValueError`` if another report holds it."""
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ValueError(f"another prioritylab report is writing into {out}; let it end, or report into another "
+                         "--out") from None  # fmt: skip
+    return fd
+
+
+class _Stopped(Exception):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum, frame):
+    raise _Stopped(signum)
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -325,12 +360,20 @@ def _main(args) -> int:
                 fail("prioritylab report", f"--against takes SETTING=VALUE, got {text!r}")
             against.append((key.strip(), value.strip()))
     created = missing_dirs(args.out)
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)  # so that a stopped report cleans up, as Ctrl-C
     try:
         check_output_dir(args.out, program="prioritylab report")
         result = report(args.runs, args.out, include_partial=args.include_partial, against=against)
     except ValueError as err:
         remove_empty_dirs(created)  # a refused report leaves no folder of its own behind
         fail("prioritylab report", f"{err}")
+    except (KeyboardInterrupt, _Stopped) as stop:
+        signum = stop.signum if isinstance(stop, _Stopped) else signal.SIGINT
+        remove_empty_dirs(created)
+        print(f"prioritylab report: stopped by signal {signum} before it finished", file=sys.stderr)
+        return 128 + signum
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(tables.table_markdown(result["table"], result["few_evaluations"]))
     left_out = [x for x in result["status"] if not x["status"].startswith("used")]
     for x in left_out:
