@@ -118,6 +118,28 @@ def test_another_version_of_a_run_already_collected_is_refused_and_left_as_it_wa
     assert files_under(into) == before  # the uniform run, which could have been copied, was not either
 
 
+@pytest.mark.parametrize("changed", SMALL_FILES)
+def test_a_run_already_collected_that_differs_in_any_one_of_its_files_is_refused(tmp_path, capsys, changed):
+    """Not only another course (evaluations.csv): another manifest (settings, commit), another finished.json or
+    another timing.csv is another version of the run, refused and left as it was."""
+    import shutil
+
+    first, second, into = tmp_path / "first", tmp_path / "second", tmp_path / "kept"
+    fake_run(first, "per", 0, [1.0] * 12, wall=50.0)
+    (first / "td3_Hopper-v5_per_s0" / "timing.csv").write_text(
+        "step,wall_time,steps_per_s,updates_per_s\n1200,50.0,1,1\n")  # ends at the last evaluation, as collect asks
+    assert cli_main(["collect", str(first), "--into", str(into)]) == 0
+    before = files_under(into)
+    shutil.copytree(first, second)
+    path = second / "td3_Hopper-v5_per_s0" / changed
+    path.write_text(path.read_text().replace("1200", "1200.0", 1) if changed == "timing.csv" else
+                    path.read_text().replace("}", ', "note": "another version"}', 1) if changed.endswith(".json") else
+                    path.read_text().replace("1.0", "1.5", 1))  # fmt: skip
+    line = refused(["collect", str(second), "--into", str(into)], capsys)
+    assert f"already holds another {changed}" in line
+    assert files_under(into) == before
+
+
 def test_two_finished_runs_with_one_name_are_refused(tmp_path, capsys):
     fake_run(tmp_path / "a", "per", 0, [1.0] * 12)
     fake_run(tmp_path / "b", "per", 0, [2.0] * 12)

@@ -1358,3 +1358,57 @@ def test_the_diagnostics_panels_label_steps_short_enough_to_read(tmp_path, monke
     fig = drawn["diagnostics_td3_Hopper-v5.png"]
     assert fig.axes[0].xaxis.get_major_formatter()(60000, 0) == "60k"
     assert fig.get_supxlabel() == "environment steps"
+
+
+def test_intervals_hold_their_estimates_and_the_marks_follow_the_numbers(tmp_path):
+    """On runs that spread (so an interval cannot be a point): every shown interval of the aggregates and of the
+    probability of improvement has its low end below its estimate and its high end above; a sampler behind
+    uniform throughout has X - (uniform twice as fast) below 0 with "any (X behind Y)" excluded; and a NERS Table 3
+    difference whose interval excludes 0 carries the star, one that holds 0 none."""
+    from prioritylab.scores import MINATAR_RANDOM
+
+    runs = tmp_path / "runs"
+    rng = np.random.default_rng(0)
+    base = MINATAR_RANDOM["Breakout"]
+    for seed in range(6):
+        ramp = np.minimum(np.arange(1, 21) / 2.0, 5.0)
+        fake_run(runs, "uniform", seed, list(base + ramp + rng.normal(0, 0.7)), env="MinAtar/Breakout-v1",
+                 agent="dqn")  # fmt: skip
+        fake_run(runs, "per", seed, list(base + 0.8 * ramp + rng.normal(0, 0.7)), env="MinAtar/Breakout-v1",
+                 agent="dqn", extra={"td_mean": 10.5 + seed})  # fmt: skip
+    result = R.report(runs, tmp_path / "out")
+    for row in result["aggregates"]:
+        for m in ("iqm", "mean"):
+            assert row[f"{m}_lo"] < row[m] < row[f"{m}_hi"], (row["sampler"], m, row)
+    (imp,) = result["improvement"]
+    assert imp["sampler"] == "per" and imp["lo"] <= imp["p_improvement"] <= imp["hi"] and imp["lo"] < imp["hi"]
+    assert imp["p_improvement"] < 0.5  # per learns less here
+    speed = next(r for r in result["speed"] if r["sampler"] == "per")
+    assert speed["vs_twice"] < 0 and speed["vs_twice_hi"] < 0 and speed["excluded_speed_up"] == 1.0
+    assert "any (X behind Y)" in (tmp_path / "out" / "speed.md").read_text()
+    t3 = (tmp_path / "out" / "ners_table3.md").read_text()
+    row = next(line for line in t3.splitlines() if line.startswith("| per − uniform |"))
+    td_mean, *others = row.split("|")[2:6]
+    assert td_mean.strip().endswith("]*"), row  # td_mean 10.5 + seed against 0.5 + seed
+    assert not any("*" in cell for cell in others), row  # the other three are equal on both sides
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "repeated step", "decreasing step"])
+def test_a_run_with_a_non_finite_return_or_steps_out_of_order_is_corrupt_and_the_report_completes(tmp_path, bad):
+    runs = tmp_path / "runs"
+    for seed in range(3):
+        fake_run(runs, "uniform", seed, [1.0 + seed] * 10)
+    fake_run(runs, "uniform", 3, [1.0] * 10)
+    evals = runs / "td3_Hopper-v5_uniform_s3" / "evaluations.csv"
+    lines = evals.read_text().splitlines(keepends=True)
+    cells = lines[5].split(",")
+    if bad in ("nan", "inf"):
+        cells[1] = bad
+    else:
+        cells[0] = lines[4].split(",")[0] if bad == "repeated step" else "50"
+    lines[5] = ",".join(cells)
+    evals.write_text("".join(lines))
+    result = R.report(runs, tmp_path / "out")
+    status = {Path(x["folder"]).name: x for x in result["status"]}["td3_Hopper-v5_uniform_s3"]
+    assert status["status"] == "corrupt" and "row 5" in status["detail"], status
+    assert next(r for r in result["table"] if r["sampler"] == "uniform")["seeds"] == 3

@@ -73,8 +73,9 @@ def run_here(cmd: list[str]) -> subprocess.CompletedProcess:
 
 
 def run_files(folder: Path) -> dict[str, bytes]:
-    """The bytes of every file of a run folder but its lock."""
-    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != ".lock"}
+    """The bytes of every file of a run folder but its lock, those in its folders (TensorBoard's ``tb/``) too."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != ".lock"}  # fmt: skip
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
@@ -842,6 +843,7 @@ def test_a_resume_with_settings_that_change_the_run_is_refused_naming_them(tmp_p
     refused = run_here(train_cmd(tmp_path, "--steps", "800", "--eval-every", "200", "--lr", "0.001", "--resume"))
     lines = error_lines(refused)
     assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    assert "it ran with other settings (" in lines[0]  # the manifest's check, the first
     assert "lr 0.0003 -> 0.001" in lines[0] and "steps 600 -> 800" in lines[0]
     assert run_files(folder) == before
     manifest = (folder / "manifest.json").read_bytes()

@@ -564,3 +564,31 @@ def test_a_misspelt_setting_refuses_the_sweep_with_trains_own_short_line(tmp_pat
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2
     assert err == "prioritylab sweep: error: run td3_Pendulum-v1_per_s0: Unrecognized options: --stepz, 40"
+
+
+def test_a_false_setting_in_a_specification_is_passed_as_its_no_flag(tmp_path, capsys):
+    spec = tmp_path / "spec.py"
+    spec.write_text("def runs(budget):\n    return [{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': 'per', "
+                    "'steps': 40, 'start_steps': 20, 'diagnostics': False, 'allow_no_updates': True}]\n")  # fmt: skip
+    assert cli_main(["sweep", str(spec), "--out", str(tmp_path / "runs"), "--dry-run"]) == 0
+    listed = capsys.readouterr().out
+    assert " --no-diagnostics " in listed and " --allow-no-updates " in listed and " --diagnostics " not in listed
+
+
+def test_a_run_to_resume_recorded_with_other_settings_stops_the_sweep_before_any_run(tmp_path, capsys):
+    """Not only a finished run: one stopped at its --stop-after (a checkpoint, no finished.json) that ran with
+    other settings would be refused half-way by train --resume; the sweep refuses it first."""
+    spec = tmp_path / "spec.py"
+    longer = VALID.replace("steps = 40 if", "steps = 600 if").replace('"eval_every": 40', '"eval_every": 200')
+    spec.write_text(longer.replace('"steps": steps,', '"steps": steps, "stop_after": 250,'))  # stops at 400
+    out = tmp_path / "runs"
+    assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1"]) == 1  # stopped, as asked
+    folder = out / "td3_Pendulum-v1_per_s0"
+    assert (folder / "checkpoint.pt").exists() and not (folder / "finished.json").exists()
+    spec.write_text(longer.replace('"batch_size": 4', '"batch_size": 6'))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["sweep", str(spec), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1 and "td3_Pendulum-v1_per_s0 (batch_size 4 -> 6)" in err
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["td3_Pendulum-v1_per_s0"]  # nothing started
