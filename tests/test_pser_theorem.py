@@ -523,6 +523,22 @@ def test_verdict_flags_cases_built_to_fail():
     assert not flagged["0 <= E_real - E_redecay <= n - 1 (exact)"]
     assert "not reproduced" in claims.format_verdict(claims.verdict(bad, variants))
 
+    for claim in ("real PSER faster than real PER (n >= 3)", "no real run censored at the cap",
+                  *(f"PSER never slower than PER (exact), {claims.READING_NAMES[r]}" for r in claims.READINGS)):
+        assert base[claim], claim
+    slow = copy.deepcopy(tables)
+    for kind in ("eq8-9", "unlimited"):
+        r = next(r for r in slow[kind] if r["n"] >= 3)
+        r["e_pser_real"] = r["e_per_real"] + 1.0  # one point where real PSER is not faster
+        r["censored"] = 1
+        for key in claims.EXACT_KEY.values():
+            r[key] = r["e_per_exact"] * 1.01  # one point where PSER is slower than PER, every reading
+    flagged = {v["claim"]: v["reproduced"] for v in claims.verdict(slow, variants)}
+    assert not flagged["real PSER faster than real PER (n >= 3)"]
+    assert not flagged["no real run censored at the cap"]
+    for reading in claims.READINGS:
+        assert not flagged[f"PSER never slower than PER (exact), {claims.READING_NAMES[reading]}"]
+
 
 def test_wrong_per_hypothesis_fails():
     # real PER at n = 2, 3, 4 with enough runs: E_PER + (n - 1) is accepted and E_PER alone is rejected

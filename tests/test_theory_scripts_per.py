@@ -62,6 +62,10 @@ def test_fig1_verdict_fails_without_exponential_advantage():
     checks = mod.verdict(good, ns)
     assert [c["reproduced"] for c in checks] == [True, True, None]  # two claims, then a context row
     assert "n/a" in verdict_table(checks) and "not reproduced" not in verdict_table(checks)
+    jagged = summary_rows({**{("uniform", n): 10.0 * n * (8.0**n if n % 2 else 1.0) for n in ns},
+                           **{("oracle", n): 10.0 * n for n in ns}})  # fmt: skip
+    checks = mod.verdict(jagged, ns)  # the ratio grows on average, but no exponential fits it (R^2 about 0.05)
+    assert not checks[0]["reproduced"] and "R^2 0.0" in checks[0]["measured"]
 
 
 def test_fig1_oracle_never_slower_is_not_decided_by_censored_medians():
@@ -97,6 +101,10 @@ def test_fig2_verdict_fails_when_prioritisation_does_not_help():
     one_slow[("linear/per-rank a=0.5", n)] = 800.0  # x1.25 only
     checks = mod.verdict(summary_rows(one_slow), n)
     assert checks[1]["reproduced"] and not checks[2]["reproduced"]
+    one_slow_prop = dict(((label, n), 1000.0 if label.endswith("uniform") else 100.0) for label in labels)
+    one_slow_prop[("linear/per a=0.5", n)] = 800.0  # "for every alpha": one alpha at x1.25 fails it
+    checks = mod.verdict(summary_rows(one_slow_prop), n)
+    assert not checks[1]["reproduced"] and checks[2]["reproduced"]
 
 
 def run_rows(values: dict, seeds: int = 10) -> list[dict]:
