@@ -981,17 +981,31 @@ def test_help_lists_every_agent_and_bare_train_is_a_usage_error(capsys):
     assert capsys.readouterr().err.startswith("usage: prioritylab train {td3,sac,dqn,ddqn}")
 
 
-def test_ctrl_c_ends_with_the_step_and_exit_130_after_the_checkpoint(tmp_path):
+def ctrl_c(tmp_path: Path, second: bool) -> tuple[int, str]:
+    """A run started as a process and sent Ctrl-C once it has written its manifest; with ``second``, sent it again
+    once it says that it heads for its episode's end (checking that it says what a second one does).  The
+    process's exit code and error output."""
     proc = subprocess.Popen(train_cmd(tmp_path, "--steps", "200000", "--eval-every", "100000"), env=env(), cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         wait_for(lambda: (tmp_path / FOLDER / "manifest.json").exists(), what="the run to start")
         proc.send_signal(signal.SIGINT)
+        if second:
+            for line in proc.stdout:  # the first signal's message: the run now heads for its episode's end
+                if "stopping at the end of this episode" in line:
+                    assert "a second Ctrl-C stops at once, without one" in line
+                    break
+            proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+    return proc.returncode, err
+
+
+def test_ctrl_c_ends_with_the_step_and_exit_130_after_the_checkpoint(tmp_path):
+    code, err = ctrl_c(tmp_path, second=False)
+    assert code == 130, err
     step = torch.load(tmp_path / FOLDER / "checkpoint.pt", weights_only=False)["step"]
     assert err.strip().splitlines()[-1].startswith(f"interrupted at step {step}; resume with --resume")
     assert step % 200 == 0  # at an episode end
@@ -1000,21 +1014,8 @@ def test_ctrl_c_ends_with_the_step_and_exit_130_after_the_checkpoint(tmp_path):
 def test_a_second_ctrl_c_stops_at_once_in_one_line(tmp_path):
     """The first Ctrl-C says that a second one stops at once, without a checkpoint; the second does so, in one
     line that says how to go on (no traceback)."""
-    proc = subprocess.Popen(train_cmd(tmp_path, "--steps", "200000", "--eval-every", "100000"), env=env(), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        wait_for(lambda: (tmp_path / FOLDER / "manifest.json").exists(), what="the run to start")
-        proc.send_signal(signal.SIGINT)
-        for line in proc.stdout:  # the first signal's message: the run now heads for its episode's end
-            if "stopping at the end of this episode" in line:
-                assert "a second Ctrl-C stops at once, without one" in line
-                break
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err
+    code, err = ctrl_c(tmp_path, second=True)
+    assert code == 130, err
     assert [line for line in err.splitlines() if line.strip()] == [
         "prioritylab train td3: stopped at once by an interrupt, without a checkpoint: --resume continues from the "
         "run's last checkpoint if it wrote one, --restart runs it again if not"]
