@@ -160,17 +160,20 @@ def recorded_for(argv: list[str]) -> dict:
 
 
 def check_environments(runs: list[tuple[str, list[str]]]) -> None:
-    """Every check ``train`` makes of a run's environment before any work (the id exists, the agent can act on
-    it, the sampler can work on it, the replay fits in memory), for each ``(name, argv)`` of ``runs``, whose
-    settings :func:`recorded_for` has checked; one environment is made per agent and id.  ``ValueError`` naming
-    the first run refused, with ``train``'s message."""
+    """Every check ``train`` makes before any work of a run's settings (as :func:`recorded_for`) and of its
+    environment (the id exists, the agent can act on it, the sampler can work on it, the replay fits in memory),
+    for each ``(name, argv)`` of ``runs``; one environment is made per agent and id.  ``ValueError`` naming the
+    first run refused, with ``train``'s message."""
     from .loop import check_environment
     from .run import SettingsError
 
     made: dict[tuple[str, str], object] = {}
     try:
         for name, argv in runs:
-            spec, cfg = _checked(argv)
+            try:
+                spec, cfg = _checked(argv)
+            except ValueError as err:
+                raise ValueError(f"run {name}: {err}") from None
             try:
                 key = (argv[0], cfg.env)
                 if key not in made:

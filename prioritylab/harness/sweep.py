@@ -166,13 +166,8 @@ def check_runs(jobs: list[dict]) -> None:
     """Refuse, before any run starts (and in a dry run), a sweep with a run that ``train`` would refuse for its
     settings or its environment (an unknown id, an agent that cannot act on it, a sampler that cannot work on it,
     a replay that does not fit in memory): ``ValueError`` naming the first such run."""
-    from ..deep.cli import check_environments, recorded_for
+    from ..deep.cli import check_environments
 
-    for job in jobs:
-        try:
-            recorded_for(job["args"][1:])
-        except ValueError as err:
-            raise ValueError(f"run {job['name']}: {err}") from None
     check_environments([(job["name"], job["args"][1:]) for job in jobs])
 
 
