@@ -21,10 +21,11 @@ demo: $(VENV)/.installed
 
 # The default suite runs on every core, 8 at most (pytest-xdist; each worker is a process of its own, 0.6-0.9 GB
 # resident here); the tests sharing a module- or session-wide fixture stay on one worker (tests/conftest.py).
+# A test still running after 10 minutes fails (pytest-timeout), so a hang ends the suite within CI's limit.
 test: $(VENV)/.installed
 	$(PY) -m ruff check .
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet --site-dir site
-	$(PY) -m pytest -q -n auto --maxprocesses 8 --dist loadgroup
+	$(PY) -m pytest -q -n auto --maxprocesses 8 --dist loadgroup --timeout 600
 
 # The documentation site (mkdocs-material + mkdocstrings) into site/; `.venv/bin/mkdocs serve` to browse it.
 docs: $(VENV)/.installed

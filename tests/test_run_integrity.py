@@ -333,30 +333,36 @@ def as_before_rows_were_recorded(state: dict) -> None:
 def test_a_damaged_evaluations_file_is_written_back_from_the_checkpoint_and_the_run_finishes_as_uninterrupted(
         tmp_path, damage):  # fmt: skip
     """A cut copy, a crash or an edit leaves ``evaluations.csv`` disagreeing with the checkpoint, whose rows its
-    SHA-256 vouches for: a warning names the first row that differs, and the run finishes as the uninterrupted
-    one."""
-    steps = ["--steps", "1400", "--eval-every", "200"]
+    SHA-256 vouches for: a warning names the first row that differs, the checkpoint's rows are written back at
+    once, and the run finishes as the uninterrupted one."""
+    steps = ["--steps", "1600", "--eval-every", "400"]  # evaluations at 400, 800, 1200, 1600; episodes of 200
     assert run_here(train_cmd(tmp_path / "full", *steps)).returncode == 0
-    if damage == "rows of an earlier point":  # this run's checkpoint, copied beside the rows of its first 200 steps
-        assert run_here(train_cmd(tmp_path / "split", *steps, "--stop-after", "150")).returncode == 0
+    if damage == "rows of an earlier point":  # this run's checkpoint, copied beside the rows of its first 600 steps
+        assert run_here(train_cmd(tmp_path / "split", *steps, "--stop-after", "450")).returncode == 0
         assert run_here(train_cmd(tmp_path / "donor", *steps, "--stop-after", "1050")).returncode == 0
         for f in ("checkpoint.pt", "checkpoint.pt.sha256"):
             shutil.copy(tmp_path / "donor" / FOLDER / f, tmp_path / "split" / FOLDER / f)
     else:
         assert run_here(train_cmd(tmp_path / "split", *steps, "--stop-after", "1050")).returncode == 0
-    evals = tmp_path / "split" / FOLDER / "evaluations.csv"
+    evals = tmp_path / "split" / FOLDER / "evaluations.csv"  # the checkpoint's step: 1200, the first episode end
     text = evals.read_text()
     if damage == "cut":
-        evals.write_text(text[: text.index("\n800,") + 4])  # inside row 4, before the checkpoint's step
+        evals.write_text(text[: text.index("\n800,") + 4])  # inside row 2, before the checkpoint's step
     elif damage == "edited":
         first = text.splitlines()[2].split(",")
         evals.write_text(text.replace(",".join(first), ",".join([*first[:2], "9.5", *first[3:]])))
-    resumed = run_here(train_cmd(tmp_path / "split", *steps, "--resume"))
+    # stopped again at step 1400, before the next evaluation, whose rewrite of the file would hide a missing
+    # write-back
+    resumed = run_here(train_cmd(tmp_path / "split", *steps, "--resume", "--stop-after", "1201"))
     assert resumed.returncode == 0, resumed.stderr
-    expected = {"cut": "row 4 is truncated", "edited": "from row 2 it differs", "rows of an earlier point":
+    expected = {"cut": "row 2 is truncated", "edited": "from row 2 it differs", "rows of an earlier point":
                 "from row 2 it differs"}[damage]  # fmt: skip
     assert "warning:" in resumed.stderr and expected in resumed.stderr, resumed.stderr
-    assert evals.read_bytes() == (tmp_path / "full" / FOLDER / "evaluations.csv").read_bytes()
+    full = (tmp_path / "full" / FOLDER / "evaluations.csv").read_text()
+    assert evals.read_text() == full[: full.index("\n1600,") + 1]  # the checkpoint's rows, written back at once
+    resumed = run_here(train_cmd(tmp_path / "split", *steps, "--resume"))
+    assert resumed.returncode == 0 and "warning:" not in resumed.stderr, resumed.stderr
+    assert evals.read_text() == full
 
 
 def test_an_older_checkpoints_rows_are_read_from_whole_files_with_as_many_evaluations(tmp_path):
@@ -486,6 +492,35 @@ def test_a_run_resumed_after_its_1000th_step_finishes_as_the_uninterrupted_one(t
     assert resumed.returncode == 0, resumed.stderr
     full, split = tmp_path / "full" / FOLDER, tmp_path / "split" / FOLDER
     assert (full / "evaluations.csv").read_bytes() == (split / "evaluations.csv").read_bytes()
+
+
+def scalars(folder: Path, tag: str) -> list[tuple[int, float]]:
+    """``tag``'s (step, value) pairs as TensorBoard shows them from a run's event files, in the order read."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(folder / "tb"), size_guidance={"scalars": 0})  # 0: keep every point
+    events.Reload()
+    return [(e.step, e.value) for e in events.Scalars(tag)]
+
+
+def test_a_resume_drops_the_tensorboard_points_logged_after_its_checkpoint(tmp_path):
+    """A run killed after its checkpoint has logged evaluations the resumed run logs again: TensorBoard must show
+    each step once, with the uninterrupted run's values, not the killed stretch beside the new one."""
+    steps = ["--steps", "1400", "--eval-every", "200"]
+    assert run_here(train_cmd(tmp_path / "full", *steps)).returncode == 0
+    # the state of a run killed after step 1000 whose last checkpoint is at step 800 (episodes end every 200 steps
+    # there): its events reach step 1000
+    assert run_here(train_cmd(tmp_path / "killed", *steps, "--stop-after", "850")).returncode == 0
+    assert run_here(train_cmd(tmp_path / "donor", *steps, "--stop-after", "650")).returncode == 0
+    for f in ("checkpoint.pt", "checkpoint.pt.sha256"):
+        shutil.copy(tmp_path / "donor" / FOLDER / f, tmp_path / "killed" / FOLDER / f)
+    killed = tmp_path / "killed" / FOLDER
+    assert [s for s, _ in scalars(killed, "return_mean")] == [200, 400, 600, 800, 1000]
+    resumed = run_here(train_cmd(tmp_path / "killed", *steps, "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+    full = scalars(tmp_path / "full" / FOLDER, "return_mean")
+    assert [s for s, _ in full] == list(range(200, 1401, 200))
+    assert scalars(killed, "return_mean") == full
 
 
 def test_a_resume_that_fails_restoring_the_environment_changes_no_file(tmp_path, monkeypatch):
