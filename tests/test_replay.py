@@ -195,6 +195,10 @@ def test_frames_are_stored_once():
     assert buf.memory_bytes() <= stacked / 7
     assert abs(buf.memory_bytes() - estimate_bytes(cap, (4, 84, 84), np.uint8, (), np.int64, 4)) < 0.05 * stacked / 7
     assert estimate_bytes(10**6, (4, 84, 84), np.uint8, (), np.int64, 4) <= 7.5e9
+    bare = ReplayBuffer(cap, (4, 84, 84), (), sampler=make_sampler("per", cap, seed=0), obs_dtype=np.uint8,
+                        action_dtype=np.int64, frame_stack=4, diagnostics=False)  # fmt: skip
+    estimates = [estimate_bytes(cap, (4, 84, 84), np.uint8, (), np.int64, 4, diagnostics=d) for d in (True, False)]
+    assert buf.memory_bytes() - bare.memory_bytes() == estimates[0] - estimates[1] == 8 * cap  # a draw count a slot
 
 
 @pytest.mark.parametrize(

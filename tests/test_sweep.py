@@ -77,6 +77,34 @@ def test_a_run_train_would_refuse_for_its_environment_stops_the_sweep_before_any
     assert not out.exists()
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_runs_at_once_whose_replays_do_not_fit_together_stop_the_sweep_before_any_run(tmp_path, capsys, monkeypatch,
+                                                                                       dry_run):  # fmt: skip
+    """Each replay fits alone but ``--jobs 2`` would hold the two largest at once: refused in one line before any
+    run starts, naming --jobs; one at a time the sweep goes on."""
+    from prioritylab.deep import run as run_mod
+
+    spec = tmp_path / "spec.py"  # Pendulum: 12 + 4 + 31 + 90 + 8 = 145 bytes a slot; 2 x steps slots a replay
+    spec.write_text("def runs(budget):\n    return [{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': x, "
+                    "'steps': s, 'start_steps': 20} for x, s in (('uniform', 1_000), ('per', 2_000), ('lap', 500))]\n")
+    needs = [145 * 2 * steps for steps in (1_000, 2_000, 500)]
+    monkeypatch.setattr(run_mod, "available_bytes", lambda: needs[0] + needs[1] - 10_000)
+    out = tmp_path / "runs"
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["sweep", str(spec), "--out", str(out), "--jobs", "2", *(["--dry-run"] if dry_run else [])])
+    assert exit_.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.strip().splitlines() == [
+        "prioritylab sweep: error: --jobs 2: the 2 largest replays still to run need 0.87 MB together (the largest, "
+        "run td3_Pendulum-v1_per_s0's, 0.58 MB) but only 0.86 MB of memory is available; lower --jobs or the runs' "
+        "--buffer-size"]  # fmt: skip
+    assert not out.exists()
+    monkeypatch.setattr(run_mod, "available_bytes", lambda: needs[0] + needs[1])  # just enough
+    assert cli_main(["sweep", str(spec), "--out", str(out), "--jobs", "2", "--dry-run"]) == 0
+    monkeypatch.setattr(run_mod, "available_bytes", lambda: needs[1])  # one at a time
+    assert cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 0
+
+
 def test_a_dry_run_refuses_an_out_that_is_a_file(tmp_path, capsys):
     spec = tmp_path / "spec.py"
     spec.write_text(VALID)

@@ -485,7 +485,8 @@ def memory_rows(results: list[Result], per: int = 100_000) -> list[dict]:
         formula = None
         if r.ours:
             formula = estimate_bytes(
-                per, layout.obs_shape, layout.obs_dtype, layout.action_shape, layout.action_dtype, layout.frame_stack
+                per, layout.obs_shape, layout.obs_dtype, layout.action_shape, layout.action_dtype, layout.frame_stack,
+                diagnostics=r.contender.endswith(" +diagnostics"),
             )
         rows.append({
             "layout": r.layout, "num_envs": r.num_envs, "contender": r.contender, "stores": r.stores,

@@ -159,15 +159,16 @@ def recorded_for(argv: list[str]) -> dict:
     return recorded_now(cfg, argv[0], Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps).describe())
 
 
-def check_environments(runs: list[tuple[str, list[str]]]) -> None:
+def check_environments(runs: list[tuple[str, list[str]]]) -> dict[str, int]:
     """Every check ``train`` makes before any work of a run's settings (as :func:`recorded_for`) and of its
     environment (the id exists, the agent can act on it, the sampler can work on it, the replay fits in memory),
     for each ``(name, argv)`` of ``runs``; one environment is made per agent and id.  ``ValueError`` naming the
-    first run refused, with ``train``'s message."""
-    from .loop import check_environment
+    first run refused, with ``train``'s message.  Returns each run's replay bytes by the memory formula."""
+    from .loop import check_environment, replay_need
     from .run import SettingsError
 
     made: dict[tuple[str, str], object] = {}
+    needs: dict[str, int] = {}
     try:
         for name, argv in runs:
             try:
@@ -179,11 +180,13 @@ def check_environments(runs: list[tuple[str, list[str]]]) -> None:
                 if key not in made:
                     made[key] = spec.make_env(cfg.env, cfg)
                 check_environment(spec, cfg, made[key])
+                needs[name] = replay_need(spec, cfg, made[key])[1]
             except SettingsError as err:
                 raise ValueError(f"run {name}: {as_flag(str(err), type(cfg))}") from None
     finally:
         for env in made.values():
             env.close()
+    return needs
 
 
 def unread_for(argv: list[str]) -> tuple[str, list]:

@@ -259,8 +259,9 @@ def check_environment(spec: Spec, cfg: RunSettings, env: gym.Env) -> Method:
     return method
 
 
-def check_replay_memory(spec: Spec, cfg: RunSettings, env: gym.Env) -> None:
-    """The replay's memory formula against the memory available, before anything is allocated."""
+def replay_need(spec: Spec, cfg: RunSettings, env: gym.Env) -> tuple[int, int]:
+    """``(slots, bytes)`` of the run's replay by its memory formula (:func:`~prioritylab.replay.estimate_bytes`);
+    ``SettingsError`` when ``--buffer-size`` gives fewer slots than the replay needs."""
     args = spec.buffer_args(cfg, env)
     capacity = replay_capacity(cfg)
     least = args.get("n_step", 1) + args.get("frame_stack", 1) + 2  # ReplayBuffer's least slots per environment
@@ -268,8 +269,14 @@ def check_replay_memory(spec: Spec, cfg: RunSettings, env: gym.Env) -> None:
         raise SettingsError(f"buffer_size {cfg.buffer_size} gives a replay of {capacity} slots, fewer than the "
                             f"{least} it needs (n_step + frame_stack + 2)")  # fmt: skip
     need = estimate_bytes(capacity, args["obs_shape"], args["obs_dtype"], args.get("action_shape", ()),
-                          args.get("action_dtype", np.float32), args.get("frame_stack", 1))  # fmt: skip
-    check_memory(capacity, need)
+                          args.get("action_dtype", np.float32), args.get("frame_stack", 1),
+                          diagnostics=cfg.diagnostics)  # fmt: skip
+    return capacity, need
+
+
+def check_replay_memory(spec: Spec, cfg: RunSettings, env: gym.Env) -> None:
+    """The replay's memory formula against the memory available, before anything is allocated."""
+    check_memory(*replay_need(spec, cfg, env))
 
 
 def warn_if_first_batches_repeat(spec: Spec, cfg: RunSettings) -> None:

@@ -162,13 +162,28 @@ def status(job: dict) -> str:
     return "new"
 
 
-def check_runs(jobs: list[dict]) -> None:
+def check_runs(jobs: list[dict], n_jobs: int = 1) -> None:
     """Refuse, before any run starts (and in a dry run), a sweep with a run that ``train`` would refuse for its
     settings or its environment (an unknown id, an agent that cannot act on it, a sampler that cannot work on it,
-    a replay that does not fit in memory): ``ValueError`` naming the first such run."""
+    a replay that does not fit in memory), or whose ``n_jobs`` largest replays still to run do not fit in memory
+    together: ``ValueError`` naming the first such run, or the runs."""
     from ..deep.cli import check_environments
+    from ..deep.run import available_bytes
 
-    check_environments([(job["name"], job["args"][1:]) for job in jobs])
+    needs = check_environments([(job["name"], job["args"][1:]) for job in jobs])
+    todo = sorted((needs[j["name"]], j["name"]) for j in jobs if status(j) != "finished")
+    at_once = todo[-n_jobs:] if n_jobs > 1 else []
+    have = available_bytes()
+    if len(at_once) > 1 and have is not None and sum(n for n, _ in at_once) > have:
+        total = sum(n for n, _ in at_once)
+        largest, name = at_once[-1]
+        raise ValueError(f"--jobs {n_jobs}: the {len(at_once)} largest replays still to run need {_size(total)} "
+                         f"together (the largest, run {name}'s, {_size(largest)}) but only {_size(have)} of memory "
+                         "is available; lower --jobs or the runs' --buffer-size")  # fmt: skip
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.2f} MB"
 
 
 def check_recorded(jobs: list[dict]) -> None:
@@ -470,7 +485,7 @@ def _main(args) -> int:
     if args.out.exists() and not args.out.is_dir():  # (the sweep proper also makes and probes the folder, below)
         fail("prioritylab sweep", f"--out {args.out} is an existing file, not a folder")
     try:
-        check_runs(jobs)
+        check_runs(jobs, args.jobs if args.backend == "local" else 1)
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     try:

@@ -25,10 +25,11 @@ whatever the interleaving of environments.
 
 Memory per slot: ``obs_bytes + action_bytes + 4 (reward) + 3 (flags, kind)
 + 24 (episode step, episode id, env step)`` bytes of storage plus the
-sampler's ~90 bytes (:func:`estimate_bytes`).  For Atari (84x84 uint8
-frames, 4-stack, int64 actions): 7,056 + 8 + 31 + 90 = 7,185 bytes, 7.2 GB for
-10^6 transitions, against 56 GB for stacked ``obs`` and ``next_obs`` stored
-per transition.
+sampler's ~90 bytes and the diagnostics' 8 (a draw count; none with
+``diagnostics=False``) (:func:`estimate_bytes`).  For Atari (84x84 uint8
+frames, 4-stack, int64 actions): 7,056 + 8 + 31 + 90 + 8 = 7,193 bytes, 7.2 GB
+for 10^6 transitions, against 56 GB for stacked ``obs`` and ``next_obs``
+stored per transition.
 """
 
 from __future__ import annotations
@@ -49,14 +50,18 @@ WEIGHT_FLOOR = np.float32(np.finfo(np.float32).tiny)
 (0, 1] that float32 cannot hold would become 0; the smallest normal rather than the smallest subnormal
 (1.4e-45) so that it also stays positive where subnormals are flushed to zero."""
 SAMPLER_BYTES_PER_SLOT = 90  # stamps, links, flags, TD, raw priority, sum and min trees (4-ary: 4/3 nodes a leaf)
+DIAGNOSTICS_BYTES_PER_SLOT = np.dtype(np.int64).itemsize  # ReplayDiagnostics' draw count a slot
 
 
-def estimate_bytes(capacity: int, obs_shape, obs_dtype, action_shape=(), action_dtype=np.float32, frame_stack=1) -> int:
-    """Resident bytes of a buffer of ``capacity`` slots (storage + sampler), from the formula above."""
+def estimate_bytes(capacity: int, obs_shape, obs_dtype, action_shape=(), action_dtype=np.float32, frame_stack=1,
+                   diagnostics: bool = True) -> int:  # fmt: skip
+    """Resident bytes of a buffer of ``capacity`` slots (storage, sampler and, with ``diagnostics``, the
+    diagnostics' per-slot counts), from the formula above."""
     frame_shape = tuple(obs_shape)[1:] if frame_stack > 1 else tuple(obs_shape)
     obs = int(np.prod(frame_shape, dtype=np.int64)) * np.dtype(obs_dtype).itemsize
     act = int(np.prod(action_shape, dtype=np.int64)) * np.dtype(action_dtype).itemsize
-    return capacity * (obs + act + 4 + 3 + 24 + SAMPLER_BYTES_PER_SLOT)
+    extra = DIAGNOSTICS_BYTES_PER_SLOT if diagnostics else 0
+    return capacity * (obs + act + 4 + 3 + 24 + SAMPLER_BYTES_PER_SLOT + extra)
 
 
 @dataclass
@@ -254,8 +259,9 @@ class ReplayBuffer:
         return int(self.writer["steps"][0])
 
     def memory_bytes(self) -> int:
-        """Bytes held by the storage arrays and the sampler's per-slot arrays."""
-        return sum(a.nbytes for a in self.storage.values()) + self.sampler.memory_bytes()
+        """Bytes held by the storage arrays, the sampler's per-slot arrays and the diagnostics' per-slot counts."""
+        counts = self.diagnostics.counts.nbytes if self.diagnostics is not None else 0
+        return sum(a.nbytes for a in self.storage.values()) + self.sampler.memory_bytes() + counts
 
     # -- writes ----------------------------------------------------------------
     def add(self, obs, action, reward, next_obs, terminated, truncated) -> None:
