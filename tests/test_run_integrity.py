@@ -802,6 +802,7 @@ def test_sigterm_of_a_sweep_stops_its_runs_with_checkpoints(tmp_path):
     record = json.loads((tmp_path / "runs" / "sweep.json").read_text())
     assert record["stopped_by_signal"] == signal.SIGTERM
     assert {v["status"] for v in record["runs"].values()} == {"interrupted (checkpoint written)"}
+    assert "0/2 [" in err and "1/2 [" not in err and "2/2 [" not in err, err  # the bar counts no interrupted run
 
 
 # ---- 5. runs that never learned; groups that differ in more than the sampler ----

@@ -419,8 +419,8 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
         elif results[job["name"]]["status"] == "crashed":
             results[job["name"]]["error"] = err
             tqdm.write(f"run {job['name']} crashed (exit {rc}): {err.strip().splitlines()[-1] if err.strip() else ''}")
-        if rc != NOT_STARTED:  # the bar counts the runs that ended, not those a stop left unstarted
-            bar.update(1)
+        if rc not in (NOT_STARTED, 128 + signal.SIGINT, 128 + signal.SIGTERM):
+            bar.update(1)  # the bar counts the runs that ended, not those a stop interrupted or left unstarted
         write_record(record, started, {job["name"]: results[job["name"]]})
 
     if backend == "ray":
