@@ -46,9 +46,8 @@ from .run import RunSettings, SettingsError
 DDQN_DEFAULTS = Defaults(per_alpha=0.6, per_beta0=0.4, per_eps=1e-10, lap_alpha=0.6, kappa=0.01, td_kappa=1.0)
 # PSER appendix, Table 4 (DQN): proportional prioritisation, exponent 0.5, IS exponent 0.5 (one value, kept
 # fixed as in Dopamine, which PSER adapted); PER's eps and LAP/PAL's alpha and kappa are not given there and
-# are taken from LAP Table 7 / App. D.2.
-DQN_DEFAULTS = Defaults(per_alpha=0.5, per_beta0=0.5, per_eps=1e-10, lap_alpha=0.6, kappa=0.01, per_beta_end=None,
-                        td_kappa=1.0)  # fmt: skip
+# are Double DQN's above (LAP Table 7 / App. D.2).
+DQN_DEFAULTS = dataclasses.replace(DDQN_DEFAULTS, per_alpha=0.5, per_beta0=0.5, per_beta_end=None)
 
 
 @dataclass
