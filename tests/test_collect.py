@@ -67,11 +67,14 @@ def test_a_finished_run_whose_evaluations_are_cut_stops_the_collection_before_an
 @pytest.mark.parametrize(("cut", "message"), [
     (lambda text: text.rstrip("\n"), "its timing.csv: row 1 is truncated"),
     (lambda text: text.replace("1000,", "500,"), "its timing.csv ends at step 500, its last evaluation at 1000"),
-    (lambda text: text.splitlines()[0] + "\n", "timing.csv without a wall_time and step in its last row"),
+    (lambda text: text.splitlines()[0] + "\n", "timing.csv without a wall_time and step in every row"),
+    (lambda text: text.replace("1000,3.0,", "500,4.0,1,1\n1000,3.0,"), "wall_time goes back at row 2 (4.0 then 3.0"),
+    (lambda text: text.replace("1000,3.0,", "1000,9.0,"), "last wall_time 9.0 is later than the run's end, 5.0"),
 ])  # fmt: skip
 def test_a_finished_run_with_a_cut_timing_file_is_refused_as_the_report_reads_it(tmp_path, capsys, cut, message):
     runs, into = tmp_path / "runs", tmp_path / "kept"
     fake_run(runs, "per", 0, [1.0] * 10, wall=3.0)
+    (runs / "td3_Hopper-v5_per_s0" / "finished.json").write_text('{"step": 1000, "wall_time": 5.0}')
     timing = runs / "td3_Hopper-v5_per_s0" / "timing.csv"
     timing.write_text(cut(timing.read_text()))
     line = refused(["collect", str(runs), "--into", str(into)], capsys)
@@ -80,6 +83,23 @@ def test_a_finished_run_with_a_cut_timing_file_is_refused_as_the_report_reads_it
     left_out = []
     R.stats.overhead({("td3", "Hopper-v5", "per"): R.runs.find_runs(runs)[0]}, left_out)
     assert message in left_out[0]  # the overhead table leaves it out for the same reason
+
+
+@pytest.mark.parametrize(("episodes", "refuse"), [(7, False), (8, False), (9, True), (6, True)])
+def test_a_finished_run_holding_another_seeds_evaluations_is_refused_by_its_episode_count(tmp_path, capsys, episodes,
+                                                                                          refuse):  # fmt: skip
+    """Seeds of one setting share their steps and updates, and can end on the same return: the episodes counted
+    by the last evaluation must be the run's own, at most one fewer than ``finished.json``'s (an episode may end
+    after the last evaluation, at the last step)."""
+    runs, into = tmp_path / "runs", tmp_path / "kept"
+    fake_run(runs, "per", 0, [1.0] * 10, extra={"episodes": episodes})
+    (runs / "td3_Hopper-v5_per_s0" / "finished.json").write_text('{"step": 1000, "episodes": 8, "last_eval": 1.0}')
+    if not refuse:
+        assert cli_main(["collect", str(runs), "--into", str(into)]) == 0
+        return
+    line = refused(["collect", str(runs), "--into", str(into)], capsys)
+    assert f"its last row has episodes {episodes}, but finished.json says 8 at the same step" in line
+    assert not into.exists()
 
 
 @pytest.mark.parametrize("missing", ["evaluations.csv", "manifest.json"])

@@ -106,10 +106,21 @@ def read_run(folder: Path) -> dict:
             if key in summary and column in rows[-1] and not _same_number(summary[key], rows[-1][column]):
                 raise ValueError(f"{evals}: its last row has {column} {rows[-1][column]}, but {finished.name} says "
                                  f"{key} {summary[key]!r} (a replaced evaluations.csv?)")  # fmt: skip
+        if "episodes" in summary and "episodes" in rows[-1]:  # the run may end an episode per environment after it
+            envs = config.get("num_envs", 1)
+            try:
+                extra = summary["episodes"] - float(rows[-1]["episodes"])
+                fits = 0 <= extra <= (envs if type(envs) is int and envs > 0 else 1)
+            except (TypeError, ValueError):
+                fits = False
+            if not fits:
+                raise ValueError(f"{evals}: its last row has episodes {rows[-1]['episodes']}, but {finished.name} "
+                                 f"says {summary['episodes']!r} at the same step (another seed's "
+                                 "evaluations.csv?)")  # fmt: skip
     return {
         "folder": folder, "agent": config["agent"], "env": config["env"], "sampler": config["sampler"],
         "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
-        "finished": was_finished, "config": recorded(recorded_manifest),
+        "finished": was_finished, "finished_wall": summary.get("wall_time"), "config": recorded(recorded_manifest),
         "code": by_segment(recorded_manifest, code_label), "machine": by_segment(recorded_manifest, machine_label),
     }  # fmt: skip
 

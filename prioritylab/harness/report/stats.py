@@ -527,16 +527,26 @@ def wall_time(run: dict) -> float:
     readable file, a row that is not whole, a last row without a usable wall time or ending before the run's last
     evaluation)."""
     try:
-        last = whole_rows(run["folder"] / TIMING)[-1]
-        wall, step = float(last["wall_time"]), float(last["step"])
+        timing = whole_rows(run["folder"] / TIMING)
+        walls = [float(row["wall_time"]) for row in timing]
+        last = timing[-1]
+        wall, step = walls[-1], float(last["step"])
     except OSError:
         raise ValueError("no readable timing.csv") from None
     except NotWhole as err:
         raise ValueError(f"its timing.csv: {err}") from None
     except (KeyError, IndexError, TypeError, ValueError):
-        raise ValueError("timing.csv without a wall_time and step in its last row") from None
+        raise ValueError("timing.csv without a wall_time and step in every row") from None
     if not math.isfinite(wall) or wall < 0:
         raise ValueError(f"its timing.csv's last wall_time is {last['wall_time']}")
+    back = next((i for i in range(1, len(walls)) if not walls[i] >= walls[i - 1]), None)
+    if back is not None:
+        raise ValueError(f"its timing.csv's wall_time goes back at row {back + 1} ({timing[back - 1]['wall_time']} "
+                         f"then {timing[back]['wall_time']}; another run's rows?)")  # fmt: skip
+    ended = run.get("finished_wall")
+    if isinstance(ended, (int, float)) and math.isfinite(ended) and wall > ended:
+        raise ValueError(f"its timing.csv's last wall_time {last['wall_time']} is later than the run's end, "
+                         f"{ended} in finished.json (another run's timing.csv?)")  # fmt: skip
     if step != column(run["rows"], "step")[-1]:
         last_eval = run["rows"][-1]["step"]
         raise ValueError(f"its timing.csv ends at step {last['step']}, its last evaluation at {last_eval}")
