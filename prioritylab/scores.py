@@ -85,6 +85,15 @@ the project's 10k-step cap), 200 episodes each, env seeds 0-199, actions from ``
 errors 0.02-0.23.  Measured by ``scripts/minatar_random.py``."""
 
 
+def minatar_random(env_id: str) -> float | None:
+    """Random play's mean return on ``env_id`` (:data:`MINATAR_RANDOM`): only for the ``-v1`` ids it was measured
+    on, as random play over ``-v0``'s 6 actions scores otherwise (``scripts/minatar_random.py --version v0``, the
+    same 200 episodes: Breakout 0.545, Freeway 0.110, SpaceInvaders 2.58 against -v1's 0.315, 0.355 and 4.08);
+    None for any other id."""
+    game = minatar_game(env_id)
+    return MINATAR_RANDOM.get(game) if game is not None and env_id.endswith("-v1") else None
+
+
 def atari_game(env_id: str) -> str | None:
     """``"Pong"`` for ``"ALE/Pong-v5"``; None for an id outside ALE v5."""
     if env_id.startswith("ALE/") and env_id.endswith("-v5"):

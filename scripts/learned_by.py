@@ -20,7 +20,7 @@ import numpy as np
 
 from prioritylab.harness.report.runs import column, read_run
 from prioritylab.harness.sweep import load_module
-from prioritylab.scores import MINATAR_RANDOM, minatar_game
+from prioritylab.scores import minatar_random
 
 SPEC = load_module(Path(__file__).resolve().parents[1] / "deep" / "minatar_budget.py")
 
@@ -50,12 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for folder in args.runs:
             run = read_run(folder)
-            game = minatar_game(run["env"])
-            if game not in MINATAR_RANDOM:
-                raise ValueError(f"{folder}: {run['env']} is not a MinAtar game with a random-play score")
+            random = minatar_random(run["env"])
+            if random is None:
+                raise ValueError(f"{folder}: {run['env']} is not a MinAtar game with a random-play score (measured "
+                                 "on the -v1 games)")  # fmt: skip
             steps, returns = column(run["rows"], "step"), column(run["rows"], "return_mean")
-            first, last = learned_by(steps, returns, MINATAR_RANDOM[game])
-            rows.append((folder.name, game, run, steps, first, last))
+            first, last = learned_by(steps, returns, random)
+            rows.append((folder.name, random, run, steps, first, last))
     except ValueError as err:
         print(f"learned_by: error: {err}", file=sys.stderr)
         return 2
@@ -63,8 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| run | random play | bound | first frame learned (mean of {w} evaluations) | last {w} evaluations | "
           "learned at the end? |")
     print("|---|---:|---:|---|---:|---|")
-    for name, game, run, steps, first, last in rows:
-        random = MINATAR_RANDOM[game]
+    for name, random, run, steps, first, last in rows:
         end = int(steps[-1]) if steps.size else 0
         partial = "" if run["finished"] else f" (partial: {end} of {run['steps']})"
         when = f"{first:,}" if first is not None else f"not by {end:,}"

@@ -1,6 +1,6 @@
 """The mean return of a uniformly random policy on each MinAtar game (``prioritylab.scores.MINATAR_RANDOM``).
 
-    python scripts/minatar_random.py [--episodes 200]
+    python scripts/minatar_random.py [--episodes 200] [--version v1]
 
 Sticky actions 0.1 and difficulty ramping (MinAtar's defaults), the project's 10k-step cap; env seeds
 0..episodes-1, actions drawn from ``default_rng(0)``.  Prints game, mean and standard error.
@@ -15,8 +15,8 @@ import numpy as np
 from prioritylab.deep.minatar import GAMES, make_minatar_env
 
 
-def random_returns(game: str, episodes: int, rng: np.random.Generator) -> np.ndarray:
-    env = make_minatar_env(f"MinAtar/{game}-v1")
+def random_returns(game: str, episodes: int, rng: np.random.Generator, version: str = "v1") -> np.ndarray:
+    env = make_minatar_env(f"MinAtar/{game}-{version}")
     out = np.empty(episodes)
     for ep in range(episodes):
         env.reset(seed=ep)
@@ -32,10 +32,12 @@ def random_returns(game: str, episodes: int, rng: np.random.Generator) -> np.nda
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--episodes", type=int, default=200)
+    p.add_argument("--version", choices=("v1", "v0"), default="v1",
+                   help="v1: each game's minimal action set (the table's); v0: all 6 actions")
     args = p.parse_args()
     rng = np.random.default_rng(0)
     for game in GAMES:
-        r = random_returns(game, args.episodes, rng)
+        r = random_returns(game, args.episodes, rng, args.version)
         print(f"{game:14s} {r.mean():.3f} +- {r.std() / np.sqrt(len(r)):.3f}")
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from theory_scripts import load_script
 
 STUDY = Path(__file__).resolve().parents[1] / "docs" / "results" / "minatar_study" / "runs"
@@ -33,16 +34,18 @@ def test_first_frame_is_where_the_window_first_reaches_the_bound():
     assert script.bound(4.08) == 3 * 4.08  # the ratio binds above random play 0.5
 
 
-def test_a_run_that_is_not_minatar_is_a_one_line_error(tmp_path, capsys):
+@pytest.mark.parametrize(("agent", "env"), [("td3", "Hopper-v5"), ("dqn", "MinAtar/Breakout-v0")])
+def test_a_run_that_is_not_minatar_is_a_one_line_error(tmp_path, capsys, agent, env):
+    """A -v0 game is refused too: random play there, over all 6 actions, is not the -v1 score the bound uses."""
     script = load_script("learned_by")
-    folder = tmp_path / "td3_Hopper-v5_uniform_s0"
+    folder = tmp_path / f"{agent}_{env.replace('/', '-')}_uniform_s0"
     folder.mkdir()
-    (folder / "manifest.json").write_text(json.dumps({"config": {"agent": "td3", "env": "Hopper-v5",
+    (folder / "manifest.json").write_text(json.dumps({"config": {"agent": agent, "env": env,
                                                                  "sampler": "uniform", "seed": 0, "steps": 100}}))
     (folder / "evaluations.csv").write_text("step,return_mean\n100,1.0\n")
     assert script.main([str(folder)]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and "Hopper-v5 is not a MinAtar game" in lines[0]
+    assert len(lines) == 1 and f"{env} is not a MinAtar game with a random-play score" in lines[0]
 
 
 def test_the_long_studys_budgets_reach_past_where_the_probe_learned_each_game():

@@ -724,15 +724,20 @@ def test_minatar_games_are_normalised_between_random_play_and_uniform(tmp_path):
     for seed in range(2):
         for sampler in ("uniform", "per"):
             fake_run(runs, sampler, seed, [MINATAR_RANDOM["Freeway"]] * 10, env="MinAtar/Freeway-v1", agent="dqn")
-    # and so is a game with no uniform runs; each is named in aggregates.md with its reason, not dropped silently
+    # and so is a game with no uniform runs, and a -v0 game (random play measured on -v1 only); each is named in
+    # aggregates.md with its reason, not dropped silently
     for seed in range(2):
         fake_run(runs, "per", seed, [5.0] * 10, env="MinAtar/Seaquest-v1", agent="dqn")
+        for sampler in ("uniform", "per"):
+            fake_run(runs, sampler, seed, [5.0] * 10, env="MinAtar/SpaceInvaders-v0", agent="dqn")
     agg = {r["sampler"]: r for r in R.report(runs, tmp_path / "out")["aggregates"]}
     assert agg["per"]["domain"].startswith("MinAtar") and agg["per"]["tasks"] == 2 and agg["per"]["runs"] == 2
     assert agg["per"]["mean"] == pytest.approx(0.5, abs=1e-12) and agg["uniform"]["mean"] == pytest.approx(1.0)
     text = (tmp_path / "out" / "aggregates.md").read_text()
     freeway = f"MinAtar/Freeway-v1 left out (uniform's mean final score {MINATAR_RANDOM['Freeway']:.3g} is not above"
     assert freeway in text and "task MinAtar/Seaquest-v1 left out (no uniform runs to normalise by)" in text
+    assert ("task MinAtar/SpaceInvaders-v0 left out (no random-play score for it in prioritylab.scores.MINATAR_RANDOM "
+            "(measured on the -v1 games))") in text  # fmt: skip
     assert text.count("Freeway") == 1 and "Breakout" not in text
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ...results import save_figure
-from ...scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
+from ...scores import SCORES, atari_game, minatar_random
 from .runs import aligned, last_values
 from .stats import TABLE3_KEYS, mean_ci, on_own_streams
 
@@ -96,9 +96,8 @@ def _reference_scores(ax, env: str, lo: float, hi: float) -> tuple[float, float]
     """A dotted line at random play's score: on an Atari game the random agent's and, when it is within twice the
     curves' range of them, the human's (PSER appendix table); on a MinAtar game random play's
     (:data:`prioritylab.scores.MINATAR_RANDOM`).  The y range grows to hold them."""
-    game = minatar_game(env)
-    if game in MINATAR_RANDOM:
-        random = MINATAR_RANDOM[game]
+    random = minatar_random(env)
+    if random is not None:
         ax.axhline(random, color="0.45", ls=":", lw=1.2, label=f"random play ({random:g})")
         return min(lo, random), max(hi, random)
     game = atari_game(env)

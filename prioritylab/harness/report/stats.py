@@ -14,7 +14,7 @@ import numpy as np
 
 from ...provenance import held_whole, unread_by
 from ...results import TIMING
-from ...scores import MINATAR_RANDOM, SCORES, atari_game, minatar_game
+from ...scores import SCORES, atari_game, minatar_game, minatar_random
 from ...scores import human_normalised as normalise_human
 from .runs import LAST, NotWhole, _twice, area, column, differing, final_score, seed_order, whole_rows
 
@@ -373,11 +373,12 @@ def minatar_normalised(groups: dict, left_out: list[str] | None = None) -> dict:
         game = minatar_game(env)
         if game is None:
             continue
-        if game not in MINATAR_RANDOM:
-            skipped[(agent, env)] = "no random-play score for it in prioritylab.scores.MINATAR_RANDOM"
+        random = minatar_random(env)
+        if random is None:
+            skipped[(agent, env)] = ("no random-play score for it in prioritylab.scores.MINATAR_RANDOM (measured "
+                                     "on the -v1 games)")  # fmt: skip
             continue
         base = groups.get((agent, env, "uniform"))
-        random = MINATAR_RANDOM[game]
         if not base:
             skipped[(agent, env)] = "no uniform runs to normalise by"
             continue
