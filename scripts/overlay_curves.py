@@ -8,7 +8,8 @@ settings, and marks groups whose settings differ as not comparable.  This draws,
 dqn_MinAtar-Breakout-v1_lap_s*"``), the mean over its finished runs of the evaluation return,
 smoothed and aligned on the steps every run logged as the report does, with its 95 % t-interval
 band where the set has at least 5 runs (the report's tables give no interval from fewer).  Folders
-without ``finished.json`` are left out and named; a corrupt one is an error.
+without ``finished.json`` are left out and named; a corrupt one is an error, and so is a set whose runs are
+not seeds of one setting (another agent, environment or sampler, a seed twice, another recorded setting).
 Sets whose labels start alike (up to the first comma, e.g. ``"lap, eps 0.01"`` and ``"lap, eps
 1e-5"``) share a colour; ``--dashed TEXT`` draws the sets whose label contains TEXT dashed.
 
@@ -30,8 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from prioritylab.harness.report.plots import SMOOTH, smooth
-from prioritylab.harness.report.runs import aligned, read_run
+from prioritylab.harness.report.runs import aligned, differing, read_run
 from prioritylab.harness.report.stats import MIN_CI_RUNS, mean_ci
+from prioritylab.provenance import unread_by
 from prioritylab.results import save_figure
 
 
@@ -47,6 +49,25 @@ def parse_sets(specs: list[str]) -> list[tuple[str, list[Path]]]:
             raise ValueError(f"{pattern!r} ({label}) matches no folder")
         sets.append((label, folders))
     return sets
+
+
+def check_one_setting(label: str, runs: list[dict]) -> None:
+    """A set's runs must be seeds of one setting, as a report's group is: one agent, environment and sampler,
+    each seed once, and every recorded setting equal but the seed (and those the sampler does not read);
+    ``ValueError`` naming what differs."""
+    kinds = sorted({f"{r['agent']} {r['env']} {r['sampler']}" for r in runs})
+    if len(kinds) > 1:
+        raise ValueError(f"{label}: its runs are of more than one agent, environment and sampler ({'; '.join(kinds)})")
+    seen: dict = {}
+    for r in runs:
+        if r["seed"] in seen:
+            raise ValueError(f"{label}: seed {r['seed']} is there twice ({seen[r['seed']]} and {r['folder']})")
+        seen[r["seed"]] = r["folder"]
+    unread = unread_by(runs[0]["sampler"])
+    within = differing([r["config"] for r in runs], skip=lambda key: key.startswith(unread))
+    if within:
+        raise ValueError(f"{label}: its runs differ in " + "; ".join(f"{k} ({', '.join(map(str, v))})"
+                                                                  for k, v in within.items()))  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             runs = [r for r in runs if r["finished"]]
             if not runs:
                 raise ValueError(f"{label}: no finished run")
+            check_one_setting(label, runs)
             for r in runs:
                 if args.column not in r["rows"][0]:  # (read_run has refused a cell that is not a number)
                     raise ValueError(f"{r['folder']}: its evaluations.csv has no column {args.column!r}")

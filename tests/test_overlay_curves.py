@@ -8,10 +8,13 @@ from pathlib import Path
 from theory_scripts import load_script
 
 
-def run_folder(root: Path, name: str, returns, finished=True) -> Path:
+def run_folder(root: Path, name: str, returns, finished=True, **settings) -> Path:
+    """A run of seed N where ``name`` ends in ``_sN`` (else seed 0); ``settings`` replace or add recorded ones."""
     folder = root / name
     folder.mkdir(parents=True)
-    config = {"agent": "dqn", "env": "MinAtar/Breakout-v1", "sampler": "lap", "seed": 0, "steps": 100 * len(returns)}
+    seed = int(name.rsplit("_s", 1)[1]) if "_s" in name else 0
+    config = {"agent": "dqn", "env": "MinAtar/Breakout-v1", "sampler": "lap", "seed": seed,
+              "steps": 100 * len(returns), **settings}  # fmt: skip
     (folder / "manifest.json").write_text(json.dumps({"config": config}))
     lines = ["step,return_mean"] + [f"{100 * (i + 1)},{r}" for i, r in enumerate(returns)]
     (folder / "evaluations.csv").write_text("\n".join(lines) + "\n")
@@ -46,6 +49,31 @@ def test_bad_sets_are_one_line_errors_and_write_nothing(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert message in err[-1] and err[-1].startswith("overlay_curves: error:"), err
         assert not out.exists()
+
+
+def test_a_set_that_is_not_seeds_of_one_setting_is_a_one_line_error(tmp_path, capsys):
+    """Averaged into one curve and labelled "N seeds", runs of another sampler, a seed met twice (one study's
+    runs beside another's) or another recorded setting would pass for seeds of one setting."""
+    script = load_script("overlay_curves")
+    run_folder(tmp_path / "a", "lap_s0", [1.0] * 6)
+    run_folder(tmp_path / "a", "lap_s1", [2.0] * 6)
+    run_folder(tmp_path / "a", "per_s2", [3.0] * 6, sampler="per")
+    run_folder(tmp_path / "b", "lap_s1", [4.0] * 6)
+    run_folder(tmp_path / "c", "lap_s0", [1.0] * 6)
+    run_folder(tmp_path / "c", "lap_s1", [1.0] * 6, rms_eps=1e-5)
+    run_folder(tmp_path / "c", "lap_s2", [1.0] * 6, replay={"duplicates": "each"})  # one lap does not read: the same
+    out = tmp_path / "fig.png"
+    for args, message in (
+        ([f"x={tmp_path}/a/*"], "x: its runs are of more than one agent, environment and sampler (dqn "
+                                "MinAtar/Breakout-v1 lap; dqn MinAtar/Breakout-v1 per)"),
+        ([f"x={tmp_path}/[ab]/lap_s*"], f"x: seed 1 is there twice ({tmp_path}/a/lap_s1 and {tmp_path}/b/lap_s1)"),
+        ([f"x={tmp_path}/c/lap_s*"], "x: its runs differ in rms_eps (None, 1e-05)"),
+    ):
+        assert script.main([*args, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0] == f"overlay_curves: error: {message}", err
+        assert not out.exists()
+    assert script.main([f"x={tmp_path}/c/lap_s[02]", "--out", str(out)]) == 0
 
 
 def with_column(folder: Path, name: str, values) -> None:
