@@ -5,28 +5,34 @@
 For each run folder's ``checkpoint.pt`` (the state at its last checkpoint) and each parameter
 tensor of the Q-network or critic, prints the median over the tensor's entries of the optimiser's
 running gradient scale: ``sqrt(square_avg - grad_avg^2)`` for centered RMSprop (the MinAtar and
-Nature DQN settings), ``sqrt(square_avg)`` for plain RMSprop and ``sqrt(exp_avg_sq)`` for Adam.
+Nature DQN settings), ``sqrt(square_avg)`` for plain RMSprop and ``sqrt(exp_avg_sq / (1 - beta2^t))``
+for Adam after ``t`` steps (its bias correction).
 RMSprop and Adam divide each step by this scale plus their ``eps``; where the scale is far below
-``eps``, the step shrinks with the gradient instead of being normalised.
+``eps``, the step shrinks with the gradient instead of being normalised.  Each checkpoint is read as a
+resume reads it: its SHA-256 checked, and refused if written by another run than its folder's manifest names.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 
-import torch
+from prioritylab.deep.run import SettingsError, load_checkpoint
+from prioritylab.results import CHECKPOINT, MANIFEST
 
 
 def gradient_scales(optimiser_state: dict) -> list[float]:
     """Per parameter tensor, in the optimiser's order: the median running gradient scale."""
     out = []
+    beta2 = optimiser_state["param_groups"][0].get("betas", (None, None))[1]
     for key in sorted(optimiser_state["state"]):
         s = optimiser_state["state"][key]
         if "square_avg" in s:
             second = s["square_avg"] - (s["grad_avg"] ** 2 if "grad_avg" in s else 0.0)
         elif "exp_avg_sq" in s:
-            second = s["exp_avg_sq"]
+            second = s["exp_avg_sq"] / (1 - beta2 ** float(s["step"]))
         else:
             raise ValueError(f"parameter {key}: neither RMSprop nor Adam state ({sorted(s)})")
         out.append(float(second.clamp(min=0).sqrt().median()))
@@ -38,7 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="run folders holding a checkpoint.pt")
     args = parser.parse_args(argv)
     for run in args.runs:
-        checkpoint = torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=False)
+        try:
+            config = json.loads((run / MANIFEST).read_text())["config"]
+            identity = {k: config[k] for k in ("agent", "env", "sampler", "seed")}
+            checkpoint = load_checkpoint(run / CHECKPOINT, identity)
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            why = err if isinstance(err, SettingsError) else f"{run / MANIFEST}: no readable config ({err!r})"
+            print(f"optimizer_scale: error: {why}", file=sys.stderr)
+            return 2
         states = checkpoint["agent"]
         optimisers = {k: v for k, v in states.items() if isinstance(v, dict) and "param_groups" in v}
         for name, state in optimisers.items():
