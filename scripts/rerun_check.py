@@ -28,7 +28,6 @@ one-line error.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import shlex
@@ -39,7 +38,7 @@ from pathlib import Path
 
 from prioritylab._cli import PARENT_PID
 from prioritylab.provenance import BEFORE_IT_EXISTED, changed_settings, flat, recorded, replay_slots, unread_by
-from prioritylab.results import EVALS, MANIFEST, record_differences
+from prioritylab.results import EVALS, MANIFEST, NotWhole, record_differences, whole_rows
 
 DROPPED = {"--resume": 0, "--restart": 0, "--overwrite": 0, "--no-progress": 0, "--out": 1, "--stop-after": 1}
 """Options of a recorded command that say where and how it ran, not what: left out (with their value's count)."""
@@ -93,8 +92,8 @@ def rerun_args(manifest: dict, out: Path, until: int, buffer_size: int | None = 
 
 
 def read_rows(path: Path) -> list[dict]:
-    with open(path, newline="") as fh:
-        return list(csv.DictReader(fh))
+    """``path``'s rows, every one whole (``results.whole_rows``); ``NotWhole`` naming the first that is not."""
+    return whole_rows(path)
 
 
 def plan(folder: Path, evals: int) -> tuple[dict, list[dict], int]:
@@ -111,6 +110,8 @@ def plan(folder: Path, evals: int) -> tuple[dict, list[dict], int]:
         rows = read_rows(folder / EVALS)
     except OSError as err:
         raise ValueError(f"{folder}: no readable evaluations.csv ({err})") from None
+    except NotWhole as err:  # a cut or damaged file, which would read as a re-run that differs
+        raise ValueError(f"{folder}: its evaluations.csv is not whole: {err}") from None
     if len(rows) < evals:
         raise ValueError(f"{folder}: has {len(rows)} evaluations, fewer than --evals {evals}")
     rows = rows[:evals]

@@ -138,6 +138,14 @@ def test_an_unusable_run_folder_is_a_one_line_error_before_any_run(tmp_path, cap
     with pytest.raises(SystemExit):
         script.main([str(tmp_path / "empty"), "--evals", "0"])
     assert "--evals must be at least 1, got 0" in capsys.readouterr().err
+    # a cut evaluations file would be re-run and read as a run that differs: refused, naming the row
+    manifest = {"command": "prioritylab train td3 --env Pendulum-v1", "config": {"agent": "td3"}}
+    (tmp_path / "empty" / "manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "empty" / "evaluations.csv").write_text("step,return_mean\n100,1.0\n200,2")
+    with pytest.raises(SystemExit):
+        script.main([str(tmp_path / "empty")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert "its evaluations.csv is not whole: row 2 is truncated" in lines[-1], lines
 
 
 def test_a_difference_names_the_machine_and_packages_that_differ_from_the_recorded_ones():
