@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> None:
     for name, values in (("--runs", args.runs), ("--studies", [args.studies]), ("--reps", [args.reps])):
         if min(values) < 2:
             parser.error(f"{name} must be at least 2, got {min(values)}")
+    bad = [s for s in args.shift if not (math.isfinite(s) and s >= 0)]
+    if bad:  # the shift, in thousandths, also seeds its setting's stream, which takes no negative entry
+        parser.error(f"--shift must be a finite number at least 0, got {bad[0]}")
     print(f"{args.dist} scores; {args.studies} studies a setting, {args.reps} resamples an interval; "
           "share of 95 % intervals missing their truth (nominal 0.05) +- its standard error")  # fmt: skip
     print("| runs a side | shift | true P(X > Y) | P interval misses | P interval excludes 1/2 | IQM interval misses "

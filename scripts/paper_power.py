@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             unknown = [name for name in pair if name not in scores] if len(pair) == 2 else [":".join(pair)]
             if unknown:
                 raise ValueError(f"{', '.join(unknown)}: not a NAME given (names: {', '.join(scores)})")
+            if scores[pair[1]][0] == 0:
+                raise ValueError(f"{pair[1]}'s mean is 0: a difference cannot be given as a share of it")
         if not pairs:
             raise ValueError("nothing to compare: give --baseline or --pair")
     except ValueError as err:

@@ -188,6 +188,11 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1, as the agents)")
     p.add_argument("--json", default=None, help="also write the rows as JSON here")
     args = p.parse_args(argv)
+    for name in ("calls", "repeats", "capacity"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    if min(args.batches) < 1:
+        p.error(f"--batches must each be at least 1, got {min(args.batches)}")
     torch.set_num_threads(args.threads)
     try:  # a bad or absent device fails here, before any buffer is filled
         args.device = str(pick_device(args.device))
