@@ -87,6 +87,16 @@ def test_transfer_ab_script_times_both_storages_and_the_device_copy_holds_the_bu
         assert {"pinned per field us", "pageable per field us", "one staging copy us"} <= set(r)
 
 
+@pytest.mark.parametrize(("args", "message"), [(["--calls", "0"], "--calls must be at least 1, got 0"),
+                                               (["--batches", "0"], "--batches must each be at least 1, got 0")])
+def test_transfer_ab_refuses_a_zero_count_in_one_line(capsys, args, message):
+    from theory_scripts import load_script
+
+    with pytest.raises(SystemExit) as stop:
+        load_script("transfer_ab").main(["--device", "cpu", *args])
+    assert stop.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
+
+
 def test_a_resident_set_that_did_not_grow_is_not_printed_as_a_size():
     """The RSS column is the growth of the process's resident set while a buffer was built: a build that reused
     memory freed before it shows no growth, which is not a size of 0 MB."""

@@ -37,9 +37,14 @@ def test_a_study_is_counted_by_whether_each_interval_holds_its_truth(monkeypatch
     assert exact["miss_p"] == 0 and exact["miss_welch"] == r["miss_welch"] and exact["miss_iqm"] == r["miss_iqm"]
 
 
-def test_too_few_runs_is_refused_in_one_line(capsys):
+@pytest.mark.parametrize(("args", "message"), [
+    (["--runs", "1"], "--runs must be at least 2, got 1"),
+    (["--shift", "-1"], "--shift must be a finite number at least 0, got -1.0"),
+    (["--shift", "0", "nan"], "--shift must be a finite number at least 0, got nan"),
+])  # fmt: skip
+def test_bad_settings_are_refused_in_one_line(capsys, args, message):
     script = load_script("bootstrap_coverage")
     with pytest.raises(SystemExit) as stop:
-        script.main(["--runs", "1"])
+        script.main(args)
     assert stop.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("--runs must be at least 2, got 1")
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(message)

@@ -77,6 +77,7 @@ def test_lap_table_1_halfcheetah(capsys):
     (["x=1,2", "--pair", "xy"], "xy: not a NAME given"),
     (["x=1,2", "y=2,2"], "nothing to compare"),
     (["x=1,2", "y=2,2", "--pair", "x:y", "--seeds", "1"], "need at least 2 runs"),
+    (["x=1,2", "y=0,2", "--baseline", "y"], "y's mean is 0: a difference cannot be given as a share of it"),
 ])
 def test_bad_input_is_a_one_line_error(capsys, args, message):
     script = load_script("paper_power")
