@@ -41,7 +41,7 @@ def test_runs_skip_finished_and_record_crashes(tmp_path, capsys, monkeypatch):
     spec = tmp_path / "spec.py"
     spec.write_text(SPEC)
     out = tmp_path / "runs"
-    monkeypatch.setattr(sweep, "check_runs", lambda jobs: None)  # let the unknown environment reach its run
+    monkeypatch.setattr(sweep, "check_runs", lambda jobs, n_jobs=1: None)  # let the unknown environment reach its run
     assert cli_main(["sweep", str(spec), "--out", str(out), "--jobs", "2"]) == 1  # one run crashes
     record = json.loads((out / "sweep.json").read_text())["runs"]
     assert record["td3_Pendulum-v1_per_s0"]["status"] == "finished"
