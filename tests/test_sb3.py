@@ -93,6 +93,15 @@ def test_samples_hold_what_sb3_stores(n_envs):
     assert isinstance(batch, sb3.common.type_aliases.ReplayBufferSamples)
 
 
+@pytest.mark.parametrize("n_envs", [1, 2, 8])
+def test_buffer_size_counts_transitions_over_all_environments_as_sb3s_does(n_envs):
+    """SB3's ReplayBuffer holds buffer_size // n_envs rows of n_envs transitions: so many slots here, one
+    segment of buffer_size // n_envs for each environment (n_envs times as many would replay older data)."""
+    ours, theirs = _buffer(n_envs, size=1000), SB3ReplayBuffer(1000, BOX, ACT, device="cpu", n_envs=n_envs)
+    assert ours.buffer_size == theirs.buffer_size == 1000 // n_envs
+    assert ours.replay.capacity == theirs.buffer_size * n_envs and ours.replay.seg == 1000 // n_envs
+
+
 def test_timeouts_are_terminal_without_handle_timeout_termination():
     ours = _buffer(sampler="uniform", seed=0, handle_timeout_termination=False)
     _drive([ours], 12, 1, [{5: "truncated"}])
@@ -231,6 +240,30 @@ def test_save_and_load_keep_the_sampler_and_continue_sampling(tmp_path):
     for a, b in zip(drawn["original"][1], drawn["loaded"][1], strict=True):
         assert th.equal(a, b)
     np.testing.assert_array_equal(drawn["original"][2], drawn["loaded"][2])
+
+
+def test_a_replay_buffer_built_with_other_settings_is_refused_on_load_and_the_models_buffer_kept(tmp_path):
+    """Its n-step returns discounted with another gamma, or drawn by another sampler, it would train the model on
+    other targets than the model's settings give."""
+    saved = DQN("MlpPolicy", "CartPole-v1", gamma=0.9, n_steps=3, replay_buffer_kwargs=dict(sampler="per"),
+                **_dqn_kwargs())  # fmt: skip
+    saved.learn(100)
+    saved.save_replay_buffer(tmp_path / "replay")
+    for kwargs, message in ((dict(gamma=0.9, n_steps=1), "n_steps=3 where the model has n_steps=1"),
+                            (dict(gamma=0.5, n_steps=3), "gamma=0.9 where the model has gamma=0.5")):
+        model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(sampler="per"), **kwargs, **_dqn_kwargs())
+        before = model.replay_buffer
+        with pytest.raises(ValueError, match=f"holds a replay buffer built with {message}"):
+            model.load_replay_buffer(tmp_path / "replay")
+        assert model.replay_buffer is before
+    lap = DQN("MlpPolicy", "CartPole-v1", gamma=0.9, n_steps=3, replay_buffer_kwargs=dict(sampler="lap"),
+              **_dqn_kwargs())  # fmt: skip
+    with pytest.raises(ValueError, match="built with sampler='per' where the model has sampler='lap'"):
+        lap.load_replay_buffer(tmp_path / "replay")
+    same = DQN("MlpPolicy", "CartPole-v1", gamma=0.9, n_steps=3, replay_buffer_kwargs=dict(sampler="per"),
+               **_dqn_kwargs())  # fmt: skip
+    same.load_replay_buffer(tmp_path / "replay")
+    assert same.replay_buffer.size() == saved.replay_buffer.size()
 
 
 def test_a_plain_sb3_replay_buffer_is_refused_on_load_and_the_models_buffer_kept(tmp_path):

@@ -20,6 +20,21 @@ from stable_baselines3.common.utils import polyak_update
 
 from .buffer import PrioritizedReplayBuffer, PrioritizedSamples
 
+MODEL_SETTINGS = ("sampler", "n_steps", "frame_stack", "n_envs", "buffer_size", "handle_timeout_termination",
+                  "observation_space", "action_space")
+"""What a loaded replay buffer must share with the model it is loaded into (and ``gamma`` where returns are
+n-step): the model built its own buffer with them, and a buffer built otherwise would train it on other data."""
+
+
+def _settings_differ(loaded: dict, model: dict) -> str:
+    """The first :data:`MODEL_SETTINGS` (then ``gamma``) on which a loaded buffer's constructor arguments and the
+    model's buffer's differ, as text (``"n_steps=3 where the model has n_steps=1"``); empty if none."""
+    keys = [*MODEL_SETTINGS, *(("gamma",) if max(loaded.get("n_steps", 1), model.get("n_steps", 1)) > 1 else ())]
+    for key in keys:
+        if loaded.get(key) != model.get(key):
+            return f"{key}={loaded.get(key)!r} where the model has {key}={model.get(key)!r}"
+    return ""
+
 
 class _Prioritized:
     """What the three algorithms share; ``_loss_scale`` turns the method's per-item ``0.5 delta^2`` into the
@@ -78,6 +93,12 @@ class _Prioritized:
             loaded, self.replay_buffer = type(self.replay_buffer).__name__, before
             raise ValueError(f"{path} holds an SB3 {loaded}, not a prioritylab.sb3.PrioritizedReplayBuffer; its "
                              "transitions carry no priorities: load it into a stable_baselines3 model")  # fmt: skip
+        if isinstance(before, PrioritizedReplayBuffer):
+            differ = _settings_differ(self.replay_buffer._init, before._init)
+            if differ:
+                self.replay_buffer = before
+                raise ValueError(f"{path} holds a replay buffer built with {differ}: load it into a model with "
+                                 "the same settings")  # fmt: skip
 
     def _nothing_to_sample(self) -> bool:
         """No transition may be drawn yet (a model loaded without its replay buffer, ``learning_starts`` 0, or

@@ -118,6 +118,7 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         if not isinstance(n_envs, int) or n_envs < 1 or buffer_size // n_envs < 1:
             raise ValueError(f"n_envs={n_envs!r} must be a positive integer at most buffer_size={buffer_size}")
         BaseBuffer.__init__(self, buffer_size, observation_space, action_space, device, n_envs=n_envs)
+        self.buffer_size = max(buffer_size // n_envs, 1)  # slots per environment, as SB3's ReplayBuffer divides it
         discrete = isinstance(action_space, spaces.Discrete)
         settings = ReplaySettings(alpha=alpha, beta0=beta0, eps=eps, kappa=kappa, rho=rho, eta=eta, window=window,
                                   mode=mode, normalise=normalise)  # fmt: skip
