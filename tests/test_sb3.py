@@ -351,6 +351,7 @@ def test_methods_train_sac(sampler):
         (dict(sampler="per", normalise="max"), "normalise must be one of"),
         (dict(seed=1.5), r"seed=1\.5 must be a non-negative integer"),
         (dict(seed=-1), "seed=-1 must be a non-negative integer"),
+        (dict(diagnostics="yes"), "diagnostics='yes' must be True or False"),
     ],
 )
 def test_bad_buffer_settings_are_one_line_errors(kwargs, match):

@@ -106,6 +106,8 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         init = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
             raise ValueError(f"seed={seed!r} must be a non-negative integer or None")
+        if not isinstance(diagnostics, (bool, np.bool_)):
+            raise ValueError(f"diagnostics={diagnostics!r} must be True or False")
         if sampler not in METHODS:
             raise ValueError(f"sampler={sampler!r} is not one of {', '.join(METHODS)}")
         if optimize_memory_usage:
