@@ -286,7 +286,7 @@ def build_model(
 
     Every transition gets ``|delta| + eps`` at ``Q = 0`` (``|r|``), in storage order;
     with ``decay`` each is decayed backwards at once through the library's
-    ``pser_set_and_decay`` kernel (MAX eq. 6 / ADD eq. 7, ``window`` predecessors, never
+    ``pser_update`` kernel (MAX eq. 6 / ADD eq. 7, ``window`` predecessors, never
     across an episode start).  ``decay=False`` is PER.  ``memory`` defaults to
     ``build_memory(n, rng(seed))``.
     """
