@@ -102,6 +102,17 @@ def test_buffer_size_counts_transitions_over_all_environments_as_sb3s_does(n_env
     assert ours.replay.capacity == theirs.buffer_size * n_envs and ours.replay.seg == 1000 // n_envs
 
 
+def test_a_buffer_pickled_when_each_environment_had_buffer_size_slots_is_refused_naming_why():
+    """Such a buffer (saved before buffer_size was divided among the environments) holds n_envs times the
+    capacity its constructor arguments now give: refused in one line saying so, not loaded as another size."""
+    buf = _buffer(2, size=128, sampler="per")  # 128 slots, as the earlier code gave buffer_size=64 with 2 envs
+    state = buf.__getstate__()
+    state["init"] = {**state["init"], "buffer_size": 64}
+    with pytest.raises(ValueError, match=r"earlier prioritylab\.sb3 that gave each of its 2 environments "
+                                         r"buffer_size=64 slots \(128 in all, where SB3's buffer holds 64\)"):
+        PrioritizedReplayBuffer.__new__(PrioritizedReplayBuffer).__setstate__(state)
+
+
 def test_timeouts_are_terminal_without_handle_timeout_termination():
     ours = _buffer(sampler="uniform", seed=0, handle_timeout_termination=False)
     _drive([ours], 12, 1, [{5: "truncated"}])

@@ -238,6 +238,12 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         with warnings.catch_warnings():  # its settings were named to the user when it was built
             warnings.simplefilter("ignore")
             self.__init__(**{"normalise": "global", **state["init"]})
+        saved, n = state["replay"].get("config", {}).get("capacity"), self.n_envs
+        if n > 1 and saved == state["init"]["buffer_size"] * n != self.replay.capacity:
+            raise ValueError(f"this replay buffer was saved by an earlier prioritylab.sb3 that gave each of its {n} "
+                             f"environments buffer_size={saved // n} slots ({saved} in all, where SB3's buffer holds "
+                             f"{self.replay.capacity}); it cannot be loaded as one of this version: train the model "
+                             "on without it, or with a new buffer")  # fmt: skip
         self.replay.load_state_dict(state["replay"])
         self._last_next[...] = state["last_next"]
         self.device = state["device"]
