@@ -212,7 +212,7 @@ class MinAtarSettings(RunSettings):
     max_episode_steps: int = 10_000
     """Truncate episodes after this many frames (ours, a guard: MinAtar imposes no episode limit, and a greedy
     policy can loop, e.g. a still paddle under a Breakout ball that never reaches a brick; Freeway's game ends
-    itself at 2,500 frames, as terminated)."""
+    itself on its 2,501st frame, as terminated)."""
     clip_reward: bool = False
     """Clip rewards to [-1, 1] in the TD target (off: the MinAtar reference DQN does not clip)."""
 

@@ -10,7 +10,7 @@ Space Invaders) to 10x10 grids of boolean object channels (4 to 10 of them).  Th
   stores them as they are), with **no frame stacking**: the paper's agents see one state, whose
   trail channels carry the motion;
 * rewards are the game's own; MinAtar imposes no episode limit, and ``max_episode_steps`` (ours) adds
-  one only as a guard.  Freeway's game ends itself when its timer runs out (2,500 frames), and the
+  one only as a guard.  Freeway's game ends itself when its timer runs out (on its 2,501st frame), and the
   package reports that as terminated: the agents then stop bootstrapping there, as the MinAtar reference
   DQN does, though to the agent the end is a time limit it cannot see coming.
 
