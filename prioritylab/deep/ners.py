@@ -224,7 +224,8 @@ class NERSSampler(PERSampler):
 
     :meth:`update` takes the batch's TD errors and Q-values, scores the fresh
     items as one set and writes the scores as their raw priorities; only the
-    sampled items change.  :meth:`on_evaluation` trains the network.  The
+    sampled items change.  :meth:`on_episode_end` trains the network (Algorithm 1's
+    schedule; :meth:`on_evaluation` under ``schedule="evaluation"``).  The
     network lives on the CPU and is built when the feature source is set
     (its input width depends on the fields); its initial weights come from a
     seed drawn from the sampler's generator at construction.
