@@ -98,21 +98,25 @@ def test_the_order_and_settings_are_the_ones_the_docs_and_each_scripts_help_give
         assert demo.settings_note(name) in " ".join(help_text.split()), name
 
 
-def test_the_deep_half_runs_beside_the_theory_scripts(tmp_path, monkeypatch, capsys):
-    """The first theory script finds the deep half already started (it waits up to 20 s for it)."""
+def test_the_deep_half_starts_after_the_first_verdict_and_runs_beside_the_next_scripts(tmp_path, monkeypatch, capsys):
+    """The first theory script has the cores to itself (the deep half has not started when it ends), and the
+    second finds the deep half running (it waits up to 20 s for it)."""
     marker = tmp_path / "deep-started"
     deep = tmp_path / "deep.py"
     deep.write_text(FAKE.replace("sys.exit(EXIT)", f"open({str(marker)!r}, 'w').close()\nsys.exit(0)"))
-    folder = fake_theory(tmp_path, {"per_fig1.py": 0})
+    folder = fake_theory(tmp_path, {"per_fig1.py": 0, "lap_equivalence.py": 0})
+    alone = FAKE.replace("EXIT", f"3 if os.path.exists({str(marker)!r}) else 0")  # fails if the deep half began
+    (folder / "per_fig1.py").write_text("import os\n" + alone)
     waits = (f"import time, os\nfor _ in range(200):\n    if os.path.exists({str(marker)!r}): break\n"
              "    time.sleep(0.1)\n")  # fmt: skip
-    (folder / "per_fig1.py").write_text(waits + FAKE.replace("EXIT", f"0 if os.path.exists({str(marker)!r}) else 3"))
+    beside = FAKE.replace("EXIT", f"0 if os.path.exists({str(marker)!r}) else 3")
+    (folder / "lap_equivalence.py").write_text(waits + beside)
     monkeypatch.setattr(demo, "THEORY_DIR", folder)
     monkeypatch.setattr(demo, "DEEP_SCRIPT", deep)
     assert demo.main(["--out", str(tmp_path / "r")]) == 0
     text = capsys.readouterr().out
-    assert "per_fig1.py: exit 0" in text and "deep.py: exit 0" in text
-    assert text.index("started beside the theory scripts") < text.index("per_fig1.py: exit 0")
+    assert "per_fig1.py: exit 0" in text and "lap_equivalence.py: exit 0" in text and "deep.py: exit 0" in text
+    assert text.index("per_fig1.py: exit 0") < text.index("started beside the theory scripts")
 
 
 def test_every_script_has_an_existing_explanation_page():
