@@ -47,10 +47,13 @@ def main(argv: list[str] | None = None) -> int:
         try:
             config = json.loads((run / MANIFEST).read_text())["config"]
             identity = {k: config[k] for k in ("agent", "env", "sampler", "seed")}
-            checkpoint = load_checkpoint(run / CHECKPOINT, identity)
         except (OSError, ValueError, KeyError, TypeError) as err:
-            why = err if isinstance(err, SettingsError) else f"{run / MANIFEST}: no readable config ({err!r})"
-            print(f"optimizer_scale: error: {why}", file=sys.stderr)
+            print(f"optimizer_scale: error: {run / MANIFEST}: no readable config ({err!r})", file=sys.stderr)
+            return 2
+        try:
+            checkpoint = load_checkpoint(run / CHECKPOINT, identity)
+        except (OSError, SettingsError) as err:  # a checkpoint gone or unreadable, corrupt or another run's
+            print(f"optimizer_scale: error: {run / CHECKPOINT}: {err}", file=sys.stderr)
             return 2
         states = checkpoint["agent"]
         optimisers = {k: v for k, v in states.items() if isinstance(v, dict) and "param_groups" in v}

@@ -64,3 +64,7 @@ def test_a_damaged_or_foreign_checkpoint_is_a_one_line_error(tmp_path, capsys):
     assert script.main([str(per)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is corrupt: its SHA-256" in err[0], err
+    (per / "checkpoint.pt").unlink()  # its digest left behind: the checkpoint is named, not the manifest
+    assert script.main([str(per)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"optimizer_scale: error: {per / 'checkpoint.pt'}: "), err

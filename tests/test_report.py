@@ -1294,7 +1294,7 @@ def test_overhead_names_each_run_whose_timing_it_cannot_use(tmp_path):
     assert rows["uniform"]["runs"] == 1 and "per" not in rows
     text = (tmp_path / "out" / "overhead.md").read_text()
     assert "td3_Hopper-v5_uniform_s1: no readable timing.csv" in text
-    assert "td3_Hopper-v5_uniform_s2: timing.csv without a wall_time and step in every row" in text
+    assert "td3_Hopper-v5_uniform_s2: timing.csv without a wall_time in every row and a step in its last" in text
     assert "td3_Hopper-v5_per_s0: its timing.csv ends at step 1000, its last evaluation at 1200" in text
     assert "td3_Hopper-v5_uniform_s3: its timing.csv: row 1 is truncated (the file ends without a line end)" in text
 

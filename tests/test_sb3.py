@@ -102,6 +102,13 @@ def test_buffer_size_counts_transitions_over_all_environments_as_sb3s_does(n_env
     assert ours.replay.capacity == theirs.buffer_size * n_envs and ours.replay.seg == 1000 // n_envs
 
 
+def test_a_buffer_size_too_small_for_its_environments_is_refused_naming_the_value_given():
+    with pytest.raises(ValueError) as err:
+        _buffer(4, size=10, n_steps=3)
+    assert str(err.value) == ("buffer_size=10 gives each of the n_envs=4 environments 2 slots, fewer than the 6 it "
+                              "needs (n_steps + frame_stack + 2): give buffer_size=24 or more")
+
+
 def test_a_buffer_pickled_when_each_environment_had_buffer_size_slots_is_refused_naming_why():
     """Such a buffer (saved before buffer_size was divided among the environments) holds n_envs times the
     capacity its constructor arguments now give: refused in one line saying so, not loaded as another size."""

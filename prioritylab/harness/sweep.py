@@ -166,7 +166,7 @@ def check_runs(jobs: list[dict], n_jobs: int = 1) -> None:
     """Refuse, before any run starts (and in a dry run), a sweep with a run that ``train`` would refuse for its
     settings or its environment (an unknown id, an agent that cannot act on it, a sampler that cannot work on it,
     a replay that does not fit in memory), or whose ``n_jobs`` largest replays still to run do not fit in memory
-    together: ``ValueError`` naming the first such run, or the runs."""
+    together: ``ValueError`` naming the first such run, or ``--jobs`` and the largest of those replays."""
     from ..deep.cli import check_environments
     from ..deep.run import available_bytes
 

@@ -536,8 +536,10 @@ def wall_time(run: dict) -> float:
         raise ValueError("no readable timing.csv") from None
     except NotWhole as err:
         raise ValueError(f"its timing.csv: {err}") from None
-    except (KeyError, IndexError, TypeError, ValueError):
-        raise ValueError("timing.csv without a wall_time and step in every row") from None
+    except IndexError:
+        raise ValueError("timing.csv without a row") from None
+    except (KeyError, TypeError, ValueError):
+        raise ValueError("timing.csv without a wall_time in every row and a step in its last") from None
     if not math.isfinite(wall) or wall < 0:
         raise ValueError(f"its timing.csv's last wall_time is {last['wall_time']}")
     back = next((i for i in range(1, len(walls)) if not walls[i] >= walls[i - 1]), None)
