@@ -173,9 +173,8 @@ def check_runs(jobs: list[dict], n_jobs: int = 1) -> None:
     needs = check_environments([(job["name"], job["args"][1:]) for job in jobs])
     todo = sorted((needs[j["name"]], j["name"]) for j in jobs if status(j) != "finished")
     at_once = todo[-n_jobs:] if n_jobs > 1 else []
-    have = available_bytes()
-    if len(at_once) > 1 and have is not None and sum(n for n, _ in at_once) > have:
-        total = sum(n for n, _ in at_once)
+    have, total = available_bytes(), sum(n for n, _ in at_once)
+    if len(at_once) > 1 and have is not None and total > have:
         largest, name = at_once[-1]
         raise ValueError(f"--jobs {n_jobs}: the {len(at_once)} largest replays still to run need {_size(total)} "
                          f"together (the largest, run {name}'s, {_size(largest)}) but only {_size(have)} of memory "
@@ -352,6 +351,10 @@ def _finished_elsewhere(job: dict) -> tuple[int | None, str]:
 STOPPED_AFTER = "stopped at its --stop-after (checkpoint written)"
 
 
+INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM)
+"""Exit codes of a run that a signal stopped at an episode end, with its checkpoint written."""
+
+
 def outcome(rc: int, job: dict | None = None) -> str:
     """A run's status from its exit code; a run that exits 0 at its ``--stop-after`` step has not finished."""
     if rc == 0:
@@ -362,7 +365,7 @@ def outcome(rc: int, job: dict | None = None) -> str:
         return "not started (sweep stopped)"
     if rc == OTHER_SETTINGS:
         return "finished elsewhere with other settings"
-    if rc in (128 + signal.SIGINT, 128 + signal.SIGTERM):
+    if rc in INTERRUPTED:
         return "interrupted (checkpoint written)"
     return "crashed"
 
@@ -419,7 +422,7 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
         elif results[job["name"]]["status"] == "crashed":
             results[job["name"]]["error"] = err
             tqdm.write(f"run {job['name']} crashed (exit {rc}): {err.strip().splitlines()[-1] if err.strip() else ''}")
-        if rc not in (NOT_STARTED, 128 + signal.SIGINT, 128 + signal.SIGTERM):
+        if rc != NOT_STARTED and rc not in INTERRUPTED:
             bar.update(1)  # the bar counts the runs that ended, not those a stop interrupted or left unstarted
         write_record(record, started, {job["name"]: results[job["name"]]})
 
