@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ..replay import ReplayBuffer, estimate_bytes
+from ..replay import ReplayBuffer, estimate_bytes, least_slots
 from ..replay.diagnostics import COLUMNS as DIAGNOSTICS
 from ..samplers import PriorityOverflow
 from .methods import METHOD_TABLE, Defaults, Method, ReplaySettings
@@ -264,7 +264,7 @@ def replay_need(spec: Spec, cfg: RunSettings, env: gym.Env) -> tuple[int, int]:
     ``SettingsError`` when ``--buffer-size`` gives fewer slots than the replay needs."""
     args = spec.buffer_args(cfg, env)
     capacity = replay_capacity(cfg)
-    least = args.get("n_step", 1) + args.get("frame_stack", 1) + 2  # ReplayBuffer's least slots per environment
+    least = least_slots(args.get("n_step", 1), args.get("frame_stack", 1))
     if capacity < least:
         raise SettingsError(f"buffer_size {cfg.buffer_size} gives a replay of {capacity} slots, fewer than the "
                             f"{least} it needs (n_step + frame_stack + 2)")  # fmt: skip

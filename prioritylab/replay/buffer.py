@@ -53,6 +53,12 @@ SAMPLER_BYTES_PER_SLOT = 90  # stamps, links, flags, TD, raw priority, sum and m
 DIAGNOSTICS_BYTES_PER_SLOT = np.dtype(np.int64).itemsize  # ReplayDiagnostics' draw count a slot
 
 
+def least_slots(n_step: int = 1, frame_stack: int = 1) -> int:
+    """The fewest slots an environment's segment needs: an n-step return's ``n_step`` slots, a stack's
+    ``frame_stack`` frames, and two more (the slot being written and the end of an episode)."""
+    return n_step + frame_stack + 2
+
+
 def estimate_bytes(capacity: int, obs_shape, obs_dtype, action_shape=(), action_dtype=np.float32, frame_stack=1,
                    diagnostics: bool = True) -> int:  # fmt: skip
     """Resident bytes of a buffer of ``capacity`` slots (storage, sampler and, with ``diagnostics``, the
@@ -178,10 +184,10 @@ class ReplayBuffer:
         if capacity % num_envs:
             raise ValueError(f"capacity={capacity} must be a multiple of num_envs={num_envs}")
         self.seg = capacity // num_envs
-        if self.seg < self.n_step + self.frame_stack + 2:
+        if self.seg < least_slots(self.n_step, self.frame_stack):
             raise ValueError(
                 f"capacity={capacity} gives {self.seg} slots per environment; "
-                f"need at least n_step + frame_stack + 2 = {self.n_step + self.frame_stack + 2}"
+                f"need at least n_step + frame_stack + 2 = {least_slots(self.n_step, self.frame_stack)}"
             )
         if not isinstance(sampler, Sampler):
             raise ValueError(f"sampler must be a prioritylab Sampler, got {type(sampler).__name__}")

@@ -24,7 +24,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 from ..deep.continuous import CONTINUOUS_DEFAULTS
 from ..deep.dqn import DQN_DEFAULTS
 from ..deep.methods import Method, ReplaySettings, unread
-from ..replay import ReplayBuffer
+from ..replay import ReplayBuffer, least_slots
 from ..replay.buffer import check_rows
 
 METHODS = ("uniform", "per", "lap", "pal", "pser")
@@ -119,13 +119,13 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
             raise ValueError(f"gamma={gamma!r} must be in (0, 1]")
         if not isinstance(n_envs, int) or n_envs < 1 or buffer_size // n_envs < 1:
             raise ValueError(f"n_envs={n_envs!r} must be a positive integer at most buffer_size={buffer_size}")
-        least = n_steps + frame_stack + 2  # the replay's fewest slots per environment
+        least = least_slots(n_steps, frame_stack)
         if buffer_size // n_envs < least:
             raise ValueError(f"buffer_size={buffer_size} gives each of the n_envs={n_envs} environments "
                              f"{buffer_size // n_envs} slots, fewer than the {least} it needs (n_steps + frame_stack "
                              f"+ 2): give buffer_size={least * n_envs} or more")  # fmt: skip
         BaseBuffer.__init__(self, buffer_size, observation_space, action_space, device, n_envs=n_envs)
-        self.buffer_size = max(buffer_size // n_envs, 1)  # slots per environment, as SB3's ReplayBuffer divides it
+        self.buffer_size = buffer_size // n_envs  # slots per environment, as SB3's ReplayBuffer divides it
         discrete = isinstance(action_space, spaces.Discrete)
         settings = ReplaySettings(alpha=alpha, beta0=beta0, eps=eps, kappa=kappa, rho=rho, eta=eta, window=window,
                                   mode=mode, normalise=normalise)  # fmt: skip
