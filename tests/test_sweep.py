@@ -439,6 +439,31 @@ def test_bad_specifications_are_one_line_errors(tmp_path, text, message, capsys)
     assert err.value.code == 2 and len(lines) == 1 and message in lines[0]
 
 
+@pytest.mark.parametrize(("name", "message"), [("spec", "is a folder"), ("spec.txt", "is not a Python file")])
+def test_a_specification_that_is_a_folder_or_not_python_is_a_one_line_error(tmp_path, name, message, capsys):
+    spec = tmp_path / name
+    if name == "spec":
+        spec.mkdir()
+    else:
+        spec.write_text("def runs(b):\n    return []\n")
+    with pytest.raises(SystemExit) as err:
+        cli_main(["sweep", str(spec), "--dry-run"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and message in lines[0] and str(spec) in lines[0]
+
+
+def test_a_specification_with_a_dataclass_under_postponed_annotations_loads(tmp_path, capsys):
+    """A dataclass looks its module up in sys.modules when annotations are strings: the file runs as a script
+    does, so it must run as a specification too."""
+    spec = tmp_path / "spec.py"
+    spec.write_text("from __future__ import annotations\nfrom dataclasses import dataclass\n\n\n@dataclass\n"
+                    "class Grid:\n    steps: int = 2000\n\n\n"
+                    "def runs(budget):\n    return [{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': 'per', "
+                    "'steps': Grid().steps, 'start_steps': 1000}]\n")  # fmt: skip
+    assert cli_main(["sweep", str(spec), "--dry-run", "--out", str(tmp_path / "runs")]) == 0
+    assert "--steps 2000" in capsys.readouterr().out
+
+
 def test_the_ray_backend_runs_a_two_run_sweep_on_a_local_cluster(tmp_path, monkeypatch):
     """End to end on a Ray instance started here (2 CPUs, no dashboard): two real training runs, each a Ray
     task, their folders written where the sweep was started, and a rerun skips both."""

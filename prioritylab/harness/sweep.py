@@ -67,12 +67,24 @@ _stopping = threading.Event()
 
 
 def load_module(path: Path):
-    """The specification's module; ``ValueError`` for a missing file or one without ``runs``."""
+    """The specification's module; ``ValueError`` for a missing file, a folder, a file that is not ``.py`` or one
+    without ``runs``.  The module is in ``sys.modules`` while it runs, as an imported one is (a ``dataclass`` under
+    ``from __future__ import annotations`` looks its module up there)."""
+    if path.is_dir():
+        raise ValueError(f"sweep specification {path} is a folder; give one of its .py files")
     if not path.is_file():
         raise ValueError(f"sweep specification {path} does not exist")
-    spec = importlib.util.spec_from_file_location(f"sweep_spec_{path.stem}", path)
+    if path.suffix != ".py":
+        raise ValueError(f"sweep specification {path} is not a Python file (.py)")
+    name = f"sweep_spec_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
     if not callable(getattr(module, "runs", None)):
         raise ValueError(f"{path} defines no function runs(budget)")
     return module
