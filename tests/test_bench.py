@@ -72,13 +72,28 @@ def test_cli_writes_json(tmp_path, capsys):
 
 @pytest.mark.parametrize(("option", "value", "message"),
                          [("--capacities", "0", "size must be positive, got '0'"),
-                          ("--batches", "two", "not a size: 'two'")])  # fmt: skip
+                          ("--batches", "two", "not a size: 'two'"),
+                          ("--batches", "-4", "size must be positive, got '-4'")])  # fmt: skip
 def test_cli_rejects_bad_sizes(option, value, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "sumtree", option, value])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {option}: {message}" in err and len(err.strip().splitlines()[-1]) < 200
+
+
+@pytest.mark.parametrize(("args", "message"),
+                         [(["--env", "Hoper-v5"], "unknown environment 'Hoper-v5'"),
+                          (["--env", "CartPole-v1"], "needs a continuous (Box) action space"),
+                          (["--agents", "dqn", "--atari-env", "ALE/Pongg-v5"],
+                           "unknown Atari game 'ALE/Pongg-v5'")])  # fmt: skip
+def test_bench_agent_refuses_an_environment_its_agents_cannot_take_in_one_line(args, message, tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "agent", "--quick", "--peers", "--no-progress", "--json", str(path), *args])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and not path.exists()
 
 
 @pytest.mark.parametrize("bench_name", ["agent", "replay"])

@@ -14,6 +14,8 @@ QUICK = {"capacities": [2**16], "batches": [1, 256], "seconds": 0.05, "repeats":
 def parse_size(text: str) -> int:
     """A positive integer written as ``1048576``, ``2^20`` or ``2**20``."""
     m = re.fullmatch(r"\s*(\d+)\s*(?:(?:\^|\*\*)\s*(\d+))?\s*", text)
+    if not m and re.fullmatch(r"\s*-\s*\d+\s*", text):
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
     if not m:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 1048576, 2^20 or 2**20)")
     value = int(m.group(1)) ** int(m.group(2)) if m.group(2) else int(m.group(1))
@@ -168,7 +170,14 @@ def run_agent(args: argparse.Namespace) -> int:
     peers, skipped = bench.available_peers(args.peers)
     for name, why in skipped.items():
         print(f"skipping {name}: {why}")
-    contenders, not_built = bench.build(args.agents, args.samplers, peers, config, args.tries)
+    from ..deep.run import SettingsError
+
+    try:  # an environment id or action space the agents cannot take: one line, before any timing
+        contenders, not_built = bench.build(args.agents, args.samplers, peers, config, args.tries)
+    except SettingsError as err:
+        from .._cli import fail
+
+        fail("prioritylab bench agent", str(err))
     skipped.update(not_built)
     torch.set_num_threads(config["threads"])  # whatever a peer's set-up did
     results = bench.run(contenders, config["steps"], config["repeats"], config["warmup"],
