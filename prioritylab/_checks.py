@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+MEMINFO = "/proc/meminfo"
+
 
 def check_positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
@@ -100,3 +102,15 @@ def as_rng(seed) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     return np.random.default_rng(seed)
+
+
+def available_bytes() -> int | None:
+    """``MemAvailable`` of /proc/meminfo, or None where there is no such file."""
+    try:
+        with open(MEMINFO) as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        return None
+    return None  # pragma: no cover

@@ -82,6 +82,20 @@ def test_cli_rejects_bad_sizes(option, value, message, capsys):
     assert f"argument {option}: {message}" in err and len(err.strip().splitlines()[-1]) < 200
 
 
+def test_bench_sumtree_refuses_a_capacity_whose_trees_cannot_fit_before_any_work(tmp_path, capsys, monkeypatch):
+    from prioritylab import _checks
+    from prioritylab.bench import sumtree as bench
+
+    monkeypatch.setattr(_checks, "available_bytes", lambda: 32 * 2**16 - 1)
+    monkeypatch.setattr(bench, "run", lambda *a, **k: pytest.fail("the benchmark ran"))
+    path = tmp_path / "bench.json"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "sumtree", "--quick", "--capacities", "2^10", "2^16", "--json", str(path)])
+    assert exit_info.value.code == 2 and not path.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--capacities 65,536: its trees alone need at least" in err[0]
+
+
 @pytest.mark.parametrize(("args", "message"),
                          [(["--env", "Hoper-v5"], "unknown environment 'Hoper-v5'"),
                           (["--env", "CartPole-v1"], "needs a continuous (Box) action space"),

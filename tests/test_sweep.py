@@ -82,13 +82,13 @@ def test_runs_at_once_whose_replays_do_not_fit_together_stop_the_sweep_before_an
                                                                                        dry_run):  # fmt: skip
     """Each replay fits alone but ``--jobs 2`` would hold the two largest at once: refused in one line before any
     run starts, naming --jobs; one at a time the sweep goes on."""
-    from prioritylab.deep import run as run_mod
+    from prioritylab import _checks
 
     spec = tmp_path / "spec.py"  # Pendulum: 12 + 4 + 31 + 90 + 8 = 145 bytes a slot; 2 x steps slots a replay
     spec.write_text("def runs(budget):\n    return [{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': x, "
                     "'steps': s, 'start_steps': 20} for x, s in (('uniform', 1_000), ('per', 2_000), ('lap', 500))]\n")
     needs = [145 * 2 * steps for steps in (1_000, 2_000, 500)]
-    monkeypatch.setattr(run_mod, "available_bytes", lambda: needs[0] + needs[1] - 10_000)
+    monkeypatch.setattr(_checks, "available_bytes", lambda: needs[0] + needs[1] - 10_000)
     out = tmp_path / "runs"
     with pytest.raises(SystemExit) as exit_:
         cli_main(["sweep", str(spec), "--out", str(out), "--jobs", "2", *(["--dry-run"] if dry_run else [])])
@@ -99,9 +99,9 @@ def test_runs_at_once_whose_replays_do_not_fit_together_stop_the_sweep_before_an
         "run td3_Pendulum-v1_per_s0's, 0.58 MB) but only 0.86 MB of memory is available; lower --jobs or the runs' "
         "--buffer-size"]  # fmt: skip
     assert not out.exists()
-    monkeypatch.setattr(run_mod, "available_bytes", lambda: needs[0] + needs[1])  # just enough
+    monkeypatch.setattr(_checks, "available_bytes", lambda: needs[0] + needs[1])  # just enough
     assert cli_main(["sweep", str(spec), "--out", str(out), "--jobs", "2", "--dry-run"]) == 0
-    monkeypatch.setattr(run_mod, "available_bytes", lambda: needs[1])  # one at a time
+    monkeypatch.setattr(_checks, "available_bytes", lambda: needs[1])  # one at a time
     assert cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 0
 
 
@@ -594,12 +594,13 @@ def test_a_run_stopped_on_its_own_is_not_counted_as_finished(tmp_path, monkeypat
 
 def test_the_settings_check_of_finished_runs_does_not_depend_on_free_memory(tmp_path, monkeypatch):
     """Memory is train's check when a run starts; a sweep's check of its runs' settings reads the settings alone."""
+    from prioritylab import _checks
     from prioritylab.deep import run
     from prioritylab.deep.cli import recorded_for
 
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemAvailable:       1000 kB\n")
-    monkeypatch.setattr(run, "MEMINFO", str(meminfo))
+    monkeypatch.setattr(_checks, "MEMINFO", str(meminfo))
     with pytest.raises(run.SettingsError, match="lower --buffer-size"):
         run.check_memory(1000, 10**7)  # the check itself still refuses
     for env in ("MinAtar/Breakout-v1", "ALE/Pong-v5"):

@@ -148,6 +148,23 @@ def _check_json(args) -> None:
             fail(f"prioritylab bench {args.bench}", str(err))
 
 
+TREE_BYTES_PER_SLOT = 32
+"""The least memory a slot of ``bench sumtree`` takes: the ``+minmax`` contender's three trees, each 4/3 x 8 bytes a
+slot (``SumTree``'s arrays); the other contenders add more."""
+
+
+def _check_tree_memory(capacity: int) -> None:
+    """Refuse, before any contender is built, a capacity whose trees alone cannot fit in the memory available."""
+    from .._checks import available_bytes
+    from .._cli import fail
+
+    need, have = TREE_BYTES_PER_SLOT * capacity, available_bytes()
+    if have is not None and need > have:
+        fail("prioritylab bench sumtree", f"--capacities {capacity:,}: its trees alone need at least "
+                                          f"{need / 2**30:,.1f} GiB, and {have / 2**30:,.1f} GiB of memory is "
+                                          f"available")  # fmt: skip
+
+
 def run_agent(args: argparse.Namespace) -> int:
     import torch
 
@@ -216,6 +233,7 @@ def run_sumtree(args: argparse.Namespace) -> int:
     }  # fmt: skip
     if args.quick:
         config.update(quick_settings(QUICK, args))
+    _check_tree_memory(max(config["capacities"]))
     peers, skipped = bench.available_peers(args.peers)
     for name, why in skipped.items():
         print(f"skipping {name}: {why}")

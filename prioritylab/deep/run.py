@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import _checks
 from .._cli import check_output_dir
 from ..provenance import changed_settings, replay_slots
 from ..results import (
@@ -78,7 +79,6 @@ EVAL_SEED_OFFSET = 100
 """The evaluation env is seeded with seed + 100 (LAP App. D: "the training seed + a constant"; 100 is its authors'
 code)."""
 MAX_SEED = 2**32 - 1 - EVAL_SEED_OFFSET  # both seeds stay 32-bit
-MEMINFO = "/proc/meminfo"
 
 
 class SettingsError(ValueError):
@@ -191,21 +191,9 @@ def check_common(cfg: RunSettings) -> None:
             raise SettingsError(f"{setting.name} must be a finite number, got {value!r}")
 
 
-def available_bytes() -> int | None:
-    """``MemAvailable`` of /proc/meminfo, or None where there is no such file."""
-    try:
-        with open(MEMINFO) as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:  # pragma: no cover - not Linux
-        return None
-    return None  # pragma: no cover
-
-
 def check_memory(capacity: int, need: int) -> None:
     """Refuse a replay of ``capacity`` slots needing ``need`` bytes when less memory is available."""
-    have = available_bytes()
+    have = _checks.available_bytes()
     if have is not None and need > have:
         raise SettingsError(f"a replay of {capacity:,} transitions needs {need / 1e9:.1f} GB "
                             f"({need // capacity:,} bytes each) but only {have / 1e9:.1f} GB of memory is "

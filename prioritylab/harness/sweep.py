@@ -179,8 +179,8 @@ def check_runs(jobs: list[dict], n_jobs: int = 1) -> None:
     settings or its environment (an unknown id, an agent that cannot act on it, a sampler that cannot work on it,
     a replay that does not fit in memory), or whose ``n_jobs`` largest replays still to run do not fit in memory
     together: ``ValueError`` naming the first such run, or ``--jobs`` and the largest of those replays."""
+    from .._checks import available_bytes
     from ..deep.cli import check_environments
-    from ..deep.run import available_bytes
 
     needs = check_environments([(job["name"], job["args"][1:]) for job in jobs])
     todo = sorted((needs[j["name"]], j["name"]) for j in jobs if status(j) != "finished")
