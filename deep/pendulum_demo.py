@@ -13,7 +13,6 @@ Writes each run's folder (CSV, TensorBoard, manifest, checkpoint), a combined
 
 from __future__ import annotations
 
-import argparse
 import csv
 import sys
 from pathlib import Path
@@ -23,27 +22,38 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from prioritylab._cli import Parser, check_output_dir, fail, nonnegative_int, positive_int  # noqa: E402
 from prioritylab.deep import td3  # noqa: E402
-from prioritylab.deep.loop import train  # noqa: E402
+from prioritylab.deep.loop import check_settings, train  # noqa: E402
+from prioritylab.deep.run import SettingsError  # noqa: E402
 from prioritylab.results import EVALS, save_figure, write_csv, write_manifest  # noqa: E402
 
 SAMPLERS = ("uniform", "per")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("results/pendulum_demo"), help="output folder")
     p.add_argument("--quick", action="store_true", help="a few hundred steps (smoke run)")
-    p.add_argument("--steps", type=int, default=3000, help="environment steps per run")
-    p.add_argument("--seed", type=int, default=0, help="seed of both runs")
+    p.add_argument("--steps", type=positive_int, default=3000, help="environment steps per run")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of both runs")
     args = p.parse_args(argv)
     steps = 600 if args.quick else args.steps
     start = 200 if args.quick else 1000
     every = 200 if args.quick else 1000
+    if steps <= start:  # train's own message names an option this script does not have
+        fail(p.prog, f"--steps {steps} must exceed the {start} random steps that start each run")
+    cfgs = [td3.TD3Settings(env="Pendulum-v1", sampler=sampler, steps=steps, start_steps=start, eval_every=every,
+                            eval_episodes=5, seed=args.seed, out=args.out, overwrite=True)
+            for sampler in SAMPLERS]  # fmt: skip
+    try:  # both runs' settings and the folder, before the first run starts
+        for cfg in cfgs:
+            check_settings(td3.SPEC, cfg)
+        check_output_dir(args.out)
+    except (SettingsError, ValueError) as err:
+        fail(p.prog, str(err))
     rows, summary = [], []
-    for sampler in SAMPLERS:
-        cfg = td3.TD3Settings(env="Pendulum-v1", sampler=sampler, steps=steps, start_steps=start, eval_every=every,
-                              eval_episodes=5, seed=args.seed, out=args.out, overwrite=True)  # fmt: skip
+    for sampler, cfg in zip(SAMPLERS, cfgs, strict=True):
         folder = train(td3.SPEC, cfg)
         with open(folder / EVALS, newline="") as fh:
             evals = list(csv.DictReader(fh))

@@ -22,12 +22,12 @@ assumes; other shapes can be tried with ``--dist``.
 
 from __future__ import annotations
 
-import argparse
 import math
 
 import numpy as np
 from scipy import stats as sps
 
+from prioritylab._cli import Parser
 from prioritylab.harness.report import stats
 
 DISTS = ("normal", "lognormal")
@@ -83,7 +83,7 @@ def coverage(n: int, shift: float, studies: int, reps: int, dist: str, seed: int
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, nargs="+", default=[5, 10], help="runs a side (default: 5 10)")
     parser.add_argument("--shift", type=float, nargs="+", default=[0.0, 1.0],
                         help="X's mean minus Y's, in standard deviations (default: 0 1)")  # fmt: skip

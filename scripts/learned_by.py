@@ -12,12 +12,12 @@ above it.  The bounds are the specification's, fixed before its runs.  Prints, p
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from prioritylab._cli import Parser
 from prioritylab.harness.report.runs import column, read_run
 from prioritylab.harness.sweep import load_module
 from prioritylab.scores import minatar_random
@@ -43,7 +43,7 @@ def learned_by(steps: np.ndarray, returns: np.ndarray, random: float) -> tuple[i
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_FOLDER")
     args = p.parse_args(argv)
     rows = []

@@ -8,10 +8,9 @@ Sticky actions 0.1 and difficulty ramping (MinAtar's defaults), the project's 10
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
+from prioritylab._cli import Parser, positive_int
 from prioritylab.deep.minatar import GAMES, make_minatar_env
 
 
@@ -30,8 +29,8 @@ def random_returns(game: str, episodes: int, rng: np.random.Generator, version: 
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--episodes", type=int, default=200)
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--episodes", type=positive_int, default=200)
     p.add_argument("--version", choices=("v1", "v0"), default="v1",
                    help="v1: each game's minimal action set (the table's); v0: all 6 actions")
     args = p.parse_args()

@@ -14,7 +14,6 @@ or if a mutant's target text is not found exactly once (so the list follows the 
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -24,6 +23,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from prioritylab._cli import Parser
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -284,7 +285,7 @@ def run_tests(copy: Path, tests, timeout: float) -> tuple[str, str, float]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="+", default=None, help="run only mutants whose name contains one of these")
     p.add_argument("--list", action="store_true", help="list the mutants and check their targets, run nothing")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per pytest run")

@@ -14,11 +14,11 @@ resume reads it: its SHA-256 checked, and refused if written by another run than
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+from prioritylab._cli import Parser
 from prioritylab.deep.run import SettingsError, load_checkpoint
 from prioritylab.results import CHECKPOINT, MANIFEST
 
@@ -40,7 +40,7 @@ def gradient_scales(optimiser_state: dict) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run folders holding a checkpoint.pt")
     args = parser.parse_args(argv)
     for run in args.runs:

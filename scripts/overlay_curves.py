@@ -23,13 +23,13 @@ that, or a value at or below 0 with ``--log`` is an error naming the run.
 
 from __future__ import annotations
 
-import argparse
 import glob
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from prioritylab._cli import Parser
 from prioritylab.harness.report.plots import SMOOTH, smooth
 from prioritylab.harness.report.runs import aligned, differing, read_run
 from prioritylab.harness.report.stats import MIN_CI_RUNS, mean_ci
@@ -71,7 +71,7 @@ def check_one_setting(label: str, runs: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("sets", nargs="+", metavar="LABEL=GLOB", help="a label and a glob of run folders")
     p.add_argument("--out", type=Path, required=True, help="the PNG to write")
     p.add_argument("--title", default="", help="the figure's title")

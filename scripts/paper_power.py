@@ -20,13 +20,13 @@ study whose power is 0.3 will most likely end "inconclusive", whatever the truth
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 
 import numpy as np
 from scipy import stats
 
+from prioritylab._cli import Parser
 from prioritylab.harness.report.stats import welch_df
 
 TARGET = 0.8
@@ -113,7 +113,7 @@ def rows(scores: dict, trials: int, seeds: int, pairs: list[tuple[str, str]]) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("scores", nargs="+", metavar="NAME=MEAN,HALF", help="a paper's mean and 95 %% half-width")
     p.add_argument("--trials", type=int, required=True, help="the runs the paper's intervals are over")
     p.add_argument("--seeds", type=int, required=True, help="the runs a side of the planned study")

@@ -27,7 +27,6 @@ one-line error.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
@@ -36,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from prioritylab._cli import PARENT_PID
+from prioritylab._cli import PARENT_PID, Parser
 from prioritylab.provenance import BEFORE_IT_EXISTED, changed_settings, flat, recorded, replay_slots, unread_by
 from prioritylab.results import EVALS, MANIFEST, NotWhole, record_differences, whole_rows
 
@@ -157,7 +156,7 @@ def compare(committed: list[dict], now: list[dict]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (manifest.json + evaluations.csv)")
     parser.add_argument("--evals", type=int, default=2, help="evaluations to re-run and compare (default 2)")
     args = parser.parse_args(argv)

@@ -31,7 +31,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -39,6 +38,7 @@ import time
 import numpy as np
 import torch
 
+from prioritylab._cli import Parser
 from prioritylab.deep.run import SettingsError, pick_device
 from prioritylab.replay import ReplayBuffer
 from prioritylab.samplers import make_sampler
@@ -178,7 +178,7 @@ def copy_strategies(layout: str, device: str, n: int, repeats: int, seed: int = 
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--batches", type=int, nargs="+", default=[256], help="batch sizes (default: 256)")
     p.add_argument("--capacity", type=int, default=10**6, help="slots (default: 10^6)")

@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from prioritylab import demo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,3 +207,23 @@ def test_a_shared_fixture_is_built_once_in_a_real_two_worker_run(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "18 passed" in done.stdout
     assert len(log.read_text().splitlines()) == 1, log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--steps", "0"], "argument --steps: must be a positive integer, got '0'"),
+     (["--steps", "100"], "--steps 100 must exceed the 1000 random steps that start each run"),
+     (["--seed", "-1"], "argument --seed: must be a non-negative integer, got '-1'"),
+     (["--quick", "--out", "FILE"], "is an existing file, not a folder")],
+)
+def test_the_demos_deep_half_refuses_bad_options_in_one_line_before_any_run(args, message, tmp_path):
+    (tmp_path / "FILE").write_text("")
+    out = tmp_path / "out"
+    argv = [str(tmp_path / "FILE") if a == "FILE" else a for a in args]
+    if "--out" not in argv:
+        argv += ["--out", str(out)]
+    proc = subprocess.run([sys.executable, str(ROOT / "deep" / "pendulum_demo.py"), *argv], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
+    assert not out.exists()

@@ -27,13 +27,13 @@ Run: ``python -m prioritylab.cliffwalk.speed [--per-scheme] [--out DIR]`` or
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
 
+from .._cli import Parser
 from . import learners as L
 from .env import build_memory, q_star
 from .reference import Reference
@@ -146,7 +146,7 @@ def scheme_costs(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=16, help="number of states")
     p.add_argument("--learner", choices=("tabular", "linear"), default="tabular", help="learner")
     p.add_argument("--jit-updates", type=int, default=2_000_000, help="updates per timed run of the jitted kernel")
