@@ -86,6 +86,15 @@ def test_theory_scripts_refuse_bad_options(script, argv, named, capsys, tmp_path
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("value", ["abc", "0", "-3"])
+def test_a_theory_script_refuses_a_bad_jobs_variable_before_any_work(value, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("PRIORITYLAB_JOBS", value)
+    mod = load_theory_script("per_fig1")
+    code, err = outcome(capsys, lambda: mod.main(["--quick", "--out", str(tmp_path / "out")]))
+    assert code == 2 and err == [f"per_fig1: error: PRIORITYLAB_JOBS must be a positive integer, got '{value}'"]
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("script", ["per_fig1", "pser_theorem1", "lap_equivalence"])
 def test_theory_scripts_refuse_a_file_as_out(script, a_file, capsys):
     mod = load_theory_script(script)

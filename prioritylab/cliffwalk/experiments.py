@@ -103,8 +103,13 @@ def run_grid(
 
 
 def default_jobs() -> int:
-    """Worker processes: ``PRIORITYLAB_JOBS`` if set, else 1 (the machine is shared)."""
-    return max(1, int(os.environ.get("PRIORITYLAB_JOBS", "1")))
+    """Worker processes: ``PRIORITYLAB_JOBS`` if set, else 1 (the machine is shared); ``ValueError`` naming a value
+    that is not a positive integer."""
+    text = os.environ.get("PRIORITYLAB_JOBS", "1")
+    jobs = int(text) if text.strip().isdigit() else 0
+    if jobs < 1:
+        raise ValueError(f"PRIORITYLAB_JOBS must be a positive integer, got {text!r}")
+    return jobs
 
 
 def updates_or_cap(rows: list[dict]) -> np.ndarray:
@@ -288,9 +293,9 @@ def run_script(
     """
     from .._cli import check_output_dir, fail
 
-    jobs = args.jobs or default_jobs()
     out = args.out or f"results/{name}"
     try:
+        jobs = args.jobs or default_jobs()
         check_output_dir(out, program=f"{name}.py")
     except ValueError as err:
         fail(name, str(err))
