@@ -129,6 +129,17 @@ def test_a_setting_the_sampler_does_not_read_is_named_before_the_run(tmp_path, c
     assert len(lines) == 2 and "error: --steps 300 <= --start-steps" in lines[1]
 
 
+@pytest.mark.parametrize(("name", "setting", "message"),
+                         [("uniform", {"alpha": -1.0}, "alpha must be in"), ("per", {"rho": 5.0}, "rho must be in"),
+                          ("lap", {"beta0": 7.0}, "beta must be in"), ("pser", {"kappa": -1.0}, "kappa must be in"),
+                          ("uniform", {"ners_lr": -1.0}, "lr must be a positive number")])  # fmt: skip
+def test_a_setting_the_sampler_does_not_read_is_still_refused_out_of_its_range(name, setting, message):
+    """The warning says it has no effect; a value no sampler that reads it would take is an error all the same,
+    as in the Cliffwalk testbed."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Method(name, ReplaySettings(**setting), DEFAULTS, total_steps=100)
+
+
 def test_a_batch_larger_than_the_replay_at_the_first_update_is_named_before_the_run(tmp_path, capsys):
     from prioritylab.cli import main as cli_main
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import stable_baselines3 as sb3  # the sb3 extra, installed by make test: a missing one fails, never skips
@@ -107,6 +109,13 @@ def test_a_buffer_size_too_small_for_its_environments_is_refused_naming_the_valu
         _buffer(4, size=10, n_steps=3)
     assert str(err.value) == ("buffer_size=10 gives each of the n_envs=4 environments 2 slots, fewer than the 6 it "
                               "needs (n_steps + frame_stack + 2): give buffer_size=24 or more")
+
+
+@pytest.mark.parametrize(("kw", "message"), [({"size": 0}, "buffer_size=0 must be a positive integer"),
+                                             ({"sampler": "uniform", "alpha": -1.0}, "alpha must be in")])
+def test_a_bad_buffer_size_or_an_unread_setting_out_of_range_is_refused_naming_it(kw, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _buffer(**kw)
 
 
 def test_a_buffer_pickled_when_each_environment_had_buffer_size_slots_is_refused_naming_why():

@@ -133,6 +133,9 @@ class Method:
         self.beta = LinearSchedule(self.beta0, beta_end, total_steps)
         self.td_kappa = defaults.td_kappa
         check_normalise(s.normalise)  # refused even where the sampler does not read it
+        for field_name, value, readers in unread(name, s):  # so is a value no sampler that reads it would take
+            if readers:
+                Method(readers[0], ReplaySettings(**{field_name: value}), defaults, total_steps)
         # build a small sampler now: a bad setting fails before any work, with the sampler's own message
         self.make_sampler(8, seed=0)
         if entry.check is not None:

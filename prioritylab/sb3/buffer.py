@@ -117,6 +117,8 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
             raise ValueError("Dict observation spaces are not supported; use a Box or Discrete observation space")
         if not 0.0 < gamma <= 1.0:
             raise ValueError(f"gamma={gamma!r} must be in (0, 1]")
+        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
+            raise ValueError(f"buffer_size={buffer_size!r} must be a positive integer")
         if not isinstance(n_envs, int) or n_envs < 1 or buffer_size // n_envs < 1:
             raise ValueError(f"n_envs={n_envs!r} must be a positive integer at most buffer_size={buffer_size}")
         least = least_slots(n_steps, frame_stack)
