@@ -23,7 +23,7 @@ class ContinuousSettings(RunSettings):
 
     buffer_size: int = 1_000_000
     """Replay capacity in transitions (NERS Table B.1: 10^6, the whole 1M-step run; Table 6 gives none); the
-    replay has min(this, 2 x steps) slots, so a
+    replay has min(this, max(2 x steps, 64)) slots, so a
     run of at most half of it keeps all of its own (room for its episodes' tail slots too)."""
     batch_size: int = 256
     """Minibatch size (Table 6)."""

@@ -67,7 +67,7 @@ class AtariSettings(RunSettings):
     """Checkpoint at the first episode end after every this many steps (a full replay is ~7 GB on disk)."""
     buffer_size: int = 1_000_000
     """Replay capacity in transitions (1M, NERS Table B.1 and Dopamine's; Table 7 gives none; ~7.2 KB each:
-    7.2 GB, see README); the replay has min(this, 2 x steps)
+    7.2 GB, see README); the replay has min(this, max(2 x steps, 64))
     slots, so a run of at most half of it keeps all of its own (room for its episodes' tail slots too)."""
     batch_size: int = 32
     """Minibatch size (Table 7: 32)."""

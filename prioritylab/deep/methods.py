@@ -42,7 +42,8 @@ class ReplaySettings:
     paper's table)."""
 
     alpha: float | None = None
-    """Priority exponent (TD3/SAC: PER 0.6, LAP/PAL 0.4, LAP Table 6; DDQN: 0.6, Table 7; NERS 0.5, its Table B.1)."""
+    """Priority exponent (TD3/SAC: PER 0.6, LAP/PAL 0.4, LAP Table 6; DDQN: 0.6, Table 7; DQN: PER/PSER 0.5, PSER
+    Table 4, LAP/PAL 0.6 as DDQN; NERS 0.5, its Table B.1)."""
     beta0: float | None = None
     """Initial IS exponent for per/pser/ners, annealed linearly to 1 over training (PER Section 3.4; 0.4, Table 6;
     DQN keeps it fixed at 0.5, PSER appendix)."""
