@@ -646,3 +646,9 @@ def test_a_run_to_resume_recorded_with_other_settings_stops_the_sweep_before_any
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and len(err.splitlines()) == 1 and "td3_Pendulum-v1_per_s0 (batch_size 4 -> 6)" in err
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["td3_Pendulum-v1_per_s0"]  # nothing started
+    with pytest.raises(SystemExit) as exit_:  # a dry run lists the runs first, the clashing one labelled so
+        cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"])
+    listed = capsys.readouterr().out.splitlines()
+    assert exit_.value.code == 2
+    assert [line.rsplit("  # ", 1)[1] for line in listed if "--seed 0" in line and "Pendulum-v1 --sampler per" in line
+            ] == ["resume with other settings: refused"]  # fmt: skip

@@ -202,10 +202,27 @@ def check_recorded(jobs: list[dict]) -> None:
     hold runs (finished, or to resume) recorded with other settings than the specification's, or without a
     readable manifest: a finished one would be counted as this sweep's, a resumed one refused half-way.
     ``ValueError`` naming the run, or each folder and setting."""
+    clashes = recorded_clashes(jobs)
+    if clashes:
+        raise ValueError(clash_message(clashes))
+
+
+def clash_message(clashes: dict[str, str]) -> str:
+    """The refusal of :func:`recorded_clashes`'s runs: the first three folders, and how many more."""
+    shown = list(clashes.values())
+    more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
+    return (f"{len(shown)} run folder(s) hold runs with other settings than this specification's: "
+            f"{', '.join(shown[:3])}{more}; move them away or sweep into another --out")
+
+
+def recorded_clashes(jobs: list[dict]) -> dict[str, str]:
+    """``{run name: its folder and what differs}`` for each run whose folder holds a run (finished, or to resume)
+    recorded with other settings than the specification's, or without a readable manifest; ``ValueError`` naming
+    a run whose settings train would refuse."""
     from ..deep.cli import recorded_for
     from ..provenance import changed_settings
 
-    clashes = []
+    clashes = {}
     for job in jobs:
         try:
             now = recorded_for(job["args"][1:])  # every run's settings, as train would check them
@@ -217,14 +234,12 @@ def check_recorded(jobs: list[dict]) -> None:
         try:
             changed = changed_settings(json.loads(manifest.read_text()), now)
         except (OSError, ValueError, AttributeError) as err:
-            clashes.append(f"{job['folder']} (no readable manifest.json: {err})")
+            clashes[job["name"]] = f"{job['folder']} (no readable manifest.json: {err})"
             continue
         if changed:
-            clashes.append(f"{job['folder']} ({'; '.join(f'{k} {a!r} -> {b!r}' for k, (a, b) in changed.items())})")
-    if clashes:
-        more = f" and {len(clashes) - 3} more" if len(clashes) > 3 else ""
-        raise ValueError(f"{len(clashes)} run folder(s) hold runs with other settings than this specification's: "
-                         f"{', '.join(clashes[:3])}{more}; move them away or sweep into another --out")  # fmt: skip
+            differ = "; ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items())
+            clashes[job["name"]] = f"{job['folder']} ({differ})"
+    return clashes
 
 
 def unread_notes(jobs: list[dict]) -> list[str]:
@@ -504,17 +519,19 @@ def _main(args) -> int:
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     try:
-        check_recorded(jobs)
-        clash = None
+        clashing = recorded_clashes(jobs)
     except ValueError as err:
-        clash = str(err)
+        clashing, clash = {}, str(err)
     else:
+        clash = clash_message(clashing) if clashing else None
+    if clash is None:
         for note in unread_notes(jobs):
             print(f"prioritylab sweep: note: {note}", file=sys.stderr)
-    if args.dry_run:
+    if args.dry_run:  # the list, then the refusal: a run whose folder holds other settings is labelled so
         try:
             for j in jobs:
-                print(f"{shlex.join(command(j))}  # {status(j)}")
+                label = f"{status(j)} with other settings: refused" if j["name"] in clashing else status(j)
+                print(f"{shlex.join(command(j))}  # {label}")
             print(f"{len(jobs)} runs", flush=True)
         except BrokenPipeError:  # the reader went away (``| head``): stop quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
