@@ -350,10 +350,11 @@ def _check_contents(path: Path, resume: bool, overwrite: bool, restart: bool = F
         if not (path / CHECKPOINT).exists() and not _finished_with_record(path):  # nothing left to run there
             raise SettingsError(f"--resume: {path} holds no checkpoint to resume from")
         return
-    if restart and (finished or (path / CHECKPOINT).exists()):  # another process ran it since it was looked at
+    if restart and (finished or (path / CHECKPOINT).exists()):  # so was never for --restart, or was run since
         held = "a finished run" if finished else "a checkpoint"
-        raise SettingsError(f"--restart: {path} now holds {held}, so another process ran it meanwhile; "
-                            "nothing was deleted (pass --resume or --overwrite)")  # fmt: skip
+        raise SettingsError(f"--restart: {path} now holds {held}, and --restart is for a run stopped before its "
+                            "first checkpoint (a sweep passes it when it saw one, and another process may have run "
+                            "it since); nothing was deleted (pass --resume or --overwrite)")  # fmt: skip
     if overwrite or restart:
         _remove_run_files(path)
         return
