@@ -124,6 +124,10 @@ def test_a_file_in_the_way_or_an_into_that_is_a_searched_folder_is_refused_befor
     for target in (runs, tmp_path):
         line = refused(["collect", str(runs), "--into", str(target)], capsys)
         assert f"--into {target} is, or holds, the folder {runs}" in line
+    inside = runs / "td3_Hopper-v5_per_s0" / "kept"  # copies inside a run would be found as runs of their own
+    line = refused(["collect", str(runs), "--into", str(inside)], capsys)
+    assert f"--into {inside} lies inside the run folder {runs / 'td3_Hopper-v5_per_s0'}" in line
+    assert not inside.exists()
 
 
 def test_another_version_of_a_run_already_collected_is_refused_and_left_as_it_was(tmp_path, capsys):

@@ -127,6 +127,22 @@ def test_table3_figure_is_drawn_where_the_runs_log_the_four_statistics(tmp_path)
     assert "table3_td3_Hopper-v5.png" in figures
 
 
+@pytest.mark.parametrize(("given", "where", "message"),
+                         [("runs", "runs", "is {given}, which it reads runs from"),
+                          ("runs/td3_Hopper-v5_per_s0", "runs/td3_Hopper-v5_per_s0/report",
+                           "lies inside the run folder {given}")])  # fmt: skip
+def test_a_report_into_the_folder_it_reads_runs_from_or_into_a_run_is_refused_in_one_line(tmp_path, capsys, given,
+                                                                                          where, message):  # fmt: skip
+    fake_run(tmp_path / "runs", "per", 0, [1.0] * 10)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["report", str(tmp_path / given), "--out", str(tmp_path / where)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(lines) == 1
+    assert f"--out {tmp_path / where} " + message.format(given=tmp_path / given) in lines[0]
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
 def test_a_report_into_a_reused_folder_removes_the_figures_of_groups_no_longer_there(tmp_path):
     """An earlier report's figure of a group the runs no longer hold would read as current; a figure the report
     did not draw (one drawn by hand beside it) stays."""

@@ -74,6 +74,9 @@ def plan(roots: list[Path], into: Path) -> dict:
             folder = run["folder"]
             if inside_into(folder):
                 continue
+            if folder.resolve() == target_root or folder.resolve() in target_root.parents:
+                raise ValueError(f"--into {into} lies inside the run folder {folder}: its copies would be found as "
+                                 "runs of their own")  # fmt: skip
             if not run["finished"]:
                 unfinished.setdefault(folder.resolve(), folder)
                 continue

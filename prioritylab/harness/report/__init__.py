@@ -351,6 +351,11 @@ def _main(args) -> int:
     for folder in args.runs:
         if not folder.is_dir():
             fail("prioritylab report", f"{folder} is not a folder")
+        if folder.resolve() == args.out.resolve():  # (a folder inside it is not searched: find_runs)
+            fail("prioritylab report", f"--out {args.out} is {folder}, which it reads runs from: its tables "
+                                       "would lie among the runs; give a folder of their own (one inside it will do)")
+        if (folder / MANIFEST).is_file() and folder.resolve() in args.out.resolve().parents:
+            fail("prioritylab report", f"--out {args.out} lies inside the run folder {folder}")
     against = None
     if args.against is not None:
         against = []
