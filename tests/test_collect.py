@@ -130,6 +130,19 @@ def test_a_file_in_the_way_or_an_into_that_is_a_searched_folder_is_refused_befor
     assert not inside.exists()
 
 
+def test_a_folder_holding_no_run_is_refused_and_one_that_is_not_a_run_is_named_once(tmp_path, capsys):
+    empty, into = tmp_path / "typo", tmp_path / "kept"
+    empty.mkdir()
+    line = refused(["collect", str(empty), "--into", str(into)], capsys)
+    assert line == f"prioritylab collect: error: no run under {empty}: nothing to collect" and not into.exists()
+    runs = tmp_path / "runs"
+    fake_run(runs, "per", 0, [1.0] * 10)
+    (runs / "notes").mkdir()
+    assert cli_main(["collect", str(runs), "--into", str(into)]) == 0
+    out = capsys.readouterr().out
+    assert f"not a run, left: {runs / 'notes'} (empty, left out: no manifest.json" in out and "1 runs copied" in out
+
+
 def test_another_version_of_a_run_already_collected_is_refused_and_left_as_it_was(tmp_path, capsys):
     first, second, into = tmp_path / "first", tmp_path / "second", tmp_path / "kept"
     fake_run(first, "per", 0, [1.0] * 12)

@@ -114,8 +114,11 @@ def plan(roots: list[Path], into: Path) -> dict:
 
 def collect(roots: list[Path], into: Path) -> dict:
     """Copy the small files of every finished run under ``roots`` into ``into/<run folder>/`` after
-    :func:`plan`'s checks and a check that ``into`` can be written; returns the plan."""
+    :func:`plan`'s checks and a check that ``into`` can be written; returns the plan.  ``ValueError`` where
+    ``roots`` hold no run at all, finished or not (a mistyped folder that happens to exist)."""
     todo = plan(roots, into)
+    if not any(todo[key] for key in ("copy", "same", "unfinished")):
+        raise ValueError(f"no run under {', '.join(map(str, roots))}: nothing to collect")
     if todo["copy"]:
         created = missing_dirs(into)
         try:
@@ -158,7 +161,7 @@ def _main(args) -> int:
     for folder in done["unfinished"]:
         print(f"not finished, left where it is: {folder}")
     for entry in done["left"]:
-        print(f"not a finished run, left: {entry['folder']}: {entry['status']} ({entry['detail']})")
+        print(f"not a run, left: {entry['folder']} ({entry['status']}: {entry['detail']})")
     print(f"{len(done['copy'])} runs copied into {args.into}, {len(done['same'])} already there with the same "
           f"files, {len(done['unfinished'])} not finished")  # fmt: skip
     return 0
