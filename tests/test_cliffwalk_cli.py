@@ -29,7 +29,7 @@ def test_cli_runs_and_writes_files(tmp_path, capsys):
     (["--init-std", "inf"], "init_std must be in [0.0, inf), got inf"), (["--alpha", "inf"], "alpha"),
     (["--eps", "inf"], "eps"), (["--n", "4", "5", "4"], "--n lists a size twice (4 5 4)"),
     (["--benchmark", "--n", "0"], "--benchmark measures fixed settings (docs/benchmarks.md) and takes no other "
-                                  "option, got --n --seeds --no-progress"),
+                                  "option, got --n --seeds"),  # --no-progress: it draws no bar anyway
 ])  # fmt: skip
 def test_cli_bad_input_exits_with_a_message(argv, named, capsys):
     try:

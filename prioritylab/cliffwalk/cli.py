@@ -71,7 +71,7 @@ def config_from(args) -> RunConfig:
 
 def main(args) -> int:
     if args.benchmark:
-        others = [f"--{k.replace('_', '-')}" for k in given(args) if k != "benchmark"]
+        others = [f"--{k.replace('_', '-')}" for k in given(args) if k not in ("benchmark", "no_progress")]  # no bar
         if others:  # the speed comparison has its own fixed settings
             print(f"prioritylab cliffwalk: error: --benchmark measures fixed settings (docs/benchmarks.md) and takes "
                   f"no other option, got {' '.join(others)}", file=sys.stderr)  # fmt: skip
