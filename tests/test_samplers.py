@@ -351,9 +351,12 @@ def test_bad_input_raises_and_leaves_state_unchanged(name, call, match):
         ("lap", {"kappa": -1.0}, "kappa"),
         ("lap", {"kappa": 2.0, "initial_priority": 0.5}, r"initial_priority=0.5 is below kappa=2.0"),
         ("per", {"stratified": "no"}, "stratified must be True or False, got 'no'"),
+        ("per-rank", {"stratified": False}, "stratified=False: RankSampler draws by rank segments"),
+        ("greedy-td", {"stratified": False}, "stratified=False: GreedyTDSampler draws by rank segments"),
         ("pser", {"rho": 1.5}, "rho"),
         ("pser", {"mode": "mul"}, "mode"),
         ("per-rank", {"alpha": -1.0}, "alpha"),
+        ("per-rank", {"alpha": 400.0}, r"alpha below 358\.0 at this capacity\), got 400\.0"),  # 8^-400: 0
         ("uniform", {}, None),
     ],
 )
@@ -365,6 +368,29 @@ def test_bad_parameters(name, params, match):
         return
     with pytest.raises(ValueError, match=match):
         make_sampler(name, 8, **params)
+
+
+def test_a_rank_sampler_gives_positive_is_weights_up_to_the_largest_alpha_it_takes():
+    """Ranks' masses r^-alpha: at the largest alpha the capacity allows the last one is still above 0, so the
+    global normaliser is finite and every weight positive; past it the sampler is refused (above)."""
+    n = 100
+    top = -np.log(np.nextafter(0.0, 1.0)) / np.log(n)
+    s = make_sampler("per-rank", n, alpha=np.floor(top * 10) / 10, seed=0)
+    s.add(np.arange(n), prev=np.full(n, -1))
+    s.update(np.arange(n), np.arange(n, dtype=float))
+    assert (s.sample(8, beta=0.5).weights > 0).all()
+    with pytest.raises(ValueError, match="alpha below"):
+        make_sampler("per-rank", n, alpha=np.ceil(top * 10) / 10 + 1.0)
+
+
+@pytest.mark.parametrize("name", ["per-rank", "greedy-td"])
+def test_samplers_without_a_tree_refuse_total_and_masses_in_one_line(name):
+    s = make_sampler(name, 8, seed=0)
+    s.add([0], prev=[-1])
+    for read in (lambda: s.total, s.masses):
+        with pytest.raises(ValueError, match="keeps no sampling masses; read probabilities"):
+            read()
+    assert s.probabilities()[0] == 1.0
 
 
 def test_empty_sampler_and_unknown_name():

@@ -1,6 +1,6 @@
 """The prioritised samplers' common base: draws proportional to a mass ``raw ** alpha``.
 
-:class:`PrioritySampler` stores raw priorities, gives new items the largest raw priority seen,
+:class:`PrioritySampler` stores raw priorities, gives new items the largest raw priority given so far,
 keeps the masses in a :class:`~prioritylab.sumtree.SumTree` and refuses writes whose total
 mass would overflow; :func:`is_weights` gives PER's importance-sampling weights.
 """
@@ -33,7 +33,7 @@ class PrioritySampler(Sampler):
     """A sampler whose draws are proportional to a mass ``raw ** alpha``.
 
     The rule (``_rule``, ``_rule_param``) turns a TD error into a raw priority.
-    New items enter with the largest raw priority seen so far
+    New items enter with the largest raw priority any update has given so far, a running maximum
     (``initial_priority`` before any), unless ``init="td"``, where :meth:`add`
     takes their TD errors.  Samplers that draw from the sum tree keep one
     (``_uses_tree``), with a min tree only when ``track_min`` (PER's global IS
@@ -64,6 +64,9 @@ class PrioritySampler(Sampler):
             raise ValueError(f"init must be 'max' or 'td', got {init!r}")
         self.init = init
         self.stratified = check_bool("stratified", stratified)
+        if not (self.stratified or self._uses_tree):  # it has no i.i.d. draws to give
+            raise ValueError(f"stratified=False: {type(self).__name__} draws by rank segments or in order, "
+                             "never i.i.d. from masses; only the tree samplers (per, lap, pser) take it")  # fmt: skip
         self._track_min = check_bool("track_min", track_min)
         self.tree = SumTree(capacity, track_min=track_min, track_max=False) if self._uses_tree else None
         self._raw = self._slots["raw"]  # zeros
@@ -150,20 +153,28 @@ class PrioritySampler(Sampler):
 
     @property
     def max_priority(self) -> float:
-        """Largest raw priority seen (what a new item gets)."""
+        """Largest raw priority any update has given, a running maximum (what a new item gets)."""
         return self._max_raw
 
     @property
     def total(self) -> float:
-        """Total sampling mass of the sampleable slots."""
+        """Total sampling mass of the sampleable slots (samplers that draw from the sum tree; ``ValueError`` for
+        one that draws by rank or in order, which keeps no masses: read its :meth:`probabilities`)."""
+        self._refuse_treeless("total")
         return self.tree.total
+
+    def _refuse_treeless(self, what: str) -> None:
+        if self.tree is None:
+            raise ValueError(f"{what}: {type(self).__name__} draws by rank or in order and keeps no sampling masses; "
+                             "read probabilities()")  # fmt: skip
 
     def priorities(self, indices) -> np.ndarray:
         """Raw priorities of ``indices``."""
         return self._raw[check_indices("indices", indices, self.capacity)].copy()
 
     def masses(self) -> np.ndarray:
-        """Sampling mass of every slot (0 for empty or held slots)."""
+        """Sampling mass of every slot (0 for empty or held slots); ``ValueError`` as :attr:`total`."""
+        self._refuse_treeless("masses()")
         return np.array(self.tree.leaves)
 
     def probabilities(self) -> np.ndarray:

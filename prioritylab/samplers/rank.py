@@ -125,6 +125,10 @@ class RankSampler(PrioritySampler):
         self._segment_cache: tuple[np.ndarray, ...] = ()
         ranks = np.arange(1, self.capacity + 1, dtype=np.float64)
         self._rank_mass = ranks**-self.alpha
+        if self._rank_mass[-1] == 0.0:  # its probability, and with it every global IS weight, would read 0
+            raise ValueError(f"alpha must keep rank {self.capacity}'s mass {self.capacity}^-alpha above 0 in double "
+                             f"precision (alpha below {-np.log(np.nextafter(0.0, 1.0)) / np.log(self.capacity):.1f} "
+                             f"at this capacity), got {self.alpha}")  # fmt: skip
         self._cdf = np.cumsum(self._rank_mass)  # H_r = sum_{j<=r} j^-alpha
 
     def config(self) -> dict:
