@@ -68,8 +68,8 @@ _stopping = threading.Event()
 
 def load_module(path: Path):
     """The specification's module; ``ValueError`` for a missing file, a folder, a file that is not ``.py`` or one
-    without ``runs``.  The module is registered in ``sys.modules`` before it runs, as an imported one is (a ``dataclass`` under
-    ``from __future__ import annotations`` looks its module up there)."""
+    without ``runs``.  The module is registered in ``sys.modules`` before it runs, as an imported one is (a
+    ``dataclass`` under ``from __future__ import annotations`` looks its module up there)."""
     if path.is_dir():
         raise ValueError(f"sweep specification {path} is a folder; give one of its .py files")
     if not path.is_file():
