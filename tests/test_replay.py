@@ -241,8 +241,9 @@ def test_bad_slots_envs_and_devices_are_refused_before_anything_changes():
     for bad in ([0.9], ["1"]):
         with pytest.raises(ValueError, match="envs must be integers"):
             buf.end_episodes(np.zeros((2, 3)), bad)
-    with pytest.raises(RuntimeError, match="gpu0"):
-        buf.sample(4, device="gpu0")
+    for device in ("gpu0", "cuda:99"):  # a name torch does not know, and a device it knows but that is not here
+        with pytest.raises(ValueError, match=f"device '{device}' cannot be used here"):
+            buf.sample(4, device=device)
     assert pickle.dumps(buf.state_dict()) == before
     np.testing.assert_array_equal(buf.gather([0, 1])["obs"], buf.gather(np.array([0, 1], dtype=np.int32))["obs"])
 

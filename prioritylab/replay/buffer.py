@@ -240,6 +240,7 @@ class ReplayBuffer:
         self._env_rows = np.arange(n)
         self.diagnostics = ReplayDiagnostics(capacity) if diagnostics else None
         self._flags = np.empty(self._plan["invalid"].shape[0] + self._plan["complete"].shape[0], dtype=bool)
+        self._devices: dict[str, object] = {}  # devices ``sample`` has checked, by name
 
     # -- reads -----------------------------------------------------------------
     def config(self) -> dict:
@@ -442,19 +443,16 @@ class ReplayBuffer:
 
         IS weights are float32 in (0, 1]: a weight below float32's range is :data:`WEIGHT_FLOOR`.
         """
-        if device is not None:  # a device torch does not know is refused before anything is drawn
-            import torch
-
-            dev = torch.device(device)
+        dev = None if device is None else self._device(device)  # refused before anything is drawn
         drawn = self.sampler.sample(batch_size, beta)
         data = self._gather(np.ascontiguousarray(drawn.indices, dtype=np.int64))
         if self.diagnostics is not None:
             self.diagnostics.on_draw(drawn.indices, drawn.weights, self.storage["env_step"],
                                      int(self.writer["steps"][0]) - 1, drawn.beta)  # fmt: skip
         weights = np.maximum(drawn.weights.astype(np.float32), WEIGHT_FLOOR)  # stays in (0, 1] as float32
-        if device is not None:
+        if dev is not None:
             if dev.type == "cpu":  # no copy: the tensors share the arrays' memory
-                from_numpy = torch.from_numpy
+                from torch import from_numpy
                 data = {k: (v if k == "steps" else from_numpy(v)) for k, v in data.items()}
                 weights = from_numpy(weights)
             else:
@@ -465,6 +463,22 @@ class ReplayBuffer:
             discount=data["discount"], weights=weights, indices=drawn.indices, generations=drawn.generations,
             probs=drawn.probs, steps=data["steps"],
         )  # fmt: skip
+
+    def _device(self, device):
+        """``device`` as a torch device, once checked to be usable here (a tensor made on it); ``ValueError``
+        naming it otherwise.  Checked once per name: ``sample`` is on the training loop's path."""
+        dev = self._devices.get(str(device))
+        if dev is None:
+            import torch
+
+            try:
+                dev = torch.device(device)
+                if dev.type != "cpu":
+                    torch.empty(0, device=dev)
+            except (RuntimeError, AssertionError, TypeError) as err:
+                raise ValueError(f"device {device!r} cannot be used here: {err}") from None
+            self._devices[str(device)] = dev
+        return dev
 
     def update(self, batch: Batch, td_errors, **values) -> None:
         """Report the batch's TD errors (a NumPy array or a torch tensor); stale items are skipped.
