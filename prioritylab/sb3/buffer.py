@@ -164,15 +164,15 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         shape, dtype = (n, *self.obs_shape), self.replay.obs_dtype
         obs = check_rows("obs", np.asarray(obs).reshape(shape), shape, dtype)
         next_obs = check_rows("next_obs", np.asarray(next_obs).reshape(shape), shape, dtype)
-        action = np.asarray(action).reshape((n, self.action_dim))
+        replay = self.replay  # the rows the replay would refuse are refused before an episode is ended below
+        action = check_rows("action", np.asarray(action).reshape((n, self.action_dim)), (n, *replay.action_shape),
+                            replay.action_dtype)  # fmt: skip
         done = np.asarray(done).reshape(n).astype(bool)
         if self.handle_timeout_termination:
             timeout = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos], dtype=bool)
         else:
             timeout = np.zeros(n, dtype=bool)
-        reward = np.asarray(reward)
-        if reward.dtype.kind == "f" and not np.isfinite(reward).all():  # refused before an episode is ended below
-            raise ValueError(f"reward holds a non-finite value: {reward[~np.isfinite(reward)][0]}")
+        reward = check_rows("reward", np.asarray(reward), (n,), np.dtype(np.float32))
         restarted = self.replay.writer["open"] & (obs != self._last_next).reshape(n, -1).any(axis=1)
         if self.replay.frame_stack > 1:
             self._check_stacks(obs, next_obs, ~self.replay.writer["open"] | restarted)
