@@ -26,7 +26,9 @@ whatever the interleaving of environments.
 Memory per slot: ``obs_bytes + action_bytes + 4 (reward) + 3 (flags, kind)
 + 24 (episode step, episode id, env step)`` bytes of storage plus the
 sampler's ~90 bytes and the diagnostics' 8 (a draw count; none with
-``diagnostics=False``) (:func:`estimate_bytes`).  For Atari (84x84 uint8
+``diagnostics=False``) (:func:`estimate_bytes`).  The sampler's figure holds where the capacity is at or just
+below a power of 4 (10^6: 86 bytes); its trees are padded up to the next power of 4, so just past one it is
+up to about 150 (2^20 + 1: 149), which the estimate does not count.  For Atari (84x84 uint8
 frames, 4-stack, int64 actions): 7,056 + 8 + 31 + 90 + 8 = 7,193 bytes, 7.2 GB
 for 10^6 transitions, against 56 GB for stacked ``obs`` and ``next_obs``
 stored per transition.
@@ -49,7 +51,8 @@ WEIGHT_FLOOR = np.float32(np.finfo(np.float32).tiny)
 """Smallest IS weight a batch hands out (the smallest normal float32, 1.2e-38): a float64 weight in
 (0, 1] that float32 cannot hold would become 0; the smallest normal rather than the smallest subnormal
 (1.4e-45) so that it also stays positive where subnormals are flushed to zero."""
-SAMPLER_BYTES_PER_SLOT = 90  # stamps, links, flags, TD, raw priority, sum and min trees (4-ary: 4/3 nodes a leaf)
+SAMPLER_BYTES_PER_SLOT = 90  # stamps, links, flags, TD, raw priority, sum and min trees (4-ary: 4/3 nodes a leaf,
+# at a capacity that fills the leaves of a power of 4; up to about 150 just past one: see the module docstring)
 DIAGNOSTICS_BYTES_PER_SLOT = np.dtype(np.int64).itemsize  # ReplayDiagnostics' draw count a slot
 
 
