@@ -637,6 +637,11 @@ class SumTree:
             if written.dtype != np.bool_ or written.shape != (self.capacity,):
                 raise ValueError(f"state['written'] must be a bool array of shape ({self.capacity},), "
                                  f"got {written.dtype} {written.shape}")  # fmt: skip
+            unwritten = np.flatnonzero((leaves > 0) & ~written)
+            if unwritten.size:  # a positive leaf is one that was written: the min tree would miss it
+                i = int(unwritten[0])
+                raise ValueError(f"state['written'] is False at slot {i}, whose leaf is {float(leaves[i])!r}: a "
+                                 "slot with a positive leaf was written")  # fmt: skip
         tree = tree_alloc(self._tree.shape[0])
         tree[self.leaf0 : self.leaf0 + self.capacity] = leaves
         tmin, tmax = np.empty(0), np.empty(0)

@@ -268,6 +268,7 @@ def test_a_bad_state_is_refused_naming_the_field_and_changes_nothing():
         ({"leaves": huge}, "leaves"),
         ({"written": np.ones(8)}, "written"),
         ({"written": np.ones(7, dtype=bool)}, "written"),
+        ({"written": np.zeros(8, dtype=bool)}, r"state\['written'\] is False at slot 0, whose leaf is 1\.0"),
     ]:
         if change == "drop written":
             bad = {k: v for k, v in good.items() if k != "written"}
