@@ -101,7 +101,10 @@ def as_rng(seed) -> np.random.Generator:
     """A Generator from a seed, a SeedSequence or a Generator (used as is)."""
     if isinstance(seed, np.random.Generator):
         return seed
-    return np.random.default_rng(seed)
+    try:
+        return np.random.default_rng(seed)
+    except (TypeError, ValueError):  # NumPy's own messages name neither the argument nor the value
+        raise ValueError(f"seed must be a non-negative integer, a SeedSequence or a Generator, got {seed!r}") from None
 
 
 def available_bytes() -> int | None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from ._checks import check_positive_int, check_range
+
 
 @dataclass(frozen=True)
 class LinearSchedule:
@@ -17,9 +21,10 @@ class LinearSchedule:
     end: float
     steps: int
 
-    def __post_init__(self):
-        if self.steps <= 0:
-            raise ValueError(f"steps must be positive, got {self.steps!r}")
+    def __post_init__(self):  # a NaN or a fraction of a step would give NaN, or values off the line, later
+        for name in ("start", "end"):
+            object.__setattr__(self, name, check_range(name, getattr(self, name), -np.inf, np.inf, True, True))
+        object.__setattr__(self, "steps", check_positive_int("steps", self.steps))
 
     def __call__(self, t: int) -> float:
         frac = min(max(t, 0) / self.steps, 1.0)
