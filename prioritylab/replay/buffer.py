@@ -75,7 +75,8 @@ def estimate_bytes(capacity: int, obs_shape, obs_dtype, action_shape=(), action_
 
 @dataclass
 class Batch:
-    """A sampled minibatch: NumPy arrays, or torch tensors on ``device`` when one was asked for.
+    """A sampled minibatch: NumPy arrays; with a ``device`` asked for, ``obs`` to ``weights`` are torch tensors on
+    it, and ``indices``, ``generations``, ``probs`` and ``steps`` (the sampler's bookkeeping) stay NumPy arrays.
 
     ``reward`` is the n-step return, ``discount`` is ``gamma^m`` after ``m``
     steps (0 if the episode terminated within them): the TD target is
