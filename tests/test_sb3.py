@@ -113,7 +113,9 @@ def test_a_buffer_size_too_small_for_its_environments_is_refused_naming_the_valu
 
 
 @pytest.mark.parametrize(("kw", "message"), [({"size": 0}, "buffer_size=0 must be a positive integer"),
-                                             ({"sampler": "uniform", "alpha": -1.0}, "alpha must be in")])
+                                             ({"sampler": "uniform", "alpha": -1.0}, "alpha must be in"),
+                                             ({"sampler": "per", "beta0": 2.0}, "beta0 must be in [0.0, 1.0], got 2.0"),
+                                             ({"n_steps": 0}, "n_steps=0 must be a positive integer")])
 def test_a_bad_buffer_size_or_an_unread_setting_out_of_range_is_refused_naming_it(kw, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _buffer(**kw)

@@ -18,7 +18,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,7 +30,7 @@ from tqdm import tqdm
 from ..replay import ReplayBuffer, estimate_bytes, least_slots
 from ..replay.diagnostics import COLUMNS as DIAGNOSTICS
 from ..samplers import PriorityOverflow
-from .methods import METHOD_TABLE, Defaults, Method, ReplaySettings
+from .methods import METHOD_TABLE, Defaults, Method, setting_named
 from .minatar import is_minatar
 from .minatar import register as register_minatar
 from .run import (
@@ -207,20 +207,11 @@ def learn(agent: Agent, buffer: ReplayBuffer, method: Method, step: int, batch_s
     return stats
 
 
-SAMPLER_ARGUMENTS = {"beta": "beta0", "local_hidden": "ners_local", "score_hidden": "ners_score"}
-"""The samplers' arguments whose ``ReplaySettings`` field has another name (NERS's others: ``ners_`` + theirs)."""
-
-
 def sampler_error(sampler: str, err: Exception) -> SettingsError:
-    """A replay method's refusal, with the setting it names written as the flag that gives it: the samplers name
-    their own arguments (``alpha must be ...``; NERS's ``lr``), the command line has ``--replay.alpha`` and
-    ``--replay.ners-lr``."""
-    text = str(err)
-    word, sep, rest = text.partition(" ")
-    names = {f.name for f in fields(ReplaySettings)}
-    name = SAMPLER_ARGUMENTS.get(word, f"ners_{word}" if f"ners_{word}" in names else word)
-    if sep and name in names:
-        text = f"--replay.{name.replace('_', '-')} {rest}"
+    """A replay method's refusal, with the setting it names written as the flag that gives it
+    (:func:`~prioritylab.deep.methods.setting_named`): ``--replay.alpha``, ``--replay.ners-lr``."""
+    name, rest = setting_named(err)
+    text = f"--replay.{name.replace('_', '-')} {rest}" if name else rest
     return SettingsError(f"sampler {sampler}: {text}")
 
 

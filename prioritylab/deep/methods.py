@@ -86,6 +86,21 @@ class ReplaySettings:
     """Hidden widths of NERS's score network (Table B.1: 256 128 64)."""
 
 
+SAMPLER_ARGUMENTS = {"beta": "beta0", "local_hidden": "ners_local", "score_hidden": "ners_score"}
+"""The samplers' arguments whose ``ReplaySettings`` field has another name (NERS's others: ``ners_`` + theirs)."""
+
+
+def setting_named(err: Exception) -> tuple[str | None, str]:
+    """The ``ReplaySettings`` field a sampler's refusal names, and the rest of its message: the samplers name their
+    own arguments (``beta must be ...``, NERS's ``lr``), which a caller gives as ``beta0`` and ``ners_lr``.
+    ``(None, message)`` where it names none."""
+    text = str(err)
+    word, sep, rest = text.partition(" ")
+    names = {f.name for f in fields(ReplaySettings)}
+    name = SAMPLER_ARGUMENTS.get(word, f"ners_{word}" if f"ners_{word}" in names else word)
+    return (name, rest) if sep and name in names else (None, text)
+
+
 def unread(name: str, settings: ReplaySettings) -> list[tuple[str, object, tuple[str, ...]]]:
     """``(field, value, methods that read it)`` for each setting given away from its default that the method
     ``name`` does not read: it has no effect on the run (the manifest still records it)."""

@@ -23,7 +23,7 @@ from stable_baselines3.common.type_aliases import ReplayBufferSamples
 
 from ..deep.continuous import CONTINUOUS_DEFAULTS
 from ..deep.dqn import DQN_DEFAULTS
-from ..deep.methods import Method, ReplaySettings, unread
+from ..deep.methods import Method, ReplaySettings, setting_named, unread
 from ..replay import ReplayBuffer, least_slots
 from ..replay.buffer import check_rows
 
@@ -121,6 +121,9 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
             raise ValueError(f"buffer_size={buffer_size!r} must be a positive integer")
         if not isinstance(n_envs, int) or n_envs < 1 or buffer_size // n_envs < 1:
             raise ValueError(f"n_envs={n_envs!r} must be a positive integer at most buffer_size={buffer_size}")
+        for name, value in (("n_steps", n_steps), ("frame_stack", frame_stack)):  # the replay's n_step, frame_stack
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive integer")
         least = least_slots(n_steps, frame_stack)
         if buffer_size // n_envs < least:
             raise ValueError(f"buffer_size={buffer_size} gives each of the n_envs={n_envs} environments "
@@ -131,7 +134,11 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         discrete = isinstance(action_space, spaces.Discrete)
         settings = ReplaySettings(alpha=alpha, beta0=beta0, eps=eps, kappa=kappa, rho=rho, eta=eta, window=window,
                                   mode=mode, normalise=normalise)  # fmt: skip
-        self.method = Method(sampler, settings, DQN_DEFAULTS if discrete else CONTINUOUS_DEFAULTS, total_steps=1)
+        try:
+            self.method = Method(sampler, settings, DQN_DEFAULTS if discrete else CONTINUOUS_DEFAULTS, total_steps=1)
+        except ValueError as err:  # named as given here: beta0, not the sampler's own beta
+            name, rest = setting_named(err)
+            raise ValueError(f"{name} {rest}" if name else rest) from None
         for name, value, readers in unread(sampler, settings):
             warnings.warn(f"PrioritizedReplayBuffer: {name}={value!r} has no effect with sampler={sampler!r} (read by "
                           f"{', '.join(r for r in readers if r in METHODS) or 'no sampler here'})", stacklevel=2)
