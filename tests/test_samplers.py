@@ -603,6 +603,8 @@ def test_update_applies_the_rule_of_the_priorities_module(name):
         "lap": np.maximum(np.abs(td), s.config().get("kappa", 0.0)),
     }.get(name, np.abs(td))
     assert np.array_equal(s.raw_priority(td), expected)
+    with pytest.raises(ValueError, match=r"td\[1\] = nan must be finite"):  # as update refuses it
+        s.raw_priority([0.5, np.nan])
     s.add(np.arange(5), episode_start=True)  # no decay between the items
     s.update(np.arange(5), td)
     got = s.priorities(np.arange(5))

@@ -11,7 +11,7 @@ import copy
 
 import numpy as np
 
-from .._checks import check_bool, check_indices, check_range, check_total
+from .._checks import check_bool, check_finite_array, check_indices, check_range, check_total
 from ..priorities import ABS, mass_of, masses_of, raw_priority
 from ..sumtree import SAFE_TOTAL, SumTree, tree_alloc, tree_rebuild, tree_sample
 from .base import SampleBatch, Sampler
@@ -141,8 +141,9 @@ class PrioritySampler(Sampler):
         }
 
     def raw_priority(self, td) -> np.ndarray:
-        """The sampler's rule over an array of TD errors (see :mod:`prioritylab.priorities`)."""
-        td = np.asarray(td, dtype=np.float64).reshape(-1)
+        """The sampler's rule over an array of TD errors (see :mod:`prioritylab.priorities`); ``ValueError`` naming a
+        TD error that is not a finite number, as :meth:`update` refuses it."""
+        td = check_finite_array("td", td)
         return np.array([raw_priority(self._rule, d, self._rule_param) for d in td])
 
     # -- reads ---------------------------------------------------------------
