@@ -757,11 +757,21 @@ def test_minatar_games_are_normalised_between_random_play_and_uniform(tmp_path):
     assert text.count("Freeway") == 1 and "Breakout" not in text
 
 
-def test_each_task_alone_keeps_its_own_seeds_when_another_task_has_fewer(tmp_path):
-    """Breakout with 5 seeds beside SpaceInvaders with 2 (a sweep part-way): the domain's tables take 2 seeds of
-    each (no interval), the by-task tables give Breakout its 5, exactly as a report of Breakout alone does."""
+def test_each_task_alone_keeps_its_own_seeds_when_another_task_has_fewer(tmp_path, monkeypatch):
+    """Breakout with 5 seeds beside SpaceInvaders with 2 (a sweep part-way): the domain's tables and profile take
+    2 seeds of each (no interval), the by-task tables and profiles give Breakout its 5, exactly as a report of
+    Breakout alone does."""
     from prioritylab.scores import MINATAR_RANDOM
 
+    drawn = {}
+    real = plots.plot_profiles
+
+    def spy(scores, agent, domain, out):
+        path = real(scores, agent, domain, out)
+        drawn[(path.parent.parent.name, path.name)] = {s: m.copy() for s, m in scores.items()}
+        return path
+
+    monkeypatch.setattr(plots, "plot_profiles", spy)
     runs, alone = tmp_path / "runs", tmp_path / "alone"
     for seed in range(5):
         for sampler, gain in (("uniform", 4.0), ("per", 3.0 + 0.5 * seed)):
@@ -787,8 +797,22 @@ def test_each_task_alone_keeps_its_own_seeds_when_another_task_has_fewer(tmp_pat
            result["improvement_by_task"]}  # fmt: skip
     assert imp == {("MinAtar/Breakout-v1", "per"): (5, True), ("MinAtar/SpaceInvaders-v1", "per"): (2, False)}
     assert "Each task of the domain alone" in (tmp_path / "out" / "aggregates_by_task.md").read_text()
-    R.report(alone, tmp_path / "out")  # one task: no by-task tables, and none left from the report before
+    # a profile for the domain (2 seeds of each game) and one for each game with its own seeds; Breakout's is the
+    # profile of the report of Breakout alone
+    names = ["profiles_dqn_MinAtar.png", "profiles_dqn_MinAtar-Breakout-v1.png",
+             "profiles_dqn_MinAtar-SpaceInvaders-v1.png"]  # fmt: skip
+    assert sorted(n for folder, n in drawn if folder == "out") == sorted(names)
+    assert all((tmp_path / "out" / n).stat().st_size > 0 for n in names)
+    assert sorted(json.loads((tmp_path / "out" / "manifest.json").read_text())["figures"]) == sorted(
+        [*names, *(p.name for p in (tmp_path / "out").glob("[ctd]*.png"))])
+    assert {s: m.shape for s, m in drawn[("out", names[0])].items()} == {"uniform": (2, 2), "per": (2, 2)}
+    assert {s: m.shape for s, m in drawn[("out", names[2])].items()} == {"uniform": (2, 1), "per": (2, 1)}
+    alone_profile = drawn[("alone_out", "profiles_dqn_MinAtar.png")]
+    assert {s: m.tolist() for s, m in drawn[("out", names[1])].items()} == {
+        s: m.tolist() for s, m in alone_profile.items()} and alone_profile["per"].shape == (5, 1)
+    R.report(alone, tmp_path / "out")  # one task: no by-task tables or profiles, and none left from the report before
     assert not any((tmp_path / "out").glob("*_by_task.*"))
+    assert sorted(p.name for p in (tmp_path / "out").glob("profiles_*")) == ["profiles_dqn_MinAtar.png"]
 
 
 def test_a_sampler_short_of_runs_on_one_task_is_listed_in_that_tasks_rows(tmp_path):
@@ -1176,6 +1200,36 @@ def test_every_committed_report_rebuilds_from_its_committed_runs(tmp_path):
         differ = [t for t in tables if (manifest.parent / t).read_bytes() != (rebuilt / t).read_bytes()]
         assert len(tables) >= 10 and kept == tables and differ == [], (manifest.parent, differ)
         assert sorted(json.loads((rebuilt / "manifest.json").read_text())["figures"]) == sorted(recorded["figures"])
+
+
+def test_a_table_without_rows_still_has_its_header(tmp_path):
+    """One sampler on one task: no comparison, gain or probability of improvement, and each of those CSVs is its
+    header alone, the columns the same tables have with rows (a header pandas can read)."""
+    import pandas as pd
+
+    for seed in range(2):
+        fake_run(tmp_path / "one", "per", seed, [1.0 + seed] * 10)
+        for sampler in ("uniform", "per"):
+            fake_run(tmp_path / "two", sampler, seed, [1.0 + seed] * 10)
+    R.report(tmp_path / "one", tmp_path / "out_one")
+    R.report(tmp_path / "two", tmp_path / "out_two")
+    for name in ("gains", "differences", "speed", "improvement"):
+        empty = pd.read_csv(tmp_path / "out_one" / f"{name}.csv")
+        full = pd.read_csv(tmp_path / "out_two" / f"{name}.csv")
+        assert empty.empty and len(full) > 0 and list(empty.columns) == list(full.columns) == list(
+            report_stats.COLUMNS[name]), name
+
+
+def test_a_row_with_other_columns_is_refused_before_the_csv_is_written(tmp_path):
+    from prioritylab.results import write_csv
+
+    path = tmp_path / "t.csv"
+    write_csv(path, [], ["a", "b"])
+    assert path.read_bytes() == b"a,b\r\n"
+    for rows in ([{"a": 1, "b": 2}, {"a": 1}], [{"b": 2, "a": 1}], [{"a": 1, "b": 2, "c": 3}]):
+        with pytest.raises(ValueError, match="are not the table's"):
+            write_csv(path, rows, ["a", "b"])
+        assert path.read_bytes() == b"a,b\r\n"
 
 
 def test_a_run_folder_without_its_manifest_is_named_not_dropped(tmp_path):

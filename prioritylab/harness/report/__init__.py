@@ -33,9 +33,10 @@ runs by (agent, environment, sampler) across seeds and writes:
   over ``uniform``, and of the comparisons the papers make (LAP, PAL, PSER and NERS
   over ``per``; PAL over ``lap``, where 0.5 is the claim: :data:`CLAIMS`), P(X > Y)
   over runs, averaged over tasks, with its bootstrap interval;
-* ``aggregates_by_task`` and ``improvement_by_task`` (``.md`` / ``.csv``), where a domain has several tasks:
-  the same for each task alone (``<domain>: <task>``), with that task's own seeds (the domain's tables
-  take each sampler's seeds as many on every task as on its task with the fewest);
+* ``aggregates_by_task`` and ``improvement_by_task`` (``.md`` / ``.csv``) and ``profiles_<agent>_<task>.png``,
+  where a domain has several tasks: the same for each task alone (``<domain>: <task>``), with that task's own
+  seeds (the domain's tables and profile take each sampler's seeds as many on every task as on its task with the
+  fewest);
 * ``differences.md`` / ``.csv``: per environment, for the same comparisons, the difference
   of the mean final scores with its 95 % Welch interval, absolute and as a share of the
   baseline's mean;
@@ -235,7 +236,7 @@ def _report_into(out: Path, gone: list[str], runs: list[dict], reference_runs: l
     write("ners_table3.md", tables.ners_table3(comparable))
     gains_left = list(unlike)
     gain_rows = stats.gains(comparable, left_out=gains_left)
-    write_csv(out / "gains.csv", gain_rows)
+    write_csv(out / "gains.csv", gain_rows, stats.COLUMNS["gains"])
     write("gains.md", tables.gains_markdown(gain_rows, gains_left))
     hn_left = list(unlike)
     hn = stats.human_normalised(comparable, hn_left)
@@ -248,33 +249,34 @@ def _report_into(out: Path, gone: list[str], runs: list[dict], reference_runs: l
     left_by_task = list(unlike)
     matrices = stats.score_matrices(cells, left)
     agg = stats.aggregates(matrices)
-    write_csv(out / "aggregates.csv", agg)
+    write_csv(out / "aggregates.csv", agg, stats.COLUMNS["aggregates"])
     write("aggregates.md", tables.aggregates_markdown(agg, left))
-    agg_by_task = stats.aggregates(stats.score_matrices(each_task, left_by_task))
+    task_matrices = stats.score_matrices(each_task, left_by_task)
+    agg_by_task = stats.aggregates(task_matrices)
     by_task_text = tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True)
     _table(out, "aggregates_by_task", agg_by_task, by_task_text + "\n" + tables.BY_TASK_NOTE + "\n", write,
            gone)
     next_part("differences and speed")
     not_compared = list(unlike)
     diffs = stats.differences(comparable, left_out=not_compared)
-    write_csv(out / "differences.csv", diffs)
+    write_csv(out / "differences.csv", diffs, stats.COLUMNS["differences"])
     write("differences.md", tables.differences_markdown(diffs, not_compared))
     fast = stats.speed(comparable)
-    write_csv(out / "speed.csv", fast)
+    write_csv(out / "speed.csv", fast, stats.COLUMNS["speed"])
     write("speed.md", tables.speed_markdown(fast, not_compared))
     versus_rows = []
     if against is not None:
         keys = [key for key, _ in against]
         reference = grouped(reference_runs)
         versus_rows = stats.versus(groups, reference, keys)
-        write_csv(out / "versus.csv", versus_rows)
+        write_csv(out / "versus.csv", versus_rows, stats.COLUMNS["versus"])
         write("versus.md", tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
     else:
         _table(out, "versus", [], "", write, gone)
     next_part("probabilities of improvement (bootstrap)")
     imp_left = list(unlike)
     imp = stats.improvement(cells, left_out=imp_left)
-    write_csv(out / "improvement.csv", imp)
+    write_csv(out / "improvement.csv", imp, stats.COLUMNS["improvement"])
     write("improvement.md", tables.improvement_markdown(imp, imp_left))
     imp_by_task_left = list(unlike)
     imp_by_task = stats.improvement(each_task, left_out=imp_by_task_left)
@@ -288,7 +290,8 @@ def _report_into(out: Path, gone: list[str], runs: list[dict], reference_runs: l
     next_part("figures")
     figures = plots.plot_curves(comparable, out) + plots.plot_table3(comparable, out)
     next_part("performance profiles (bootstrap)")
-    profiles = [plots.plot_profiles(scores, agent, domain, out) for (agent, domain), scores in matrices.items()]
+    profiles = [plots.plot_profiles(scores, agent, domain, out)
+                for (agent, domain), scores in [*matrices.items(), *task_matrices.items()]]
     return {"runs": len(runs), "groups": len(groups), "table": table, "figures": figures, "status": status,
             "gains": gain_rows, "human_normalised": hn, "aggregates": agg, "improvement": imp, "overhead": over,
             "differences": diffs, "speed": fast, "versus": versus_rows, "aggregates_by_task": agg_by_task,

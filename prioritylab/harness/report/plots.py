@@ -12,7 +12,7 @@ import numpy as np
 from ...results import save_figure
 from ...scores import SCORES, atari_game, minatar_random
 from .runs import aligned, last_values
-from .stats import TABLE3_KEYS, mean_ci, on_own_streams
+from .stats import TABLE3_KEYS, domain_and_task, mean_ci, on_own_streams
 
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
 PROFILE_REPS = 2000
@@ -206,25 +206,28 @@ def profile_bands(score_dict: dict, taus: np.ndarray, reps: int) -> tuple[dict, 
 
 def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path) -> Path:
     """``profiles_<agent>_<domain>.png``: rliable's performance profiles of one domain's runs x tasks matrices,
-    with 95 % stratified-bootstrap bands."""
+    with 95 % stratified-bootstrap bands.  Given a key of
+    :func:`~prioritylab.harness.report.stats.task_cells` (``<domain>: <task>``), the profile of that task alone,
+    with its own seeds: ``profiles_<agent>_<task>.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    domain, task = domain_and_task(domain)
     allv = np.concatenate([v.ravel() for v in score_dict.values()])
     taus = np.linspace(allv.min(), allv.max(), 101)
     profiles, cis = profile_bands(score_dict, taus, PROFILE_REPS)
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     for k, s in enumerate(sorted(score_dict)):
-        ax.plot(taus, profiles[s], color=f"C{k}", label=s)
+        ax.plot(taus, profiles[s], color=f"C{k}", label=f"{s} ({score_dict[s].shape[0]} runs)" if task else s)
         ax.fill_between(taus, cis[s][0], cis[s][1], color=f"C{k}", alpha=0.15, lw=0)
     ax.set_xlabel(score_label(domain))
     ax.set_ylabel("fraction of runs with score > x")
-    ax.set_title(f"Performance profile, {agent.upper()} on {domain}", fontsize=10)
+    ax.set_title(f"Performance profile, {agent.upper()} on {task or domain}", fontsize=10)
     ax.legend(fontsize=8)
     fig.text(0.01, -0.02, "Band: 95 % stratified-bootstrap interval (rliable).", fontsize=7, ha="left", va="top")
-    path = figure_path(out, "profiles", agent, domain.split(" ")[0])
+    path = figure_path(out, "profiles", agent, task or domain.split(" ")[0])
     save_figure(fig, path)
     plt.close(fig)
     return path

@@ -70,6 +70,22 @@ def welch_ci(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
 
 TABLE3_KEYS = ("td_mean", "td_std", "q_mean", "q_std")
 
+_WELCH = ("difference", "lo", "hi", "pct", "pct_lo", "pct_hi")
+COLUMNS = {
+    "gains": ("agent", "sampler", "baseline", "envs", "seeds", "mean_gain_pct", "median_gain_pct"),
+    "aggregates": ("agent", "domain", "sampler", "runs", "tasks", "ci_meaningful",
+                   *(f"{m}{end}" for m in ("iqm", "mean", "median") for end in ("", "_lo", "_hi"))),
+    "differences": ("agent", "env", "sampler", "baseline", "seeds", "baseline_seeds", *_WELCH),
+    "speed": ("agent", "env", "sampler", "baseline", "seeds", "baseline_seeds", *_WELCH, "twice_as_fast",
+              "twice_as_fast_pct", "vs_twice", "vs_twice_lo", "vs_twice_hi", "excluded_speed_up"),
+    "versus": ("agent", "env", "sampler", "value", "reference", "seeds", "reference_seeds", "partial",
+               "reference_partial", "mean", "reference_mean", *_WELCH, "not_comparable"),
+    "improvement": ("agent", "domain", "sampler", "baseline", "runs", "tasks", "p_improvement", "lo", "hi",
+                    "ci_meaningful"),
+}  # fmt: skip
+"""The columns of the report's tables that can have no rows (:func:`~prioritylab.results.write_csv` checks every
+row against them, so that an empty table's CSV still has its header)."""
+
 
 def build_table(groups: dict, notes: dict | None = None) -> list[dict]:
     notes = notes or {}
@@ -135,7 +151,7 @@ def _welch_row(x: np.ndarray, y: np.ndarray) -> dict:
     diff, lo, hi = welch_ci(x, y)
     scale = abs(float(y.mean()))
     rel = [100 * v / scale if scale > 0 else math.nan for v in (diff, lo, hi)]
-    return {"difference": diff, "lo": lo, "hi": hi, "pct": rel[0], "pct_lo": rel[1], "pct_hi": rel[2]}
+    return dict(zip(_WELCH, (diff, lo, hi, *rel), strict=True))
 
 
 def differences(groups: dict, claims: dict | None = None, score=final_score,
@@ -425,9 +441,20 @@ def task_cells(cells: dict) -> dict:
         if len(tasks) < 2:
             continue
         for task in tasks:
-            out[(agent, f"{domain}: {task}")] = {s: {task: by_task[task]} for s, by_task in samplers.items()
-                                                 if task in by_task}  # fmt: skip
+            out[(agent, f"{domain}{TASK_SEPARATOR}{task}")] = {s: {task: by_task[task]}
+                                                              for s, by_task in samplers.items() if task in by_task}
     return out
+
+
+TASK_SEPARATOR = ": "
+"""Between the domain and the task in :func:`task_cells`' keys (``MinAtar (...): MinAtar/Asterix-v1``)."""
+
+
+def domain_and_task(name: str) -> tuple[str, str | None]:
+    """A key's domain and task: ``(domain, task)`` for :func:`task_cells`' ``<domain>: <task>``, ``(domain, None)``
+    for a whole domain of :func:`score_cells` (no domain name holds the separator)."""
+    domain, sep, task = name.partition(TASK_SEPARATOR)
+    return domain, (task if sep else None)
 
 
 def _tasks(cells: dict) -> set:
