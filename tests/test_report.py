@@ -528,7 +528,7 @@ def test_shown_bootstrap_intervals_say_they_cover_less_than_95_percent_over_few_
         text = (tmp_path / "out2" / name).read_text()
         assert "rliable's stratified-bootstrap percentile interval" in text and "bootstrap_coverage.py" in text
     row = {"agent": "td3", "domain": "Hopper-v5", "sampler": "per", "baseline": "uniform", "runs": 10, "tasks": 1,
-           "ci_meaningful": True, "p_improvement": 0.5, "lo": 0.2, "hi": 0.8,
+           "baseline_runs": 10, "ci_meaningful": True, "p_improvement": 0.5, "lo": 0.2, "hi": 0.8,
            **{k: 1.0 for m in ("iqm", "mean", "median") for k in (m, m + "_lo", m + "_hi")}}  # fmt: skip
     for markdown in (tables.aggregates_markdown([row], []), tables.improvement_markdown([row])):
         assert "[0.2, 0.8]" in markdown or "[1, 1]" in markdown
@@ -622,6 +622,20 @@ def test_probability_of_improvement_over_uniform(tmp_path):
     assert rows["lap"]["p_improvement"] == pytest.approx(0.5, abs=1e-12)
     assert rows["per"]["ci_meaningful"] and rows["per"]["lo"] <= 1.0 <= rows["per"]["hi"] + 1e-12
     assert "| td3 | Hopper-v5 | per | uniform | 5 x 1 | 1 [1, 1] |" in (tmp_path / "out" / "improvement.md").read_text()
+
+
+def test_a_probability_of_improvement_names_the_runs_of_each_side(tmp_path):
+    """PER with 7 seeds against uniform's 5: P(X > Y) counts the 35 pairs, and the table names both counts."""
+    runs = tmp_path / "runs"
+    for seed in range(7):
+        fake_run(runs, "per", seed, [float(seed)] * 10)
+        if seed < 5:
+            fake_run(runs, "uniform", seed, [seed + 0.5] * 10)
+    row = R.report(runs, tmp_path / "out")["improvement"][0]
+    # per's seed k beats uniform's seeds below k (of 0-4): 0 + 1 + 2 + 3 + 4 + 5 + 5 of the 35 pairs
+    assert (row["runs"], row["baseline_runs"], row["p_improvement"]) == (7, 5, pytest.approx(20 / 35, abs=1e-12))
+    text = (tmp_path / "out" / "improvement.md").read_text()
+    assert "| td3 | Hopper-v5 | per | uniform | 7 / 5 x 1 |" in text and "the sampler's / the baseline's" in text
 
 
 def test_a_pilot_on_few_games_never_cuts_the_other_samplers_games(tmp_path):

@@ -80,8 +80,8 @@ COLUMNS = {
               "twice_as_fast_pct", "vs_twice", "vs_twice_lo", "vs_twice_hi", "excluded_speed_up"),
     "versus": ("agent", "env", "sampler", "value", "reference", "seeds", "reference_seeds", "partial",
                "reference_partial", "mean", "reference_mean", *_WELCH, "not_comparable"),
-    "improvement": ("agent", "domain", "sampler", "baseline", "runs", "tasks", "p_improvement", "lo", "hi",
-                    "ci_meaningful"),
+    "improvement": ("agent", "domain", "sampler", "baseline", "runs", "baseline_runs", "tasks", "p_improvement",
+                    "lo", "hi", "ci_meaningful"),
 }  # fmt: skip
 """The columns of the report's tables that can have no rows (:func:`~prioritylab.results.write_csv` checks every
 row against them, so that an empty table's CSV still has its header)."""
@@ -542,11 +542,10 @@ def _improvement(cells: dict, reps: int, baseline: str, samplers: tuple[str, ...
             continue
         point, ci = interval_estimates(pairs, probability_of_improvement, reps)
         for s, (x, y) in pairs.items():
-            n, tasks = min(x.shape[0], y.shape[0]), y.shape[1]
-            rows.append({"agent": agent, "domain": domain, "sampler": s, "baseline": baseline, "runs": n,
-                         "tasks": tasks, "p_improvement": float(np.squeeze(point[s])),
+            rows.append({"agent": agent, "domain": domain, "sampler": s, "baseline": baseline, "runs": x.shape[0],
+                         "baseline_runs": y.shape[0], "tasks": y.shape[1], "p_improvement": float(np.squeeze(point[s])),
                          "lo": float(np.squeeze(ci[s])[0]), "hi": float(np.squeeze(ci[s])[1]),
-                         "ci_meaningful": n >= MIN_CI_RUNS})  # fmt: skip
+                         "ci_meaningful": min(x.shape[0], y.shape[0]) >= MIN_CI_RUNS})  # fmt: skip
     return rows
 
 

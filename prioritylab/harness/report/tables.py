@@ -334,12 +334,19 @@ def aggregates_markdown(rows: list[dict], left_out: list[str], by_task: bool = F
     return "\n".join(lines) + "\n"
 
 
+def _runs_a_side(row: dict) -> str:
+    """The runs compared: ``5``, or the sampler's and the baseline's where they differ (``13 / 5``)."""
+    return str(row["runs"]) if row["runs"] == row["baseline_runs"] else f"{row['runs']} / {row['baseline_runs']}"
+
+
 def improvement_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
     lines = ["| agent | domain | sampler | vs | runs x tasks | P(sampler > baseline) [95 % CI] |",
              "|---|---|---|---|---|---|"]
-    lines += [f"| {r['agent']} | {r['domain']} | {r['sampler']} | {r['baseline']} | {r['runs']} x {r['tasks']} | "
+    lines += [f"| {r['agent']} | {r['domain']} | {r['sampler']} | {r['baseline']} | {_runs_a_side(r)} x {r['tasks']} | "
               f"{interval(r['p_improvement'], r['lo'], r['hi'], r['ci_meaningful'])} |" for r in rows]  # fmt: skip
-    if any(r["ci_meaningful"] and r["runs"] < NOMINAL_RUNS for r in rows):
+    if any(r["runs"] != r["baseline_runs"] for r in rows):
+        lines += ["", "Runs: the sampler's / the baseline's, where they differ (P(X > Y) counts every pair)."]
+    if any(r["ci_meaningful"] and min(r["runs"], r["baseline_runs"]) < NOMINAL_RUNS for r in rows):
         lines += ["", BOOTSTRAP_NOTE]
     if any(not r["ci_meaningful"] for r in rows):
         lines += ["", FEW_RUNS_NOTE]
