@@ -39,10 +39,11 @@ def check_range(name: str, value, lo: float, hi: float, lo_open: bool = False, h
 
 def as_float_array(name: str, values) -> np.ndarray:
     """``values`` as a contiguous float64 array (no copy when they are one); ``ValueError`` for anything but
-    numbers: a string such as ``"2.5"`` would otherwise be read as one."""
+    numbers: a string such as ``"2.5"`` would otherwise be read as one, and a boolean as 0 or 1 (the samplers' ``add``
+    refuses boolean TD errors too)."""
     arr = np.asarray(values)
     if arr.dtype != np.float64 or not arr.flags.c_contiguous:
-        if arr.dtype.kind not in "fiub" and arr.size:
+        if arr.dtype.kind not in "fiu" and arr.size:
             raise ValueError(f"{name} must be numbers, got dtype {arr.dtype}")
         arr = np.ascontiguousarray(arr, dtype=np.float64)
     return arr

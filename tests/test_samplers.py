@@ -321,6 +321,8 @@ def test_same_seed_same_results():
         (lambda s: s.update([0, 99], [0.5, 0.5]), r"indices\[1\] = 99 is out of range"),
         (lambda s: s.update([0, 50], [0.5, 0.5]), r"indices\[1\] = 50 points at an empty slot"),
         (lambda s: s.update([0, 1], [0.5]), "shape"),
+        (lambda s: s.update([0, 1], np.array([True, False])), "td_errors must be numbers, got dtype bool"),
+        (lambda s: s.add([3, 4], td_errors=np.array([True, False])), "td_errors must be numbers, got dtype bool"),
         (lambda s: s.add([3, -1]), r"slots\[1\] = -1 is out of range"),
         (lambda s: s.add([3, 4], episode_start=[True]), None),
         (lambda s: s.sample(0), "batch_size"),
