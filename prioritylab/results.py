@@ -95,15 +95,15 @@ def write_json(path, obj, parents: bool = True) -> None:
 def write_csv(path, rows: Iterable[Mapping], fieldnames: list[str] | None = None, lineterminator="\r\n",
               parents: bool = True) -> None:  # fmt: skip
     """Rows as CSV, atomically (:func:`atomic_write`); the header is ``fieldnames`` or the first row's keys.  Given
-    ``fieldnames``, a table with no rows still has its header, and a row whose keys are not ``fieldnames``, in
-    that order, is a ``ValueError`` before anything is written."""
+    ``fieldnames`` (in the order the file gives them), a table with no rows still has its header, and a row that
+    lacks one of them or has another key is a ``ValueError`` before anything is written (not a blank cell)."""
     rows = list(rows)
     if fieldnames is None:
         fieldnames = list(rows[0].keys()) if rows else []
     else:
         fieldnames = list(fieldnames)
         for row in rows:
-            if list(row) != fieldnames:
+            if row.keys() != set(fieldnames):
                 raise ValueError(f"{path}: a row's columns {list(row)} are not the table's {fieldnames}")
 
     def _write(fh):

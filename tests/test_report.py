@@ -1240,10 +1240,12 @@ def test_a_row_with_other_columns_is_refused_before_the_csv_is_written(tmp_path)
     path = tmp_path / "t.csv"
     write_csv(path, [], ["a", "b"])
     assert path.read_bytes() == b"a,b\r\n"
-    for rows in ([{"a": 1, "b": 2}, {"a": 1}], [{"b": 2, "a": 1}], [{"a": 1, "b": 2, "c": 3}]):
+    for rows in ([{"a": 1, "b": 2}, {"a": 1}], [{"b": 2}], [{"a": 1, "b": 2, "c": 3}]):
         with pytest.raises(ValueError, match="are not the table's"):
             write_csv(path, rows, ["a", "b"])
         assert path.read_bytes() == b"a,b\r\n"
+    write_csv(path, [{"b": 2, "a": 1}], ["a", "b"])  # the columns in the order given
+    assert path.read_bytes() == b"a,b\r\n1,2\r\n"
 
 
 def test_a_run_folder_without_its_manifest_is_named_not_dropped(tmp_path):
