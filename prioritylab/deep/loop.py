@@ -130,9 +130,19 @@ def register_env_packages(env_id: str) -> None:
 
 
 def make_gym_env(env_id: str) -> gym.Env:
-    register_env_packages(env_id)
+    check_env_id(env_id)
     try:
         return gym.make(env_id)
+    except gym.error.Error as err:  # e.g. a dependency of a known id that is not installed
+        raise SettingsError(f"environment {env_id!r} cannot be made: {err}") from None
+
+
+def check_env_id(env_id: str) -> None:
+    """Refuse an id gymnasium does not know (a misspelt game) from its registry alone, before anything is made:
+    ``SettingsError`` naming it."""
+    register_env_packages(env_id)
+    try:
+        gym.spec(env_id)
     except gym.error.Error as err:
         raise SettingsError(f"unknown environment {env_id!r}: {err}") from None
 
@@ -216,7 +226,10 @@ def sampler_error(sampler: str, err: Exception) -> SettingsError:
 
 
 def check_settings(spec: Spec, cfg: RunSettings) -> None:
-    """Every check of a run's settings alone (no environment, folder or file): ``SettingsError`` naming the value."""
+    """Every check of a run's settings alone (no environment, folder or file; the id is looked up in gymnasium's
+    registry first, so that a misspelt game is named before any other setting): ``SettingsError`` naming the
+    value."""
+    check_env_id(cfg.env)
     check_common(cfg)
     spec.check(cfg)
     check_updates(spec, cfg)
