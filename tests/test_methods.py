@@ -180,6 +180,36 @@ def test_a_priority_past_the_float_range_ends_the_run_in_one_line_keeping_its_ch
     assert "stopped at step 250 of 600" in capsys.readouterr().err
 
 
+def test_a_new_items_priority_past_the_float_range_ends_the_run_in_one_line_too(tmp_path, capsys, monkeypatch):
+    """New items take the running maximum priority, so an ``add`` can overflow where every update fitted: it ends
+    the run as an update's overflow does (one line naming the step and the checkpoint kept), not with a
+    traceback.  The overflow is made to happen at the 230th transition stored."""
+    from prioritylab.cli import main as cli_main
+    from prioritylab.replay.buffer import ReplayBuffer
+    from prioritylab.samplers import PriorityOverflow
+
+    real, calls = ReplayBuffer.add, []
+
+    def add(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 230:
+            raise PriorityOverflow("the new item's priority overflows the tree's total")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ReplayBuffer, "add", add)
+    args = ["train", "td3", "--env", "Pendulum-v1", "--out", str(tmp_path), "--no-progress", "--eval-episodes", "1",
+            "--sampler", "per", "--steps", "600", "--eval-every", "600", "--start-steps", "150", "--batch-size",
+            "32", "--checkpoint-every", "200"]  # fmt: skip
+    code = cli_main(args)
+    lines = capsys.readouterr().err.strip().splitlines()
+    folder = tmp_path / "td3_Pendulum-v1_per_s0"
+    assert code == 1 and lines == [
+        "prioritylab train td3: error: the run stopped at step 230 of 600: the new item's priority overflows the "
+        "tree's total; a smaller --replay.alpha keeps priorities in range. It is not finished; "
+        f"{folder} keeps its checkpoint of step 200"]  # fmt: skip
+    assert not (folder / "finished.json").exists() and (folder / "checkpoint.pt").exists()
+
+
 def test_an_alpha_whose_priorities_fit_is_not_named():
     from prioritylab.deep.loop import warn_if_priorities_may_overflow
 

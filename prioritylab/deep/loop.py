@@ -448,19 +448,26 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
                desc=f"{spec.name} {cfg.env} {cfg.sampler} s{cfg.seed}")  # fmt: skip
     stopped = False
     bar_updates, bar_time = updates, time.perf_counter()
+    def overflowed(err: PriorityOverflow, at: int) -> RunStopped:
+        """A priority out of range, from an update or from a new item's (the running maximum): one line."""
+        bar.close()
+        log.close()
+        kept = f"its checkpoint of step {saved_at}" if saved_at is not None else "no checkpoint"
+        return RunStopped(f"the run stopped at step {at} of {cfg.steps}: {err}; a smaller --replay.alpha keeps "
+                          f"priorities in range. It is not finished; {folder} keeps {kept}")  # fmt: skip
+
     while step < cfg.steps:
-        obs, reward, term, trunc = collect(spec, agent, env, buffer, rng, obs, explore=step >= starts)
+        try:
+            obs, reward, term, trunc = collect(spec, agent, env, buffer, rng, obs, explore=step >= starts)
+        except PriorityOverflow as err:
+            raise overflowed(err, step + 1) from None
         episode_return += float(reward)
         step += 1
         if step >= starts and step % every == 0 and len(buffer) >= 1:
             try:
                 stats = learn(agent, buffer, method, step, cfg.batch_size, device)
             except PriorityOverflow as err:
-                bar.close()
-                log.close()
-                kept = f"its checkpoint of step {saved_at}" if saved_at is not None else "no checkpoint"
-                raise RunStopped(f"the run stopped at step {step} of {cfg.steps}: {err}; a smaller --replay.alpha "
-                                 f"keeps priorities in range. It is not finished; {folder} keeps {kept}") from None
+                raise overflowed(err, step) from None
             updates += 1
         if step % cfg.eval_every == 0 or step == cfg.steps:
             returns = evaluate(agent, eval_env, cfg.seed + EVAL_SEED_OFFSET, cfg.eval_episodes)
