@@ -105,6 +105,33 @@ def test_the_progress_bar_names_each_part_and_ends_full_and_closed(tmp_path, mon
     assert len(bars) == 2 and bars[-1].closed
 
 
+def test_a_report_without_a_run_to_use_is_refused_in_one_line_leaving_an_earlier_report_as_it_was(tmp_path, capsys):
+    """Partial and corrupt runs only: the error counts what it found and names the first corrupt run's fault,
+    and the report already in ``--out`` keeps every file as it was (its ``status.md`` included)."""
+    from prioritylab.cli import main as cli_main
+
+    for seed in range(2):
+        fake_run(tmp_path / "good", "per", seed, [1.0 + seed] * 10)
+        fake_run(tmp_path / "bad", "per", seed, [1.0] * 10, finished=False)
+    fake_run(tmp_path / "bad", "uniform", 0, [1.0] * 10)
+    (tmp_path / "bad" / "td3_Hopper-v5_uniform_s0" / "evaluations.csv").write_text("step,return_mean\n100,x\n")
+    out = tmp_path / "out"
+    R.report(tmp_path / "good", out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(SystemExit) as err:
+        cli_main(["report", str(tmp_path / "bad"), "--out", str(out)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    corrupt = tmp_path / "bad" / "td3_Hopper-v5_uniform_s0" / "evaluations.csv"
+    assert err.value.code == 2 and lines == [
+        f"prioritylab report: error: no finished runs to report under {tmp_path / 'bad'} (1 corrupt; 2 partial, "
+        f"left out; the first corrupt one: {corrupt}: row 1 has return_mean 'x', not a number); --include-partial "
+        "uses partial runs"]  # fmt: skip
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    with pytest.raises(SystemExit):
+        cli_main(["report", str(tmp_path / "bad"), "--out", str(tmp_path / "new" / "out")])
+    assert not (tmp_path / "new").exists()
+
+
 def test_ners_table3_gives_a_t_interval_across_five_or_more_seeds(tmp_path):
     for seed in range(5):
         fake_run(tmp_path / "runs", "ners", seed, [1.0] * 12)

@@ -141,13 +141,11 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
     try:
         bar.set_postfix_str("reading the runs")
         runs, reference_runs, status = collect(roots, out, include_partial, against)
+        if not runs:  # refused before anything is written: an earlier report in `out` stays as it was
+            raise ValueError(_nothing_to_report(roots, status))
         earlier_figures = _drawn_before(out)
         out.mkdir(parents=True, exist_ok=True)
         lock = _lock(out)
-        if not runs:
-            _write_text(out / "status.md", tables.status_markdown(status, runs))
-            raise ValueError(f"no finished runs under {', '.join(map(str, roots))} (see {out / 'status.md'}; "
-                             "--include-partial uses the others)")  # fmt: skip
         # every table and figure is written into a folder of its own in `out` first, and moved into `out` only
         # when all are: a report that fails half-way leaves an earlier report's files as they were, not a mix
         for left in out.glob(f"{STAGE_PREFIX}*"):  # a killed report's stage (under the lock, none is in use)
@@ -204,6 +202,23 @@ class _Stopped(Exception):
 
 def _raise_stopped(signum, frame):
     raise _Stopped(signum)
+
+
+def _nothing_to_report(roots: Sequence[Path], status: list[dict]) -> str:
+    """The one-line refusal of a report without a run to use: what became of each folder found, counted, and
+    the first corrupt one with its reason (``status.md`` would have listed them all)."""
+    counts: dict[str, int] = {}
+    for x in status:
+        counts[x["status"]] = counts.get(x["status"], 0) + 1
+    found = "; ".join(f"{n} {what}" for what, n in sorted(counts.items()))
+    corrupt = next((x for x in status if x["status"] == "corrupt"), None)
+    why = ""
+    if corrupt:
+        folder, detail = corrupt["folder"], corrupt["detail"]
+        named = detail if folder in detail else f"{folder}: {detail}"
+        why = f"; the first corrupt one: {named}"
+    hint = "; --include-partial uses partial runs" if any(x["status"].startswith("partial") for x in status) else ""
+    return f"no finished runs to report under {', '.join(map(str, roots))} ({found}{why}){hint}"
 
 
 def _write_text(path: Path, text: str) -> None:
