@@ -82,8 +82,8 @@ def test_stopped_and_resumed_run_equals_the_uninterrupted_one(agent, sampler, tm
 BAD = [
     (["td3", "--env", "NoSuchEnv-v0"], "unknown environment 'NoSuchEnv-v0'"),
     # a misspelt game is named before another bad setting (here steps below DQN's random start)
-    (["dqn", "--env", "ALE/Pongg-v5", "--steps", "2000"], "unknown environment 'ALE/Pongg-v5'"),
-    (["dqn", "--env", "MinAtar/Breakoutt-v1", "--steps", "2000"], "unknown environment 'MinAtar/Breakoutt-v1'"),
+    (["dqn", "--env", "ALE/Pongg-v5", "--steps", "2000"], "unknown Atari game 'ALE/Pongg-v5'"),
+    (["dqn", "--env", "MinAtar/Breakoutt-v1", "--steps", "2000"], "unknown MinAtar game 'MinAtar/Breakoutt-v1'"),
     (["td3", "--env", "Hoper-v5", "--steps", "0"], "unknown environment 'Hoper-v5'"),
     (["td3", "--sampler", "best"], "unknown sampler 'best'"),
     (["td3", "--steps", "0"], "--steps must be a positive integer, got 0"),

@@ -42,6 +42,9 @@ def test_runs_skip_finished_and_record_crashes(tmp_path, capsys, monkeypatch):
     spec.write_text(SPEC)
     out = tmp_path / "runs"
     monkeypatch.setattr(sweep, "check_runs", lambda jobs, n_jobs=1: None)  # let the unknown environment reach its run
+    from prioritylab.deep import loop
+
+    monkeypatch.setattr(loop, "check_env_id", lambda env_id: None)  # (here: the run's own process refuses it)
     assert cli_main(["sweep", str(spec), "--out", str(out), "--jobs", "2"]) == 1  # one run crashes
     record = json.loads((out / "sweep.json").read_text())["runs"]
     assert record["td3_Pendulum-v1_per_s0"]["status"] == "finished"
@@ -568,13 +571,13 @@ def test_every_specification_expands_into_commands_train_accepts(spec, tmp_path)
 
 def test_a_run_with_a_setting_train_refuses_stops_the_sweep_before_any_run(tmp_path, capsys):
     spec = tmp_path / "spec.py"
-    spec.write_text(SPEC.replace('"sampler": "uniform", **common}', '"sampler": "uniform", **common, "steps": 10}'))
+    spec.write_text(VALID.replace('"sampler": "uniform", **common}', '"sampler": "uniform", **common, "steps": 10}'))
     out = tmp_path / "runs"
     with pytest.raises(SystemExit) as exit_:
         cli_main(["sweep", str(spec), "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and len(err.splitlines()) == 1
-    assert "run td3_NoSuchEnv-v0_uniform_s0: --steps 10 <= --start-steps 20" in err
+    assert "run td3_MountainCarContinuous-v0_uniform_s0: --steps 10 <= --start-steps 20" in err
     assert not out.exists() or not any(out.iterdir())  # nothing started, the valid run neither
 
 

@@ -41,6 +41,12 @@ def score_columns(env_id: str, returns: np.ndarray) -> dict:
     return {"human_normalised": human_normalised(game_of(env_id), float(np.mean(returns)))}
 
 
+def unknown_game(env_id: str) -> str:
+    """The refusal of an id that names no installed game."""
+    return (f"unknown Atari game {env_id!r}; give an ALE v5 id such as ALE/Pong-v5 (or a MinAtar id such as "
+            "MinAtar/Breakout-v1)")
+
+
 def make_atari_env(env_id: str, max_episode_frames: int = 108_000, sticky: float = 0.25) -> gym.Env:
     """The preprocessed ALE environment above; a :class:`SettingsError` for an unknown game or a
     non-Atari or continuous-action environment."""
@@ -59,8 +65,7 @@ def make_atari_env(env_id: str, max_episode_frames: int = 108_000, sticky: float
                                     "needs an Atari or MinAtar game, e.g. ALE/Pong-v5 or MinAtar/Breakout-v1")
             raise SettingsError(f"{env_id} is not an Atari game; this agent runs ALE v5 and MinAtar games, e.g. "
                                 "ALE/Pong-v5 or MinAtar/Breakout-v1")
-        raise SettingsError(f"unknown Atari game {env_id!r}; give an ALE v5 id such as ALE/Pong-v5 (or a MinAtar "
-                            "id such as MinAtar/Breakout-v1)")
+        raise SettingsError(unknown_game(env_id))
     env = gym.make(env_id, frameskip=1, repeat_action_probability=sticky, full_action_space=False,
                    max_num_frames_per_episode=max_episode_frames)  # fmt: skip
     env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=FRAME_SKIP, screen_size=SCREEN,

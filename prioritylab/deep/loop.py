@@ -30,9 +30,11 @@ from tqdm import tqdm
 from ..replay import ReplayBuffer, estimate_bytes, least_slots
 from ..replay.diagnostics import COLUMNS as DIAGNOSTICS
 from ..samplers import PriorityOverflow
+from .atari import unknown_game as unknown_atari_game
 from .methods import METHOD_TABLE, Defaults, Method, setting_named
 from .minatar import is_minatar
 from .minatar import register as register_minatar
+from .minatar import unknown_game as unknown_minatar_game
 from .run import (
     CHECKPOINT,
     EVAL_SEED_OFFSET,
@@ -141,8 +143,14 @@ def check_env_id(env_id: str) -> None:
     """Refuse an id gymnasium does not know (a misspelt game) from its registry alone, before anything is made:
     ``SettingsError`` naming it."""
     register_env_packages(env_id)
+    if env_id in gym.registry:
+        return
+    if is_minatar(env_id):
+        raise SettingsError(unknown_minatar_game(env_id))
+    if env_id.startswith("ALE/"):
+        raise SettingsError(unknown_atari_game(env_id))
     try:
-        gym.spec(env_id)
+        gym.spec(env_id)  # for its message, which suggests the nearest known id
     except gym.error.Error as err:
         raise SettingsError(f"unknown environment {env_id!r}: {err}") from None
 

@@ -72,13 +72,18 @@ class MinAtarObservation(gym.ObservationWrapper):
         return np.ascontiguousarray(np.asarray(obs, dtype=bool).transpose(2, 0, 1))
 
 
+def unknown_game(env_id: str) -> str:
+    """The refusal of an id that is no MinAtar game, naming the games."""
+    ids = ", ".join(f"{PREFIX}{g}-v1" for g in GAMES)
+    return f"unknown MinAtar game {env_id!r}; choose one of {ids} (or their -v0)"
+
+
 def make_minatar_env(env_id: str, sticky: float = 0.1, max_episode_steps: int = 10_000,
                      ramping: bool = True) -> gym.Env:  # fmt: skip
     """The environment above; a :class:`SettingsError` naming an unknown MinAtar game."""
     register()
     if not is_minatar(env_id) or env_id not in gym.registry:
-        ids = ", ".join(f"{PREFIX}{g}-v1" for g in GAMES)
-        raise SettingsError(f"unknown MinAtar game {env_id!r}; choose one of {ids} (or their -v0)")
+        raise SettingsError(unknown_game(env_id))
     env = gym.make(env_id, sticky_action_prob=sticky, difficulty_ramping=ramping, disable_env_checker=True)
     env = MinAtarObservation(env, sticky, ramping)
     return gym.wrappers.TimeLimit(env, max_episode_steps)
