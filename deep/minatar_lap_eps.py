@@ -1,6 +1,6 @@
 """Why LAP and PAL trail on MinAtar Breakout: the same DQN runs with RMSProp's eps at LAP's Atari value.
 
-In ``deep/minatar_study.py`` LAP and PAL end far below uniform replay on Breakout.  They take LAP Table 7's
+In ``deep/minatar_study.py`` LAP and PAL end far below uniform replay on Breakout.  They take LAP App. D.2's
 kappa = 0.01, so their Huber(kappa) loss has gradients of at most 0.01; MinAtar's DQN trains with centered
 RMSProp and eps 0.01 (the MinAtar reference DQN), which divides each step by the running gradient scale
 plus 0.01.  Read from the study's checkpoints (``scripts/optimizer_scale.py``), LAP's and PAL's gradient

@@ -1,7 +1,7 @@
 """Why LAP and PAL trail on MinAtar Breakout, from the loss's side: kappa = 1 at the study's RMSProp eps.
 
 ``deep/minatar_lap_eps.py`` lowered RMSProp's eps from 0.01 to 1e-5, and LAP and PAL came level with
-uniform replay: at eps 0.01, their Huber(kappa) gradients (at most kappa = 0.01, LAP Table 7) sat below
+uniform replay: at eps 0.01, their Huber(kappa) gradients (at most kappa = 0.01, LAP App. D.2) sat below
 eps, so their steps shrank.  This specification tests the same explanation from the other side: it keeps
 the study's eps 0.01 and raises kappa to 1, the value of LAP's main text (eq. 9, and its TD3 runs; App. D.2
 lowers it to 0.01 for Atari "due to the magnitude of training errors being lower"), so that LAP's and PAL's

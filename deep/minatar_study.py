@@ -5,7 +5,7 @@ MinAtar/<Game>-v1``, settings in :class:`prioritylab.deep.dqn.MinAtarSettings`):
 a hidden layer of 128, RMSProp 2.5e-4, batch 32, a replay of 100k, a target copy every 1,000 frames,
 epsilon 1 -> 0.1 over 100k frames after a 5k-frame random start, one update per frame, sticky
 actions 0.1.  The samplers take DQN's defaults (PSER appendix Table 4: PER/PSER alpha 0.5, beta 0.5
-fixed; LAP/PAL alpha 0.6, kappa 0.01, LAP Table 7).  Run it with 5 seeds:
+fixed; LAP/PAL alpha 0.6, LAP Table 7, kappa 0.01, LAP App. D.2).  Run it with 5 seeds:
 
     prioritylab sweep deep/minatar_study.py --budget reduced --seeds 5 --jobs 1 --out runs/minatar_study
 
@@ -26,7 +26,7 @@ Freeway 0.25 against 0.36 (the per-run files are in docs/results/minatar_study/r
 study on a game the agent has not begun to learn compares noise, so those three games stay in the
 ``paper`` grid only; 2 games x 5 samplers x 5 seeds = 50 reduced runs, 12.5 core-hours here.
 
-``deep/minatar_study_ddqn.py`` is the same grid with Double DQN (LAP Table 7's sampler settings), an
+``deep/minatar_study_ddqn.py`` is the same grid with Double DQN (LAP Table 7's and App. D.2's sampler settings), an
 optional second queue.
 
 The queue is seed-major (``SEED_MAJOR``): every game x sampler with seed 0, then with seed 1, and so

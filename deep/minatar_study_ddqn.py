@@ -1,6 +1,6 @@
 """The MinAtar sampler study (``minatar_study.py``) with Double DQN in place of DQN: same games, samplers,
 budgets and seed-major queue; the samplers take Double DQN's defaults (LAP/PAL Table 7: PER alpha 0.6, beta
-0.4 annealed to 1; LAP/PAL alpha 0.6, kappa 0.01).
+0.4, annealed to 1 as in PER Section 3.4; LAP/PAL alpha 0.6, and kappa 0.01 from App. D.2).
 
     prioritylab sweep deep/minatar_study_ddqn.py --budget reduced --seeds 5 --jobs 2 --out runs/minatar_study
 """

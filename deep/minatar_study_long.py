@@ -12,7 +12,7 @@ is again the mean of its last 10 evaluations, the last 125k frames):
 - **Freeway**: 700k frames (14 %);
 - **Seaquest**: 1M frames (20 %), where the probe's curve had not levelled off.
 
-LAP and PAL run at the Huber threshold kappa = 1 (LAP eq. 9), not LAP Table 7's Atari value 0.01 that the
+LAP and PAL run at the Huber threshold kappa = 1 (LAP eq. 9), not LAP App. D.2's Atari value 0.01 that the
 250k-frame study gives them.  At MinAtar's RMSProp eps 0.01, kappa 0.01 keeps LAP's and PAL's gradients
 below eps, so their steps shrink and they stay near random play: measured on Breakout and SpaceInvaders
 (``minatar_study.py``), traced on Breakout (``minatar_lap_eps.py``, ``minatar_lap_kappa.py``: kappa 1 brings

@@ -1,7 +1,7 @@
 """PSER vs PER with DQN on Atari (PSER Section 5 and appendix Table 4, the Dopamine settings).
 
 Paper budget: DQN (Nature network, RMSProp 2.5e-4, batch 32) with PER and with PSER (W 5, rho 0.4,
-eta 0.7, MAX) for 200M frames (PSER Sections 4.1 and 5: "the full 200M frames", 50M agent steps); the
+eta 0.7, MAX) for 200M frames (PSER Sections 4.2 and 5.4: "the full 200M frames", 50M agent steps); the
 seed count is not given there; human-normalised scores as its Table 5 (``prioritylab report`` computes
 them with the appendix's human and random scores).  ``paper`` here runs an 8-game selection of ours
 (``PAPER_GAMES``) at that budget.

@@ -53,7 +53,7 @@ class ReplaySettings:
     """LAP/PAL's priority floor and Huber threshold (1 for TD3/SAC, eq. 9-10; 0.01 for DDQN, App. D.2, "we use
     kappa=0.01", in eq. 29-30)."""
     rho: float = PSER.RHO
-    """PSER decay coefficient (PSER Section 3.2, Atari table: 0.4)."""
+    """PSER decay coefficient (defined in PSER Section 3.2; 0.4 in Section 4.2 and its Atari table)."""
     eta: float = PSER.ETA
     """PSER anti-collapse factor of eq. 10 (0.7: Section 4.2 and the appendix's Table 2, "previous priority")."""
     window: int | None = None
@@ -74,8 +74,9 @@ class ReplaySettings:
     """NERS replay reward (eq. 6): return minus that of the 'previous' evaluation (the paper) or of the 'first'
     (the authors' public code); docs/ners.md."""
     ners_schedule: str = "episode"
-    """When NERS trains: at the end of every training episode from its return ('episode', NERS Algorithm 1) or
-    at each evaluation from the evaluation return ('evaluation', the text of its Section 2.2); docs/ners.md."""
+    """When NERS trains: at the end of every training episode from its return ('episode': Algorithm 1's placement
+    with the replay reward of the paper's variant NERS*, Sec. 5, Fig. 4 b-c) or at each evaluation from the
+    evaluation return ('evaluation', eq. 6 and the text of its Section 2.2); docs/ners.md."""
     ners_sample_size: int = N.SAMPLE_SIZE
     """NERS |I_train| per training step (Table B.1: 128)."""
     ners_lr: float = N.LEARNING_RATE

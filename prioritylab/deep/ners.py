@@ -40,8 +40,10 @@ BASELINES = ("previous", "first")
 ``first``: return now - return at the first evaluation (the authors' public code)."""
 SCHEDULES = ("episode", "evaluation")
 """When NERS takes its REINFORCE step: at the end of every training episode, with r^re from that episode's
-return against the previous episode's (Algorithm 1, lines 82-87: the default), or at each evaluation, with
-r^re from the evaluation returns (the text of Section 2.2, "We update NERS at each evaluation step")."""
+return against the previous episode's (the default: Algorithm 1's placement, lines 82-87, with the replay reward
+of the paper's variant NERS*, "the difference of cumulative rewards in not evaluations but training episodes",
+Sec. 5, which it finds no different from NERS in Fig. 4 b-c), or at each evaluation, with r^re from the
+evaluation returns (eq. 6 and the text of Section 2.2, "We update NERS at each evaluation step")."""
 
 # NERS App. B, Table B.1
 LOCAL_HIDDEN = (256, 512, 256, 128)
@@ -568,7 +570,7 @@ def _describe(s) -> dict:
 
 
 METHOD = register(MethodEntry(
-    "ners", build=_build, uses_weights=True,  # NERS eq. 5: PER's IS weights, beta annealed
+    "ners", build=_build, uses_weights=True,  # NERS eq. 5: PER's IS weights, normalised as PER's, beta annealed
     default_alpha=lambda defaults: ALPHA, default_beta0=lambda defaults: BETA0,  # Table B.1, any agent
     check_env=_check_env, attach=_attach, report=_report, describe=_describe,
     reads=("alpha", "beta0", "normalise", "ners_baseline", "ners_schedule", "ners_sample_size", "ners_lr",

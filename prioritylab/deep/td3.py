@@ -43,8 +43,8 @@ class TD3Settings(ContinuousSettings):
     """Clip of the smoothing noise, scaled by the half-width (Table 6: 0.5)."""
     policy_freq: int = 2
     """Actor and target updates every this many critic updates (NERS Table B.1, "policy update frequency 2";
-    TD3's delay).  LAP App. D.1 words the Polyak step as "after each learning update"; here, as in TD3, the
-    targets move with the delayed actor update."""
+    TD3's delay).  LAP App. D.1 words the Polyak step as "after each learning update", and NERS Table B.1 as
+    "soft update with interval 1"; here, as in TD3, the targets move with the delayed actor update."""
 
 
 class TD3:

@@ -3,8 +3,8 @@
 ``p_i = |delta_i| + eps``, ``P(i) = p_i^alpha / sum_k p_k^alpha``, IS weights
 ``w_i = (N P(i))^-beta`` normalised so the largest is 1 (Section 3.4).
 Defaults are PER's Atari proportional setting, alpha = 0.6, beta0 = 0.4 (PER Section 4, "the sweet spot";
-plain-text extractions of the paper lose these numbers, and LAP/PAL Table 6 gives the same values "as
-described by Schaul et al."); eps = 1e-6 (PER Section 3.3 asks for "a small positive
+plain-text extractions of the paper lose these numbers; LAP/PAL Table 6 gives the same values, and its App.
+D.1 says they are PER's, "as described by Schaul et al."); eps = 1e-6 (PER Section 3.3 asks for "a small positive
 constant" without a value: the value is ours; the deep agents use 1e-10, LAP Table 6).
 """
 

@@ -31,7 +31,7 @@ from .per import PERSampler
 
 MODES = ("max", "add")
 
-RHO = 0.4  # decay coefficient (PSER Section 3.2 and its Atari table: 0.4)
+RHO = 0.4  # decay coefficient (defined in PSER Section 3.2; 0.4 in Section 4.2 and its Atari table)
 ETA = 0.7  # anti-collapse factor of eq. 10 (Section 4.2 and the appendix's Table 2, "previous priority")
 MODE = "max"  # decay rule: eq. 6 ("max"), the paper's; eq. 7 ("add") is the alternative it states
 """PSER's settings, one home: the sampler, the deep agents' ``ReplaySettings`` and the testbed's ``RunConfig``
