@@ -456,6 +456,7 @@ def _train_locked(spec: Spec, cfg: RunSettings, folder: Path, env: gym.Env, eval
                desc=f"{spec.name} {cfg.env} {cfg.sampler} s{cfg.seed}")  # fmt: skip
     stopped = False
     bar_updates, bar_time = updates, time.perf_counter()
+
     def overflowed(err: PriorityOverflow, at: int) -> RunStopped:
         """A priority out of range, from an update or from a new item's (the running maximum): one line."""
         bar.close()
