@@ -85,6 +85,7 @@ BAD = [
     (["dqn", "--env", "ALE/Pongg-v5", "--steps", "2000"], "unknown Atari game 'ALE/Pongg-v5'"),
     (["dqn", "--env", "MinAtar/Breakoutt-v1", "--steps", "2000"], "unknown MinAtar game 'MinAtar/Breakoutt-v1'"),
     (["td3", "--env", "Hoper-v5", "--steps", "0"], "unknown environment 'Hoper-v5'"),
+    (["dqn", "--env", "PongNoFrameskip-v4"], "PongNoFrameskip-v4 is not an Atari game"),  # ale-py's older id
     (["td3", "--sampler", "best"], "unknown sampler 'best'"),
     (["td3", "--steps", "0"], "--steps must be a positive integer, got 0"),
     (["sac", "--sampler", "per", "--replay.alpha", "-1"], "sampler per: --replay.alpha must be in"),
@@ -109,6 +110,16 @@ def test_a_cuda_ordinal_this_machine_lacks_is_refused_up_front(monkeypatch):
     assert pick_device("cuda:0") == torch.device("cuda:0") and pick_device("cuda") == torch.device("cuda")
     with pytest.raises(SettingsError, match=r"device 'cuda:1' asked for, but this machine has 1 CUDA device"):
         pick_device("cuda:1")
+
+
+@pytest.mark.parametrize("env_id", ["gymnasium.envs.classic_control:Pendulum-v1", "Pendulum", "Pendulum-v1",
+                                    "PongNoFrameskip-v4"])  # fmt: skip
+def test_the_early_id_check_accepts_every_id_gym_make_resolves(env_id):
+    """``module:Id`` (gym.make imports the module), an id without a version (gym.make takes the latest) and
+    ale-py's older ids pass the registry check that ``check_settings`` runs first; the agent judges them after."""
+    from prioritylab.deep.loop import check_env_id
+
+    check_env_id(env_id)
 
 
 @pytest.mark.parametrize(("args", "message"), BAD)

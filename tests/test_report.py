@@ -663,6 +663,12 @@ def test_a_probability_of_improvement_names_the_runs_of_each_side(tmp_path):
     assert (row["runs"], row["baseline_runs"], row["p_improvement"]) == (7, 5, pytest.approx(20 / 35, abs=1e-12))
     text = (tmp_path / "out" / "improvement.md").read_text()
     assert "| td3 | Hopper-v5 | per | uniform | 7 / 5 x 1 |" in text and "the sampler's / the baseline's" in text
+    assert row["ci_meaningful"] and "percentile interval" in text  # 5 a side at least, under 10: the coverage note
+    shutil.rmtree(runs / "td3_Hopper-v5_uniform_s4")  # 7 against 4: the interval follows the smaller side
+    row = R.report(runs, tmp_path / "out4")["improvement"][0]
+    text = (tmp_path / "out4" / "improvement.md").read_text()
+    assert (row["runs"], row["baseline_runs"], row["ci_meaningful"]) == (7, 4, False)
+    assert "| td3 | Hopper-v5 | per | uniform | 7 / 4 x 1 |" in text and "(no CI)" in text
 
 
 def test_a_pilot_on_few_games_never_cuts_the_other_samplers_games(tmp_path):

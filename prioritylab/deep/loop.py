@@ -141,14 +141,23 @@ def make_gym_env(env_id: str) -> gym.Env:
 
 def check_env_id(env_id: str) -> None:
     """Refuse an id gymnasium does not know (a misspelt game) from its registry alone, before anything is made:
-    ``SettingsError`` naming it."""
+    ``SettingsError`` naming it.  Ids that ``gym.make`` resolves further are left to it: ``module:Id`` (it imports
+    the module, whose import registers the id) and an id without a version (it takes the latest)."""
     register_env_packages(env_id)
-    if env_id in gym.registry:
+    if env_id in gym.registry or ":" in env_id:
         return
     if is_minatar(env_id):
         raise SettingsError(unknown_minatar_game(env_id))
     if env_id.startswith("ALE/"):
         raise SettingsError(unknown_atari_game(env_id))
+    try:
+        if gym.envs.registration.parse_env_id(env_id)[2] is None:
+            return
+    except gym.error.Error as err:
+        raise SettingsError(f"unknown environment {env_id!r}: {err}") from None
+    register_env_packages("ALE/")  # ale-py also registers the older Atari ids (PongNoFrameskip-v4)
+    if env_id in gym.registry:
+        return
     try:
         gym.spec(env_id)  # for its message, which suggests the nearest known id
     except gym.error.Error as err:
