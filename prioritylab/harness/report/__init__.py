@@ -104,6 +104,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -207,10 +208,7 @@ def _raise_stopped(signum, frame):
 def _nothing_to_report(roots: Sequence[Path], status: list[dict]) -> str:
     """The one-line refusal of a report without a run to use: what became of each folder found, counted, and
     the first corrupt one with its reason (``status.md`` would have listed them all)."""
-    counts: dict[str, int] = {}
-    for x in status:
-        counts[x["status"]] = counts.get(x["status"], 0) + 1
-    found = "; ".join(f"{n} {what}" for what, n in sorted(counts.items()))
+    found = "; ".join(f"{n} {what}" for what, n in sorted(Counter(x["status"] for x in status).items()))
     corrupt = next((x for x in status if x["status"] == "corrupt"), None)
     why = ""
     if corrupt:
