@@ -122,6 +122,24 @@ def test_the_early_id_check_accepts_every_id_gym_make_resolves(env_id):
     check_env_id(env_id)
 
 
+def test_a_known_id_that_cannot_be_made_is_one_settings_error():
+    """An id gymnasium knows whose making fails for want of a dependency is named with gymnasium's reason."""
+    import gymnasium as gym
+
+    from prioritylab.deep.loop import make_gym_env
+    from prioritylab.deep.run import SettingsError
+
+    def needs_foo():
+        raise gym.error.DependencyNotInstalled("needs foo")
+
+    gym.register("prioritylab-test/NeedsFoo-v0", entry_point=needs_foo)
+    try:
+        with pytest.raises(SettingsError, match=r"^environment '\S+NeedsFoo-v0' cannot be made: needs foo$"):
+            make_gym_env("prioritylab-test/NeedsFoo-v0")
+    finally:
+        gym.registry.pop("prioritylab-test/NeedsFoo-v0")
+
+
 @pytest.mark.parametrize(("args", "message"), BAD)
 def test_bad_settings_fail_before_any_work_with_one_line(args, message, tmp_path, capsys):
     if "cuda:7" in args and torch.cuda.device_count() > 7:
