@@ -49,6 +49,7 @@ FUZZ_TESTS = ("tests/test_state_fuzz.py",)
 FUSED_TESTS = ("tests/test_fused_paths.py",)
 FUSED_CHECKS = SAMPLER_TESTS + FUZZ_TESTS + FUSED_TESTS
 DIAGNOSTICS_TESTS = ("tests/test_diagnostics.py",)
+POLICY_TESTS = ("tests/test_policies.py",)
 RUN_TESTS = ("tests/test_run_integrity.py::test_a_damaged_evaluations_file_is_written_back_from_the_checkpoint_and_the_"
              "run_finishes_as_uninterrupted",)  # fmt: skip
 
@@ -127,6 +128,10 @@ MUTANTS = [
         ("PSER applies eq. 10 to every copy of a slot drawn twice", "prioritylab/samplers/pser.py",
          "        if once and scratch[t] != i:\n", "        if once and scratch[t] < 0:\n",
          SAMPLER_TESTS),
+        ("PSER eq. 7 (ADD) without its cap at the largest priority", "prioritylab/priorities.py",
+         "min(old + decayed, p_max) if add_mode", "(old + decayed) if add_mode", ("tests/test_samplers.py",)),
+        ("rank: the heap never re-sorts itself (sort_every ignored)", "prioritylab/samplers/rank.py",
+         "        if self._since_sort >= self.sort_every:\n", "        if False:\n", ("tests/test_samplers.py",)),
         ("PSER window rounds up", "prioritylab/samplers/pser.py",
          "int(math.floor(math.log(threshold) / math.log(rho)))", "int(math.ceil(math.log(threshold) / math.log(rho)))",
          SAMPLER_TESTS),
@@ -200,6 +205,28 @@ MUTANTS = [
         ("Double DQN: the target network picks the next action", "prioritylab/deep/dqn.py",
          "best = self.q(next_obs).argmax(1, keepdim=True)", "best = self.target(next_obs).argmax(1, keepdim=True)",
          TARGET_TESTS),
+        ("DQN evaluates at the training epsilon", "prioritylab/deep/dqn.py",
+         "(self.cfg.eval_eps, self.eval_rng)", "(self.epsilon(), self.eval_rng)", POLICY_TESTS),
+        ("TD3 evaluates with exploration noise", "prioritylab/deep/td3.py",
+         "        if explore:\n", "        if True:\n", POLICY_TESTS),
+        ("SAC evaluates a sampled action", "prioritylab/deep/sac.py",
+         "deterministic=not explore", "deterministic=False", POLICY_TESTS),
+        ("critics step up their loss", "prioritylab/deep/continuous.py",
+         "    loss.backward()\n", "    (-loss).backward()\n", POLICY_TESTS),
+        ("TD3: the actor lowers Q_1", "prioritylab/deep/td3.py",
+         "actor_loss = -self.critic.frozen(", "actor_loss = self.critic.frozen(", POLICY_TESTS),
+        ("SAC: the actor lowers Q", "prioritylab/deep/sac.py",
+         "(temp * logp - self.critic", "(temp * logp + self.critic", POLICY_TESTS),
+        ("SAC: the temperature moves away from its target entropy", "prioritylab/deep/sac.py",
+         "temp_loss = -(self.log_temp", "temp_loss = (self.log_temp", POLICY_TESTS),
+        ("IS exponent reaches 1 at twice the run's length", "prioritylab/deep/methods.py",
+         "LinearSchedule(self.beta0, beta_end, total_steps)", "LinearSchedule(self.beta0, beta_end, 2 * total_steps)",
+         POLICY_TESTS),
+        ("DQN anneals its IS exponent (PSER Table 4 keeps it)", "prioritylab/deep/dqn.py",
+         "per_beta0=0.5, per_beta_end=None)", "per_beta0=0.5)", POLICY_TESTS),
+        ("the report's IQM is the mean", "prioritylab/harness/report/stats.py",
+         "metrics.aggregate_iqm(x), metrics.aggregate_mean(x)", "metrics.aggregate_mean(x), metrics.aggregate_mean(x)",
+         ("tests/test_report.py::test_the_iqm_is_the_interquartile_mean_of_the_runs_not_their_mean_or_median",)),
         ("PAL: lambda from the first critic only", "prioritylab/deep/method_table.py",
          "L.pal_lambda(delta.detach().abs().amax(0),", "L.pal_lambda(delta.detach()[0].abs(),", AGENT_TESTS),
         # -- fused sampler kernels ------------------------------------------------------------------

@@ -499,6 +499,18 @@ def test_atari_scores_are_human_normalised_and_aggregated_by_rliable(tmp_path):
     assert "| ddqn | per | 2 | 0.500 | — (= mean) |" in (tmp_path / "out" / "human_normalised.md").read_text()
 
 
+def test_the_iqm_is_the_interquartile_mean_of_the_runs_not_their_mean_or_median(tmp_path):
+    finals = [0.0, 1.0, 2.0, 3.0, 4.0, 9.0, 10.0, 40.0]  # skewed: IQM 4.5 (the middle four of 8 runs), mean 8.625
+    for seed, value in enumerate(finals):
+        fake_run(tmp_path / "runs", "per", seed, [value] * 10)
+    per = next(r for r in R.report(tmp_path / "runs", tmp_path / "out")["aggregates"] if r["sampler"] == "per")
+    assert per["runs"] == 8 and per["tasks"] == 1
+    assert per["iqm"] == pytest.approx(stats.trim_mean(finals, 0.25), abs=1e-12) == 4.5
+    # rliable's median is the median over tasks of each task's mean score: with one task, the mean
+    assert per["mean"] == pytest.approx(8.625, abs=1e-12) and per["median"] == pytest.approx(8.625, abs=1e-12)
+    assert per["iqm_lo"] < 4.5 < per["iqm_hi"]
+
+
 def test_overhead_is_the_wall_time_increase_over_uniform(tmp_path):
     runs = tmp_path / "runs"
     for seed, (u, p) in enumerate(((600.0, 660.0), (600.0, 700.0))):

@@ -180,6 +180,23 @@ def test_pser_decay_along_episode_stops_at_episode_start(mode):
     np.testing.assert_allclose(got, expect, rtol=1e-15, atol=0)
 
 
+def test_pser_add_mode_cuts_a_sum_past_the_largest_priority_to_it():
+    """PSER eq. 7: ``p_(t-k) <- min(p_(t-k) + p_t rho^k, p_max)``, p_max the largest priority so far."""
+    s = make_sampler("pser", 16, rho=0.5, window=3, eta=0.0, eps=0.0, mode="add", seed=0)
+    s.add(np.arange(8))
+    s.update(np.arange(8), np.full(8, 0.1))
+    s.update([5], [6.0])
+    base = s.priorities(np.arange(8)).copy()
+    assert base[5] == 6.0 and base[5] + 8.0 * 0.5 > 8.0  # the next decay onto slot 5 passes p_max = 8
+    s.update([6], [8.0])
+    expect = base.copy()
+    expect[6] = 8.0
+    for k, slot in ((1, 5), (2, 4), (3, 3)):
+        expect[slot] = min(base[slot] + 8.0 * 0.5**k, 8.0)
+    assert expect[5] == 8.0 and expect[4] < 8.0
+    np.testing.assert_allclose(s.priorities(np.arange(8)), expect, rtol=1e-15, atol=0)
+
+
 @pytest.mark.parametrize("window", [1, 3, 4])
 def test_pser_decay_reaches_exactly_window_predecessors(window):
     """One long episode: an update of slot 8 reaches slots 8 - k for k = 1..window and no further."""
@@ -240,6 +257,19 @@ def test_rank_heap_is_exact_after_refresh_and_a_heap_always():
     keys = s.priorities(s.order())
     assert np.all(np.diff(keys) <= 0)
     assert np.array_equal(np.sort(heap), np.arange(50))
+
+
+def test_rank_heap_sorts_itself_once_sort_every_items_were_updated():
+    """PER Section 3.3: the heap array is re-sorted every ``sort_every`` updated items, without a call."""
+    s = make_sampler("per-rank", 64, sort_every=20, seed=0)
+    rng = np.random.default_rng(2)
+    s.add(np.arange(64))
+    s.update(np.arange(64), np.zeros(64))  # 64 items updated: sorted once, the count starts again
+    sorted_after = []
+    for _ in range(3):  # 8, 16, then 24 items since that sort
+        s.update(rng.choice(64, 8, replace=False), rng.normal(size=8))
+        sorted_after.append(bool(np.all(np.diff(s.priorities(s.order())) <= 0)))
+    assert sorted_after == [False, False, True]
 
 
 def test_rank_probabilities_are_power_law():
