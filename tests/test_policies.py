@@ -173,7 +173,7 @@ def test_td3_actor_updates_raise_the_first_critics_value():
     before = value()
     for _ in range(40):
         agent.update(batch, continuous_method())
-    assert value() > before + 0.05, (before, value())
+    assert value() > before + 0.5, (before, value())
 
 
 def test_sac_actor_updates_raise_the_critics_value_under_a_small_temperature():
@@ -206,7 +206,8 @@ def test_sac_temperature_rises_below_its_target_entropy_and_falls_above(target_e
 @pytest.mark.parametrize("sampler", ["per", "pser", "ners"])
 def test_is_exponent_anneals_from_0_4_to_exactly_1_at_the_last_step(spec, sampler):
     m = Method(sampler, ReplaySettings(), spec.defaults, total_steps=1000)
-    assert [m.beta_at(t) for t in (0, 500, 1000, 2000)] == pytest.approx([0.4, 0.7, 1.0, 1.0], abs=1e-12)
+    assert [m.beta_at(t) for t in (0, 500)] == pytest.approx([0.4, 0.7], abs=1e-12)
+    assert m.beta_at(1000) == m.beta_at(2000) == 1.0
 
 
 @pytest.mark.parametrize("sampler", ["per", "pser"])

@@ -185,15 +185,16 @@ def test_pser_add_mode_cuts_a_sum_past_the_largest_priority_to_it():
     s = make_sampler("pser", 16, rho=0.5, window=3, eta=0.0, eps=0.0, mode="add", seed=0)
     s.add(np.arange(8))
     s.update(np.arange(8), np.full(8, 0.1))
+    s.update([0], [8.0])  # slot 0 starts the episode: nothing decays back from it; p_max is now 8
     s.update([5], [6.0])
     base = s.priorities(np.arange(8)).copy()
-    assert base[5] == 6.0 and base[5] + 8.0 * 0.5 > 8.0  # the next decay onto slot 5 passes p_max = 8
-    s.update([6], [8.0])
+    assert base[0] == 8.0 and base[5] == 6.0
+    s.update([6], [7.0])  # below p_max: a cap at p_t instead of p_max would show
     expect = base.copy()
-    expect[6] = 8.0
+    expect[6] = 7.0
     for k, slot in ((1, 5), (2, 4), (3, 3)):
-        expect[slot] = min(base[slot] + 8.0 * 0.5**k, 8.0)
-    assert expect[5] == 8.0 and expect[4] < 8.0
+        expect[slot] = min(base[slot] + 7.0 * 0.5**k, 8.0)
+    assert expect[5] == 8.0 and expect[4] < 7.0
     np.testing.assert_allclose(s.priorities(np.arange(8)), expect, rtol=1e-15, atol=0)
 
 

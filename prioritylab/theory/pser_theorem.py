@@ -55,7 +55,7 @@ def growth(ns, values) -> dict:
     range (1 for ``2^n``, about ``1 / (n ln 2)`` for a linear function).  ``increment_power``:
     the local exponent of the increments ``d(m) = ΔE / Δn`` at the two largest midpoints ``m``,
     ``ln(d_last / d_prev) / ln(m_last / m_prev)`` (0 for ``a + b n``, ``p - 1`` for ``c n^p``).
-    Exponential if ``log2_slope >= EXP_SLOPE``; else linear if the increments are all positive and
+    Exponential if ``log2_slope >= EXP_SLOPE``; else linear if the last two increments are positive and
     ``increment_power < INCREMENT_SPLIT``; else superlinear, or not increasing where an increment
     is not positive.  ``power``: the local exponent of ``E`` itself at n_max, for reference
     (above 1 for an affine series with a negative intercept, so it is not what decides).  The

@@ -219,7 +219,7 @@ def per_hypotheses(cfg: Config, cache: PointCache) -> list[dict]:
     """Large real-PER samples at small n, where E_PER + (n - 1) and E_PER differ by many standard errors.
 
     At n = 2, 3, 4 the difference n - 1 is 1, 2, 3 steps against a run-to-run standard
-    deviation of about 2.4, 7 and 16, so ``per_seeds = 3000`` puts the wrong hypothesis
+    deviation of about 2.5, 7 and 16, so ``per_seeds = 3000`` puts the wrong hypothesis
     about 20, 15 and 10 standard errors away.  ``e_per_real_exact`` is the exact real
     reading without decay (eps -> 0), which equals E_PER + (n - 1).
     """
