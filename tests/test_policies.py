@@ -87,20 +87,19 @@ def test_dqn_evaluation_draws_from_its_own_rng():
     assert [agent.act(o, explore=False) for o in observations] == first
 
 
-def small_td3(**kw):
+def small_agent(settings, agent_cls, noise_seed, **kw):
+    """A small TD3 or SAC on ``test_targets``' environment (asymmetric action bounds), seeded."""
     torch.manual_seed(0)
-    cfg = td3.TD3Settings(hidden=32, **kw)
-    agent = td3.TD3(cfg, continuous_env(), torch.device("cpu"), np.random.default_rng(0),
-                    torch.Generator().manual_seed(7), continuous_method())  # fmt: skip
-    return agent
+    return agent_cls(settings(hidden=32, **kw), continuous_env(), torch.device("cpu"), np.random.default_rng(0),
+                     torch.Generator().manual_seed(noise_seed), continuous_method())  # fmt: skip
+
+
+def small_td3(**kw):
+    return small_agent(td3.TD3Settings, td3.TD3, 7, **kw)
 
 
 def small_sac(**kw):
-    torch.manual_seed(0)
-    cfg = sac.SACSettings(hidden=32, **kw)
-    agent = sac.SAC(cfg, continuous_env(), torch.device("cpu"), np.random.default_rng(0),
-                    torch.Generator().manual_seed(11), continuous_method())  # fmt: skip
-    return agent
+    return small_agent(sac.SACSettings, sac.SAC, 11, **kw)
 
 
 OBS = np.random.default_rng(5).normal(size=(20, OBS_DIM)).astype(np.float32)
