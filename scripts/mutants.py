@@ -227,6 +227,8 @@ MUTANTS = [
          POLICY_TESTS),
         ("DQN anneals its IS exponent (PSER Table 4 keeps it)", "prioritylab/deep/dqn.py",
          "per_beta0=0.5, per_beta_end=None)", "per_beta0=0.5)", POLICY_TESTS),
+        ("Numba's cache not refreshed after a kernel edit", "prioritylab/__init__.py",
+         "_kernel_cache.refresh(tree_update)\n", "pass\n", ("tests/test_kernel_cache.py",)),
         ("the report's IQM is the mean", "prioritylab/harness/report/stats.py",
          "metrics.aggregate_iqm(x), metrics.aggregate_mean(x)", "metrics.aggregate_mean(x), metrics.aggregate_mean(x)",
          ("tests/test_report.py::test_the_iqm_is_the_interquartile_mean_of_the_runs_not_their_mean_or_median",)),
