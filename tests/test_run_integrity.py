@@ -805,6 +805,36 @@ def test_sigterm_of_a_sweep_stops_its_runs_with_checkpoints(tmp_path):
     assert "0/2 [" in err and "1/2 [" not in err and "2/2 [" not in err, err  # the bar counts no interrupted run
 
 
+def test_sigterm_of_a_ray_sweep_stops_its_runs_with_checkpoints(tmp_path):
+    """Under Ray the runs are the workers' children, not the sweep's: the stop reaches them through the sweep's
+    stop file, and each stops at its episode end with a checkpoint, as under the local pool (Ray itself would
+    kill them, with no checkpoint, once the sweep that submitted them has gone)."""
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC)
+    out = tmp_path / "runs"
+    # as in the Ray test of tests/test_sweep.py: workers at the usual priority, and time to register when loaded
+    ray_env = {**env(), "RAY_worker_niceness": "0", "RAY_worker_register_timeout_seconds": "300"}
+    sweep = subprocess.Popen([sys.executable, "-m", "prioritylab", "sweep", str(spec), "--out", str(out),
+                              "--backend", "ray"], env=ray_env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        wait_for(lambda: all((out / f"td3_Pendulum-v1_{s}_s0" / "manifest.json").exists() for s in ("uniform", "per")),
+                 timeout=300, what="the Ray runs to start", while_=lambda: sweep.poll() is None)  # fmt: skip
+        os.kill(sweep.pid, signal.SIGTERM)
+        _, err = sweep.communicate(timeout=300)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+    assert sweep.returncode == 128 + signal.SIGTERM, err
+    record = json.loads((out / "sweep.json").read_text())
+    assert record["stopped_by_signal"] == signal.SIGTERM
+    assert {v["status"] for v in record["runs"].values()} == {"interrupted (checkpoint written)"}, record
+    for s in ("uniform", "per"):  # checkpoint_every is past the stop: only the stop can have written these
+        folder = out / f"td3_Pendulum-v1_{s}_s0"
+        assert (folder / "checkpoint.pt").exists() and not (folder / "finished.json").exists()
+    assert not list(out.glob(".sweep-stop-*"))
+
+
 # ---- 5. runs that never learned; groups that differ in more than the sampler ----
 
 

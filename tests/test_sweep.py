@@ -5,6 +5,8 @@ from __future__ import annotations
 import fcntl
 import json
 import pathlib
+import re
+import shutil
 import sys
 import threading
 import time
@@ -203,7 +205,7 @@ def test_a_run_another_sweep_finished_meanwhile_is_skipped(tmp_path, monkeypatch
     jobs = [{"name": n, "folder": tmp_path / n, "args": ["train", "td3"]} for n in ("a", "b")]
     started = []
 
-    def fake_run(cmd, cwd=None):
+    def fake_run(cmd, cwd=None, stop_file=None):
         started.append(cmd)
         (tmp_path / "b").mkdir()
         (tmp_path / "b" / "finished.json").write_text("{}")  # as if a second sweep finished "b" meanwhile
@@ -222,7 +224,7 @@ def test_a_finished_runs_warnings_are_shown_and_recorded(tmp_path, monkeypatch, 
     another machine or at another commit) are printed and kept in ``sweep.json``."""
     warning = "warning: a resumes at commit 1111111; it last ran at 0000000 (`git log 0000000..1111111` ...)"
     outputs = {"a": f"UserWarning: something of gymnasium's\n{warning}\n", "b": ""}
-    monkeypatch.setattr(sweep, "run_local", lambda cmd, cwd=None: (0, outputs[cmd[-1]]))
+    monkeypatch.setattr(sweep, "run_local", lambda cmd, cwd=None, stop_file=None: (0, outputs[cmd[-1]]))
     monkeypatch.setattr(sweep, "status", lambda job: "new")
     monkeypatch.setattr(sweep, "command", lambda job: job["args"])
     jobs = [{"name": n, "folder": tmp_path / n, "args": ["train", n]} for n in ("a", "b")]
@@ -255,7 +257,7 @@ def test_the_bar_shows_each_running_runs_latest_evaluated_step(tmp_path, monkeyp
     monkeypatch.setattr(sweep, "command", lambda job: job["args"])
     seen = threading.Event()
 
-    def run(cmd, cwd=None):
+    def run(cmd, cwd=None, stop_file=None):
         folder = tmp_path / cmd[1]
         folder.mkdir()
         (folder / "evaluations.csv").write_text("step,return_mean\n5000,1.0\n10000,2.0\n150")
@@ -285,7 +287,7 @@ def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_p
     first's; a run both sweeps ran keeps the entry of the later."""
     record = tmp_path / "sweep.json"
     outcomes = {"a": 1, "b": 0, "c": 0}  # "a" crashes in the first sweep
-    monkeypatch.setattr(sweep, "run_local", lambda cmd, cwd=None: (outcomes[cmd[-1]], "boom\n"))
+    monkeypatch.setattr(sweep, "run_local", lambda cmd, cwd=None, stop_file=None: (outcomes[cmd[-1]], "boom\n"))
     monkeypatch.setattr(sweep, "status", lambda job: "new")
 
     def jobs(*names):
@@ -305,7 +307,7 @@ def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_p
     def x_recorded_as_refused():
         return json.loads(record.read_text())["runs"].get("x", {}).get("status") == "crashed"
 
-    def run_beside(cmd, cwd=None):
+    def run_beside(cmd, cwd=None, stop_file=None):
         if cmd[-1] == "y":  # the other sweep finishes "x" after this one has recorded x's refusal
             # the pool may start "y" before the sweep has written "x"
             wait_for(x_recorded_as_refused, timeout=30, what="the sweep to record x's refusal")
@@ -332,7 +334,7 @@ def test_two_sweeps_into_one_folder_keep_each_others_entries_in_sweep_json(tmp_p
 def test_a_run_refused_because_another_sweep_finished_it_as_it_started_is_skipped(tmp_path, monkeypatch):
     jobs = [{"name": "a", "folder": tmp_path / "a", "args": ["train", "td3"]}]
 
-    def finished_by_another_then_refused(cmd, cwd=None):
+    def finished_by_another_then_refused(cmd, cwd=None, stop_file=None):
         (tmp_path / "a").mkdir()
         (tmp_path / "a" / "finished.json").write_text("{}")  # another sweep finished "a" as this one started it
         return 2, "a already holds a finished run; pass --overwrite to replace it"
@@ -354,7 +356,7 @@ def test_a_run_another_sweep_finished_meanwhile_with_other_settings_is_not_count
     other = sweep.expand(sweep.load_spec(other_spec, "reduced"), 2, 0, out)
     real_run = sweep.run_local
 
-    def run_then_other_sweep_finishes_seed_1(cmd, cwd=None):
+    def run_then_other_sweep_finishes_seed_1(cmd, cwd=None, stop_file=None):
         rc = real_run(cmd, cwd)
         assert real_run(sweep.command(other[1]))[0] == 0  # another sweep, batch 6, finishes seed 1 meanwhile
         return rc
@@ -385,7 +387,7 @@ def test_only_selects_runs_by_their_settings(tmp_path, capsys):
     ("only", "message"),
     [("sampler", "takes KEY=VALUE, got 'sampler'"), ("=per", "takes KEY=VALUE"),
      ("game=Pong", "no run of the specification has a setting 'game'"),
-     ("sampler=lap", "--only sampler=lap matches none of the specification's 2 runs")],
+     ("sampler=lap", "--only sampler=lap: no run of the specification has sampler 'lap' (it has per, uniform)")],
 )
 def test_a_bad_only_is_a_one_line_error_before_any_run(tmp_path, only, message, capsys):
     spec = tmp_path / "spec.py"
@@ -396,6 +398,30 @@ def test_a_bad_only_is_a_one_line_error_before_any_run(tmp_path, only, message, 
     lines = capsys.readouterr().err.strip().splitlines()
     assert err.value.code == 2 and len(lines) == 1 and message in lines[0]
     assert not out.exists()  # refused before the output folder was made
+
+
+@pytest.mark.parametrize(
+    ("only", "message"),
+    [(["sampler=per", "sampler=uniformm"], "--only sampler=uniformm: no run of the specification has sampler "
+                                           "'uniformm' (it has per, uniform)"),
+     (["sampler=per", "env=NoSuchEnv-v0"], "--only sampler=per env=NoSuchEnv-v0 matches none of the "
+                                           "specification's 2 runs")],
+)  # fmt: skip
+def test_every_value_of_only_must_select_a_run(tmp_path, only, message):
+    """A misspelt value beside a good one of the same key would otherwise drop its runs out of the sweep."""
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        sweep.select(sweep.load_spec(spec, "reduced"), only)
+
+
+@pytest.mark.parametrize(("body", "said"), [("return None", "returned None"), ("return []", "returned []"),
+                                             ("return {'agent': 'td3'}", "returned {'agent': 'td3'}")])  # fmt: skip
+def test_a_specification_that_gives_no_list_of_runs_is_named(tmp_path, body, said):
+    spec = tmp_path / "spec.py"
+    spec.write_text(f"def runs(budget):\n    {body}\n")
+    with pytest.raises(ValueError, match=re.escape(f"runs('paper') {said}; it must return a non-empty list of runs")):
+        sweep.load_spec(spec, "paper")
 
 
 def test_the_atari_100k_queue_runs_both_atari_specifications_game_by_game():
@@ -587,7 +613,7 @@ def test_a_run_stopped_on_its_own_is_not_counted_as_finished(tmp_path, monkeypat
     spec = tmp_path / "spec.py"
     spec.write_text(SPEC.replace("common}]\n", "common}][:1]\n"))
     out = tmp_path / "runs"
-    monkeypatch.setattr(sweep, "run_local", lambda cmd, cwd=None: (143, ""))
+    monkeypatch.setattr(sweep, "run_local", lambda cmd, cwd=None, stop_file=None: (143, ""))
     assert cli_main(["sweep", str(spec), "--out", str(out), "--seeds", "2"]) == 1
     text = capsys.readouterr().out
     assert "0 of 2 runs finished; 0 crashed; 2 stopped before their end (re-run the same command to resume" in text
@@ -655,3 +681,53 @@ def test_a_run_to_resume_recorded_with_other_settings_stops_the_sweep_before_any
     assert exit_.value.code == 2
     assert [line.rsplit("  # ", 1)[1] for line in listed if "--seed 0" in line and "Pendulum-v1 --sampler per" in line
             ] == ["resume with other settings: refused"]  # fmt: skip
+
+
+def test_a_run_to_resume_at_another_thread_count_stops_the_sweep_before_any_run(tmp_path, capsys):
+    """train --resume refuses another torch thread count than the checkpoint's (the run would not continue bit
+    for bit), but only once started, which a sweep would record as a crash: the sweep names it first."""
+    spec = tmp_path / "spec.py"
+    longer = VALID.replace("steps = 40 if", "steps = 600 if").replace('"eval_every": 40', '"eval_every": 200')
+    spec.write_text(longer.replace('"steps": steps,', '"steps": steps, "stop_after": 250,'))  # stops at 400
+    out = tmp_path / "runs"
+    assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1"]) == 1  # stopped, as asked
+    folder = out / "td3_Pendulum-v1_per_s0"
+    assert (folder / "checkpoint.pt").exists() and not (folder / "finished.json").exists()
+    for threads, refused in ((2, True), (0, False)):  # 0 (torch's own count here): train's check, at its start
+        spec.write_text(longer.replace('"threads": 1', f'"threads": {threads}'))
+        capsys.readouterr()
+        if refused:
+            with pytest.raises(SystemExit) as exit_:
+                cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1", "--dry-run"])
+            err = capsys.readouterr().err.strip()
+            assert exit_.value.code == 2 and "td3_Pendulum-v1_per_s0 (threads 1 -> 2)" in err
+        else:
+            assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1", "--dry-run"]) == 0
+            assert capsys.readouterr().out.splitlines()[0].endswith("# resume")
+    spec.write_text(longer)  # the count it ran with: resumed and finished
+    assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("there", "same"),
+    [(("/a/prioritylab", "c1", "True"), True),  # this very checkout, changed or not
+     (("/b/prioritylab", "c1", "False"), False),  # this checkout is changed: its changes are not there
+     (("/b/prioritylab", "c2", "False"), False),  # another commit
+     (("/b/prioritylab", "", "None"), False)],  # not a checkout: nothing says it is the same code
+)  # fmt: skip
+def test_ray_workers_must_import_the_code_the_sweep_checked(there, same):
+    here = ("/a/prioritylab", "c1", "True")
+    assert sweep.same_code(here, there) is same
+    assert sweep.same_code(("/a/prioritylab", "c1", "False"), ("/b/prioritylab", "c1", "False"))  # clean, one commit
+
+
+def test_the_code_a_run_imports_is_found_as_the_run_would_import_it(tmp_path):
+    """From the folder the runs start in (``python -m`` puts it first on the path): a copy of the package there
+    is what they would run."""
+    import prioritylab
+
+    path, commit, dirty = sweep.code_identity(str(tmp_path))
+    assert path == str(pathlib.Path(prioritylab.__file__).resolve().parent) and dirty in ("True", "False", "None")
+    shutil.copytree(path, tmp_path / "prioritylab", ignore=shutil.ignore_patterns("__pycache__"))
+    copy = sweep.code_identity(str(tmp_path))
+    assert copy[0] == str((tmp_path / "prioritylab").resolve()) and not sweep.same_code((path, commit, dirty), copy)

@@ -23,13 +23,19 @@ its error output in ``sweep.json``, and the sweep goes on; sweeps into one
 ``--out`` (one after another, or at once) share that file, each run's entry
 being the one written last.  ``--jobs`` runs
 that many at once in a local process pool; ``--backend ray`` submits the same
-commands to a Ray cluster (``pip install 'prioritylab[ray]'``).
+commands to a Ray cluster (``pip install 'prioritylab[ray]'``), one run a CPU: a local
+instance (whose runs at once must fit in memory together, as with ``--jobs``) or the
+one at ``--address``.  Ray's workers must run the code the sweep checked the runs with
+(the same checkout, or clean checkouts of one commit: refused otherwise, before any
+run) and see the run folders where the sweep does (one machine or a shared file system).
 
 The runs die with the sweep: each ``prioritylab train`` runs in its own process
 group; SIGINT (Ctrl-C) or SIGTERM to the sweep sends SIGTERM to every run, which
 stops at its episode end with a checkpoint, and the sweep exits with 128 + the
 signal once they have (re-run the same command to resume them); a second signal
-kills them at once.  On Linux each run also asks the kernel for SIGTERM when the
+kills them at once.  Under Ray, whose workers start the runs, the signal reaches them
+through a file beside the run folders (``.sweep-stop-PID``) that each worker watches.
+On Linux each run of the local pool also asks the kernel for SIGTERM when the
 sweep dies (``PR_SET_PDEATHSIG``), so even a SIGKILL of the sweep leaves no run
 behind.  The progress bar counts whole runs; after it, each running run's latest evaluated step, read from its
 ``evaluations.csv`` every ``PROGRESS_EVERY`` seconds.  ``--dry-run`` prints each command as one can paste
@@ -100,6 +106,9 @@ def seed_major(path: Path) -> bool:
 
 def load_spec(path: Path, budget: str) -> list[dict]:
     runs = load_module(path).runs(budget)
+    if not isinstance(runs, (list, tuple)) or not runs:
+        raise ValueError(f"{path}: runs({budget!r}) returned {runs!r}; it must return a non-empty list of runs")
+    runs = list(runs)
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or "agent" not in run or "env" not in run or "sampler" not in run:
             raise ValueError(f"{path}: run {i} must be a dict with agent, env and sampler, got {run!r}")
@@ -126,7 +135,8 @@ def run_name(run: dict, seed: int | str = "<seed>") -> str:
 def select(runs: list[dict], only: list[str]) -> list[dict]:
     """The runs whose settings match every ``KEY=VALUE`` of ``only`` (values compared as text, so
     ``steps=100000`` and ``env=ALE/Pong-v5`` both work); ``ValueError`` naming an item that is not
-    ``KEY=VALUE``, a key no run has, or a selection that matches no run."""
+    ``KEY=VALUE``, a key no run has, a value no run has for its key (a misspelt one would otherwise drop out of
+    a selection that another value of the key fills), or a selection that matches no run."""
     wanted = {}
     for item in only:
         key, sep, value = item.partition("=")
@@ -134,6 +144,10 @@ def select(runs: list[dict], only: list[str]) -> list[dict]:
             raise ValueError(f"--only takes KEY=VALUE, got {item!r}")
         if not any(key in run for run in runs):
             raise ValueError(f"--only {item}: no run of the specification has a setting {key!r}")
+        have = {str(run[key]) for run in runs if key in run}
+        if value not in have:
+            raise ValueError(f"--only {item}: no run of the specification has {key} {value!r} (it has "
+                             f"{', '.join(sorted(have))})")  # fmt: skip
         wanted.setdefault(key, set()).add(value)
     chosen = [r for r in runs if all(k in r and str(r[k]) in values for k, values in wanted.items())]
     if not chosen:
@@ -174,11 +188,12 @@ def status(job: dict) -> str:
     return "new"
 
 
-def check_runs(jobs: list[dict], n_jobs: int = 1) -> None:
+def check_runs(jobs: list[dict], n_jobs: int = 1, ray: bool = False) -> None:
     """Refuse, before any run starts (and in a dry run), a sweep with a run that ``train`` would refuse for its
     settings or its environment (an unknown id, an agent that cannot act on it, a sampler that cannot work on it,
     a replay that does not fit in memory), or whose ``n_jobs`` largest replays still to run do not fit in memory
-    together: ``ValueError`` naming the first such run, or ``--jobs`` and the largest of those replays."""
+    together (``ray``: the ``n_jobs`` runs a local Ray instance runs at once): ``ValueError`` naming the first
+    such run, or ``--jobs`` and the largest of those replays."""
     from .._checks import available_bytes
     from ..deep.cli import check_environments
 
@@ -188,9 +203,12 @@ def check_runs(jobs: list[dict], n_jobs: int = 1) -> None:
     have, total = available_bytes(), sum(n for n, _ in at_once)
     if len(at_once) > 1 and have is not None and total > have:
         largest, name = at_once[-1]
-        raise ValueError(f"--jobs {n_jobs}: the {len(at_once)} largest replays still to run need {_size(total)} "
+        who = f"--backend ray runs {n_jobs} at once here (one a CPU)" if ray else f"--jobs {n_jobs}"
+        advice = ("start Ray with fewer CPUs (ray start --head --num-cpus N) and sweep with --address, or lower "
+                  "the runs' --buffer-size") if ray else "lower --jobs or the runs' --buffer-size"  # fmt: skip
+        raise ValueError(f"{who}: the {len(at_once)} largest replays still to run need {_size(total)} "
                          f"together (the largest, run {name}'s, {_size(largest)}) but only {_size(have)} of memory "
-                         "is available; lower --jobs or the runs' --buffer-size")  # fmt: skip
+                         f"is available; {advice}")  # fmt: skip
 
 
 def _size(n: int) -> str:
@@ -217,8 +235,9 @@ def clash_message(clashes: dict[str, str]) -> str:
 
 def recorded_clashes(jobs: list[dict]) -> dict[str, str]:
     """``{run name: its folder and what differs}`` for each run whose folder holds a run (finished, or to resume)
-    recorded with other settings than the specification's, or without a readable manifest; ``ValueError`` naming
-    a run whose settings train would refuse."""
+    recorded with other settings than the specification's, or without a readable manifest, or a run to resume
+    at another torch thread count than it ran with (a ``threads`` of 0, the default count, is the run's own
+    business: ``train`` checks it); ``ValueError`` naming a run whose settings train would refuse."""
     from ..deep.cli import recorded_for
     from ..provenance import changed_settings
 
@@ -232,10 +251,16 @@ def recorded_clashes(jobs: list[dict]) -> dict[str, str]:
             continue  # new, or started again from scratch with --restart
         manifest = job["folder"] / MANIFEST
         try:
-            changed = changed_settings(json.loads(manifest.read_text()), now)
+            saved = json.loads(manifest.read_text())
+            changed = changed_settings(saved, now)
         except (OSError, ValueError, AttributeError) as err:
             clashes[job["name"]] = f"{job['folder']} (no readable manifest.json: {err})"
             continue
+        threads, ran_with = now["config"].get("threads"), saved.get("torch_threads")
+        if status(job) == "resume" and threads and ran_with is not None and threads != ran_with:
+            # train refuses it (a resume is bit-identical only at the thread count it was written with), but
+            # only once the run has started: named here, before any run
+            changed["threads"] = (ran_with, threads)
         if changed:
             differ = "; ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in changed.items())
             clashes[job["name"]] = f"{job['folder']} ({differ})"
@@ -268,22 +293,60 @@ def command(job: dict) -> list[str]:
     return [sys.executable, "-m", "prioritylab", *args]
 
 
-def run_local(cmd: list[str], cwd: str | None = None) -> tuple[int, str]:
+def run_local(cmd: list[str], cwd: str | None = None, stop_file: str | None = None) -> tuple[int, str]:
     """Run one ``prioritylab train`` command (in ``cwd``) in its own process group, told to die with this
-    process; its exit code and its whole error output (``NOT_STARTED`` once the sweep is stopping)."""
+    process; its exit code and its whole error output (``NOT_STARTED`` once the sweep is stopping).
+
+    ``stop_file`` (the Ray backend's, whose runs are not this process's children): once it exists, the run is
+    sent the signal it names (SIGTERM: stop at the episode end with a checkpoint; then SIGKILL).  A
+    ``KeyboardInterrupt`` here (a Ray worker's Ctrl-C or cancel) stops the run the same way and waits for it."""
     env = {**os.environ, PARENT_PID: str(os.getpid())}
     with _children_lock:
-        if _stopping.is_set():
+        if _stopping.is_set() or _stop_signal(stop_file) is not None:
             return NOT_STARTED, ""
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=cwd,
                                 env=env, start_new_session=True)  # fmt: skip
         _children[proc.pid] = proc
+    sent = None
     try:
-        _, err = proc.communicate()
+        while True:
+            try:
+                _, err = proc.communicate(timeout=None if stop_file is None else STOP_POLL)
+                break
+            except subprocess.TimeoutExpired:
+                sig = _stop_signal(stop_file)
+                if sig is not None and sig != sent:
+                    sent = sig
+                    _signal_group(proc.pid, sig)
+            except KeyboardInterrupt:
+                sent = signal.SIGTERM
+                _signal_group(proc.pid, sent)
     finally:
         with _children_lock:
             _children.pop(proc.pid, None)
     return proc.returncode, err
+
+
+STOP_POLL = 1.0  # seconds between two looks for the Ray backend's stop file
+
+
+def _stop_signal(stop_file: str | None) -> int | None:
+    """The signal the sweep's stop file asks its runs for (None: no stop file, or none asked)."""
+    if stop_file is None:
+        return None
+    try:
+        return int(Path(stop_file).read_text().strip() or signal.SIGTERM)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return signal.SIGTERM
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def run_progress(job: dict, since: float) -> str | None:
@@ -318,18 +381,16 @@ def stop_children(sig: int = signal.SIGTERM) -> None:
     with _children_lock:
         _stopping.set()
         for pid in list(_children):
-            try:
-                os.killpg(pid, sig)
-            except ProcessLookupError:
-                pass
+            _signal_group(pid, sig)
 
 
 class _StopOnSignal:
-    """While the local pool runs: SIGINT/SIGTERM stop the runs gracefully (a checkpoint each), a second
-    signal kills them."""
+    """While the runs run: SIGINT/SIGTERM stop them gracefully (a checkpoint each), a second signal kills them.
+    ``stop(sig)`` passes the signal on: to the local pool's children, or into the Ray backend's stop file."""
 
-    def __init__(self):
+    def __init__(self, stop=stop_children):
         self.signum: int | None = None
+        self._stop = stop
         self._previous = {}
 
     def __enter__(self):
@@ -340,11 +401,11 @@ class _StopOnSignal:
 
     def _handle(self, signum, frame):
         if self.signum is not None:
-            stop_children(signal.SIGKILL)
+            self._stop(signal.SIGKILL)
             return
         self.signum = signum
         tqdm.write(f"signal {signum}: stopping every run at its episode end, with a checkpoint")
-        stop_children(signal.SIGTERM)
+        self._stop(signal.SIGTERM)
 
     def __exit__(self, *exc):
         for sig, handler in self._previous.items():
@@ -352,15 +413,15 @@ class _StopOnSignal:
         return False
 
 
-def _run_job(job: dict, cwd: str | None = None) -> tuple[int | None, str]:
-    """Run a job of the local pool; its status and command are taken when it starts, not when the sweep
-    started, so a run another sweep finished meanwhile is skipped (exit code None), or, if that sweep ran it
-    with other settings, recorded as such (``OTHER_SETTINGS``) rather than counted as this sweep's."""
-    if _stopping.is_set():
+def _run_job(job: dict, cwd: str | None = None, stop_file: str | None = None) -> tuple[int | None, str]:
+    """Run a job of the local pool or a Ray task; its status and command are taken when it starts, not when the
+    sweep started, so a run another sweep finished meanwhile is skipped (exit code None), or, if that sweep ran
+    it with other settings, recorded as such (``OTHER_SETTINGS``) rather than counted as this sweep's."""
+    if _stopping.is_set() or _stop_signal(stop_file) is not None:
         return NOT_STARTED, ""
     if status(job) == "finished":
         return _finished_elsewhere(job)
-    rc, err = run_local(command(job), cwd)
+    rc, err = run_local(command(job), cwd, stop_file)
     if rc == REFUSED and status(job) == "finished":  # refused because another sweep finished it meanwhile
         return _finished_elsewhere(job)
     return rc, err
@@ -418,6 +479,63 @@ def write_record(record: Path, started: float, changed: dict, stopped_by: int | 
         os.close(fd)
 
 
+def connect_ray(address: str | None) -> None:
+    """Start a local Ray instance (``address`` None) or reach the cluster at ``address``, unless this process
+    already has; ``ValueError`` naming what could not be reached, before the sweep writes anything."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    try:
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    except Exception as err:  # Ray raises ConnectionError, RuntimeError, ... by cause
+        where = f"the Ray cluster at --address {address}" if address else "a local Ray instance"
+        said = (str(err).strip().splitlines() or [""])[0]
+        raise ValueError(f"cannot reach {where}: {type(err).__name__}: {said}") from None
+
+
+CODE_PROBE = ("import pathlib, prioritylab, prioritylab.results as r; p = pathlib.Path(prioritylab.__file__).parent; "
+              "print(p.resolve()); print(r.git_commit() or ''); print(r.git_dirty(cwd=p))")  # fmt: skip
+
+
+def code_identity(cwd: str) -> tuple[str, str, str]:
+    """Where ``python -m prioritylab`` started in ``cwd`` by this process imports the package from, that
+    checkout's commit ('' outside one) and whether its tree differs from the commit."""
+    out = subprocess.run([sys.executable, "-c", CODE_PROBE], cwd=cwd, capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        said = (out.stderr.strip().splitlines() or [""])[-1]
+        raise ValueError(f"{sys.executable} in {cwd} cannot import prioritylab: {said}")
+    path, commit, dirty = (out.stdout.splitlines() + ["", "", ""])[:3]
+    return path, commit, dirty
+
+
+def same_code(here: tuple[str, str, str], there: tuple[str, str, str]) -> bool:
+    """Whether two :func:`code_identity` run the same code: one checkout, or clean checkouts of one commit."""
+    return here[0] == there[0] or bool(here[1] and here[1] == there[1] and here[2] == there[2] == "False")
+
+
+def check_ray_code(cwd: str) -> None:
+    """Refuse a Ray sweep whose workers would run other code than the sweep checked its runs with: another
+    checkout (unless both are clean checkouts of one commit, as on another machine of the cluster).
+    ``ValueError`` naming both."""
+    import ray
+
+    here = code_identity(cwd)
+    there = ray.get(ray.remote(num_cpus=0)(code_identity).remote(cwd))
+    if same_code(here, there):
+        return
+    raise ValueError(f"the Ray workers would run prioritylab from {there[0]} (commit {there[1] or 'unknown'}"
+                     f"{', changed' if there[2] == 'True' else ''}), not this sweep's {here[0]} (commit "
+                     f"{here[1] or 'unknown'}{', changed' if here[2] == 'True' else ''}); start the cluster "
+                     "from this checkout, or run the sweep from the workers'")  # fmt: skip
+
+
+def ray_slots(address: str | None) -> int:
+    """How many runs a local Ray instance runs at once (one a CPU); with ``address``, 1: the cluster's nodes
+    have their own memory, which each run's own check compares its replay with."""
+    return len(os.sched_getaffinity(0)) if address is None else 1
+
+
 def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
               record: Path) -> tuple[dict, int | None]:  # fmt: skip
     """Run the jobs, recording each outcome in ``record`` (``sweep.json``, through :func:`write_record`); this
@@ -456,16 +574,26 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
     if backend == "ray":
         import ray
 
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+        connect_ray(address)
         remote = ray.remote(num_cpus=1)(_run_job)  # one CPU per run, as the local pool's one process per job
         here = os.getcwd()  # the run folders are relative to where the sweep was started
-        pending = {remote.remote({**j, "folder": Path(here) / j["folder"]}, here): j for j in todo}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=PROGRESS_EVERY)
-            if ready:
-                job = pending.pop(ready[0])
-                done(job, *ray.get(ready[0]))
-            show_progress(bar, list(pending.values()), started)
+        # a stop reaches the runs, which are the Ray workers' children, through a file beside the run folders
+        stop_file = Path(here) / record.parent / f".sweep-stop-{os.getpid()}"
+        stop_file.unlink(missing_ok=True)
+        with _StopOnSignal(lambda sig: stop_file.write_text(f"{int(sig)}\n")) as stop:
+            pending = {remote.remote({**j, "folder": Path(here) / j["folder"]}, here, str(stop_file)): j
+                       for j in todo}  # fmt: skip
+            shown = 0.0
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=STOP_POLL)
+                if ready:
+                    job = pending.pop(ready[0])
+                    done(job, *ray.get(ready[0]))
+                if ready or time.monotonic() - shown >= PROGRESS_EVERY:
+                    show_progress(bar, list(pending.values()), started)
+                    shown = time.monotonic()
+        stopped_by = stop.signum
+        stop_file.unlink(missing_ok=True)
     else:
         with _StopOnSignal() as stop, ThreadPoolExecutor(max_workers=n_jobs) as pool:
             futures = {pool.submit(_run_job, j): j for j in todo}
@@ -515,7 +643,10 @@ def _main(args) -> int:
     if args.out.exists() and not args.out.is_dir():  # (the sweep proper also makes and probes the folder, below)
         fail("prioritylab sweep", f"--out {args.out} is an existing file, not a folder")
     try:
-        check_runs(jobs, args.jobs if args.backend == "local" else 1)
+        if args.backend == "local":
+            check_runs(jobs, args.jobs)
+        else:
+            check_runs(jobs, ray_slots(args.address), ray=True)
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     try:
@@ -541,6 +672,9 @@ def _main(args) -> int:
         return 0
     try:
         check_output_dir(args.out)
+        if args.backend == "ray":  # before the sweep writes anything
+            connect_ray(args.address)
+            check_ray_code(os.getcwd())
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     results, signum = run_sweep(jobs, args.jobs, args.backend, args.address, args.out / "sweep.json")
