@@ -498,15 +498,38 @@ CODE_PROBE = ("import pathlib, prioritylab, prioritylab.results as r; p = pathli
               "print(p.resolve()); print(r.git_commit() or ''); print(r.git_dirty(cwd=p))")  # fmt: skip
 
 
-def code_identity(cwd: str) -> tuple[str, str, str]:
+def _probe(cwd: str, code: str) -> tuple[int, str, str, str]:
+    """Run ``code`` as ``python -c`` in ``cwd``: its exit code, output, error output and the interpreter.  It
+    imports nothing of this package, so Ray sends it to a worker by value: a worker with other code runs it."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return out.returncode, out.stdout, out.stderr, sys.executable
+
+
+def code_identity(cwd: str, probed: tuple[int, str, str, str] | None = None) -> tuple[str, str, str]:
     """Where ``python -m prioritylab`` started in ``cwd`` by this process imports the package from, that
-    checkout's commit ('' outside one) and whether its tree differs from the commit."""
-    out = subprocess.run([sys.executable, "-c", CODE_PROBE], cwd=cwd, capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        said = (out.stderr.strip().splitlines() or [""])[-1]
-        raise ValueError(f"{sys.executable} in {cwd} cannot import prioritylab: {said}")
-    path, commit, dirty = (out.stdout.splitlines() + ["", "", ""])[:3]
+    checkout's commit ('' outside one) and whether its tree differs from the commit; ``probed``: what
+    :func:`_probe` gave elsewhere (a Ray worker)."""
+    rc, out, err, python = _probe(cwd, CODE_PROBE) if probed is None else probed
+    if rc != 0:
+        said = (err.strip().splitlines() or [""])[-1]
+        raise ValueError(f"{python} in {cwd} cannot import prioritylab: {said}")
+    path, commit, dirty = (out.splitlines() + ["", "", ""])[:3]
     return path, commit, dirty
+
+
+def _by_value(function):
+    """A copy of a module-level ``function`` that pickles by value (cloudpickle sends an importable function by
+    name, which a worker with other code may not have)."""
+    import types
+
+    copy = types.FunctionType(function.__code__, {"__builtins__": __builtins__}, function.__name__,
+                              function.__defaults__, function.__closure__)  # fmt: skip
+    copy.__module__ = "__main__"
+    copy.__qualname__ = function.__name__
+    return copy
 
 
 def same_code(here: tuple[str, str, str], there: tuple[str, str, str]) -> bool:
@@ -521,7 +544,8 @@ def check_ray_code(cwd: str) -> None:
     import ray
 
     here = code_identity(cwd)
-    there = ray.get(ray.remote(num_cpus=0)(code_identity).remote(cwd))
+    probe = ray.remote(num_cpus=0)(_by_value(_probe))
+    there = code_identity(cwd, ray.get(probe.remote(cwd, CODE_PROBE)))
     if same_code(here, there):
         return
     raise ValueError(f"the Ray workers would run prioritylab from {there[0]} (commit {there[1] or 'unknown'}"
@@ -671,10 +695,10 @@ def _main(args) -> int:
     if args.dry_run:
         return 0
     try:
-        check_output_dir(args.out)
         if args.backend == "ray":  # before the sweep writes anything
             connect_ray(args.address)
             check_ray_code(os.getcwd())
+        check_output_dir(args.out)
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
     results, signum = run_sweep(jobs, args.jobs, args.backend, args.address, args.out / "sweep.json")
