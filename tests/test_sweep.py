@@ -519,6 +519,12 @@ def test_the_ray_backend_runs_a_two_run_sweep_on_a_local_cluster(tmp_path, monke
         record = json.loads((tmp_path / "runs" / "sweep.json").read_text())["runs"]
         assert {k: v["status"] for k, v in record.items()} == {"td3_Pendulum-v1_per_s0": "finished (skipped)",
                                                                 "td3_Pendulum-v1_uniform_s0": "finished (skipped)"}
+        # a task that fails in its worker (here: a job without its command) is that run's crash, not the sweep's
+        broken = {"name": "broken", "folder": pathlib.Path("broken"), "args": None}
+        results, _ = sweep.run_sweep([broken], 1, "ray", None, tmp_path / "other" / "sweep.json")
+        said = results["broken"]
+        assert said["status"] == "crashed" and "the Ray task of this run failed" in said["error"], said
+        assert not list((tmp_path / "other").glob(".sweep-stop-*"))
     finally:
         ray.shutdown()
 

@@ -604,20 +604,26 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
         # a stop reaches the runs, which are the Ray workers' children, through a file beside the run folders
         stop_file = Path(here) / record.parent / f".sweep-stop-{os.getpid()}"
         stop_file.unlink(missing_ok=True)
-        with _StopOnSignal(lambda sig: stop_file.write_text(f"{int(sig)}\n")) as stop:
-            pending = {remote.remote({**j, "folder": Path(here) / j["folder"]}, here, str(stop_file)): j
-                       for j in todo}  # fmt: skip
-            shown = 0.0
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=STOP_POLL)
-                if ready:
-                    job = pending.pop(ready[0])
-                    done(job, *ray.get(ready[0]))
-                if ready or time.monotonic() - shown >= PROGRESS_EVERY:
-                    show_progress(bar, list(pending.values()), started)
-                    shown = time.monotonic()
-        stopped_by = stop.signum
-        stop_file.unlink(missing_ok=True)
+        try:
+            with _StopOnSignal(lambda sig: stop_file.write_text(f"{int(sig)}\n")) as stop:
+                pending = {remote.remote({**j, "folder": Path(here) / j["folder"]}, here, str(stop_file)): j
+                           for j in todo}  # fmt: skip
+                shown = 0.0
+                while pending:
+                    ready, _ = ray.wait(list(pending), num_returns=1, timeout=STOP_POLL)
+                    if ready:
+                        job = pending.pop(ready[0])
+                        try:
+                            rc, err = ray.get(ready[0])
+                        except ray.exceptions.RayError as lost:  # its worker died past Ray's retries, ...
+                            rc, err = 1, f"the Ray task of this run failed: {type(lost).__name__}: {lost}"
+                        done(job, rc, err)
+                    if ready or time.monotonic() - shown >= PROGRESS_EVERY:
+                        show_progress(bar, list(pending.values()), started)
+                        shown = time.monotonic()
+            stopped_by = stop.signum
+        finally:
+            stop_file.unlink(missing_ok=True)
     else:
         with _StopOnSignal() as stop, ThreadPoolExecutor(max_workers=n_jobs) as pool:
             futures = {pool.submit(_run_job, j): j for j in todo}
