@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from prioritylab import SumTree
+from prioritylab.bench import load
 from prioritylab.bench import sumtree as bench
 from prioritylab.bench.numpy_tree import NumpySumTree
 from prioritylab.cli import main
@@ -41,8 +42,10 @@ def test_run_smoke_with_available_peers():
             assert r.ratio is not None and r.ratio > 0
     table = bench.format_table(results)
     assert "prioritylab" in table and "2^6" in table
-    doc = bench.to_json(results, {"capacities": [64]}, skipped)
-    assert json.loads(json.dumps(doc, default=str))["results"][0]["capacity"] == 64
+    doc = bench.to_json(results, {"capacities": [64]}, skipped, {"before": load(), "after": load()})
+    doc = json.loads(json.dumps(doc, default=str))
+    assert doc["results"][0]["capacity"] == 64 and "git_dirty" in doc
+    assert len(doc["load"]["after"]["loadavg_1_5_15"]) == 3
 
 
 def test_best_peer_has_ratio_one():

@@ -41,6 +41,23 @@ def test_quick_run_without_peers(untimed, tmp_path, capsys):
     assert all(r["ratio"] is None for r in doc["results"])  # no peer, no ratio
     assert doc["config"]["peers"] == []
     assert len(untimed) == 16  # every cell's steps ran
+    # the conditions of the figures: torch's threads (SB3's batch copy runs on them), the load and the code
+    assert doc["config"]["threads"] == 1 and doc["load"]["torch_threads"] == 1
+    assert len(doc["load"]["before"]["loadavg_1_5_15"]) == 3 and "git_dirty" in doc and "git_commit" in doc
+    assert "torch threads 1; load average (1 min)" in out
+
+
+def test_the_torch_thread_count_is_the_one_asked_for(untimed, tmp_path):
+    import torch
+
+    path = tmp_path / "replay.json"
+    before = torch.get_num_threads()
+    try:
+        assert main(["bench", "replay", "--quick", "--peers", "--no-progress", "--threads", "2", "--json",
+                     str(path)]) == 0  # fmt: skip
+        assert json.loads(path.read_text())["load"]["torch_threads"] == 2 == torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_step_returns_torch_batches_and_memory_matches_formula(untimed):

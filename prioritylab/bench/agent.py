@@ -42,7 +42,6 @@ Peers are optional: they are imported only here, and skipped when missing.
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 import warnings
@@ -638,16 +637,11 @@ def format_table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def load() -> dict:
-    """Load averages and this process's CPU count, recorded next to the figures."""
-    one, five, fifteen = os.getloadavg()
-    return {"loadavg_1_5_15": [one, five, fifteen], "cpu_count": os.cpu_count()}
-
-
 def to_json(results: list[Result], config: dict, skipped: dict[str, str], machine_load: dict) -> dict:
     from importlib import metadata
 
-    from ..results import git_commit, machine_info, package_versions
+    from ..results import machine_info, package_versions
+    from . import code
 
     versions = package_versions()
     for name in ("stable-baselines3", "tianshou", "gymnasium", "mujoco", "torch"):
@@ -664,6 +658,6 @@ def to_json(results: list[Result], config: dict, skipped: dict[str, str], machin
         "machine": machine_info(),
         "load": machine_load,
         "packages": versions,
-        "git_commit": git_commit(),
+        **code(),
         "results": out,
     }

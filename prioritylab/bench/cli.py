@@ -6,7 +6,7 @@ import argparse
 import re
 
 from .._cli import given, nonnegative_int, remember_defaults
-from . import OPS, PEERS
+from . import OPS, PEERS, load
 
 QUICK = {"capacities": [2**16], "batches": [1, 256], "seconds": 0.05, "repeats": 1}
 
@@ -153,6 +153,14 @@ TREE_BYTES_PER_SLOT = 32
 slot (``SumTree``'s arrays); the other contenders add more."""
 
 
+def _load_line(machine_load: dict) -> str:
+    """The load the figures were taken under (and torch's thread count where torch ran), printed beside them."""
+    before, after = machine_load["before"]["loadavg_1_5_15"][0], machine_load["after"]["loadavg_1_5_15"][0]
+    threads = f"torch threads {machine_load['torch_threads']}; " if "torch_threads" in machine_load else ""
+    cores = machine_load["before"]["cpu_count"]
+    return f"{threads}load average (1 min) {before:.2f} before, {after:.2f} after, on {cores} cores"
+
+
 def _check_tree_memory(capacity: int) -> None:
     """Refuse, before any contender is built, a capacity whose trees alone cannot fit in the memory available."""
     from .._checks import available_bytes
@@ -183,7 +191,7 @@ def run_agent(args: argparse.Namespace) -> int:
     config["device"] = _check_device(args)
     _check_json(args)
     torch.set_num_threads(config["threads"])
-    load_before = bench.load()
+    load_before = load()
     peers, skipped = bench.available_peers(args.peers)
     for name, why in skipped.items():
         print(f"skipping {name}: {why}")
@@ -199,10 +207,8 @@ def run_agent(args: argparse.Namespace) -> int:
     torch.set_num_threads(config["threads"])  # whatever a peer's set-up did
     results = bench.run(contenders, config["steps"], config["repeats"], config["warmup"],
                         progress=not args.no_progress)  # fmt: skip
-    machine_load = {"before": load_before, "after": bench.load(), "torch_threads": torch.get_num_threads()}
-    before, after = load_before["loadavg_1_5_15"][0], machine_load["after"]["loadavg_1_5_15"][0]
-    print(f"torch threads {torch.get_num_threads()}; load average (1 min) {before:.2f} before, {after:.2f} after, "
-          f"on {load_before['cpu_count']} cores")  # fmt: skip
+    machine_load = {"before": load_before, "after": load(), "torch_threads": torch.get_num_threads()}
+    print(_load_line(machine_load))
     print(bench.format_table(results))
     if args.json:
         write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped, machine_load))
@@ -237,13 +243,16 @@ def run_sumtree(args: argparse.Namespace) -> int:
     peers, skipped = bench.available_peers(args.peers)
     for name, why in skipped.items():
         print(f"skipping {name}: {why}")
+    load_before = load()
     results = bench.run(
         config["capacities"], config["batches"], config["seconds"], config["repeats"],
         peers=peers, ops=args.ops, seed=args.seed, progress=not args.no_progress,
     )  # fmt: skip
+    machine_load = {"before": load_before, "after": load()}
     print(bench.format_table(results))
+    print(_load_line(machine_load))
     if args.json:
-        write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped))
+        write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped, machine_load))
         print(f"wrote {args.json}")
     return 0
 
@@ -280,6 +289,9 @@ def _register_replay(sub) -> None:
     p.add_argument("--device", default="cpu",
                    help="torch device of the sampled batches (each contender's tensors are copied there): "
                         "cpu (default), cuda, cuda:1, ..., or auto (CUDA when present)")  # fmt: skip
+    p.add_argument("--threads", type=parse_size, default=1,
+                   help="torch.set_num_threads for every contender (default: 1; SB3's copy of a batch runs on "
+                        "torch's threads)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     remember_defaults(p, func=run_replay)
 
@@ -301,14 +313,24 @@ def run_replay(args: argparse.Namespace) -> int:
     peers, skipped = bench.available_peers(args.peers)
     for name, why in skipped.items():
         print(f"skipping {name}: {why}")
+    import torch
+
+    # SB3 copies each sampled field with torch.tensor, which runs on torch's threads: left at torch's default, a
+    # loaded machine slows that copy (and SB3's Atari step) several times over while the others, which copy
+    # nothing, keep their speed
+    torch.set_num_threads(args.threads)
+    config["threads"] = args.threads
+    load_before = load()
     results = bench.run(
         args.layouts, args.envs, config["seconds"], config["repeats"], peers=peers, capacities=capacities,
         seed=args.seed, progress=not args.no_progress, device=device,
     )  # fmt: skip
+    machine_load = {"before": load_before, "after": load(), "torch_threads": torch.get_num_threads()}
     print(bench.format_table(results))
     print()
     print(bench.format_memory(results))
+    print(_load_line(machine_load))
     if args.json:
-        write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped))
+        write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped, machine_load))
         print(f"wrote {args.json}")
     return 0

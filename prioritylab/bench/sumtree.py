@@ -405,17 +405,18 @@ def format_table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def to_json(results: list[Result], config: dict, skipped: dict[str, str]) -> dict:
-
-    from ..results import git_commit, machine_info, package_versions
+def to_json(results: list[Result], config: dict, skipped: dict[str, str], machine_load: dict) -> dict:
+    from ..results import machine_info, package_versions
+    from . import code
 
     versions = package_versions(("cpprb", "tianshou"))
     return {
         "config": config,
         "skipped_peers": skipped,
         "machine": machine_info(),
+        "load": machine_load,
         "packages": versions,
-        "git_commit": git_commit(),
+        **code(),
         "results": [asdict(r) for r in results],
     }
 
