@@ -21,11 +21,13 @@ import hashlib
 import importlib
 import os
 import re
+import sys
 import warnings
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
-STAMP = "prioritylab-kernels.sha256"
+# Numba keeps one cache index per interpreter version (``*.py311.nbi``), so each version keeps its own digest
+STAMP = f"prioritylab-kernels.{sys.implementation.cache_tag}.sha256"
 # a decorator line such as ``@njit(cache=True)`` or ``@numba.jit(nopython=True, cache=True)``
 MARK = re.compile(r"^[ \t]*@(?:numba\.)?n?jit\(.*\bcache=True", re.MULTILINE)
 

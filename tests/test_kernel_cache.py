@@ -79,3 +79,11 @@ def test_a_digest_that_cannot_be_written_is_warned_about(tmp_path, monkeypatch):
 def test_without_an_on_disk_cache_nothing_is_done():
     assert K.refresh(object()) == []
     assert K.refresh(lambda: None) == []
+
+
+def test_each_interpreter_version_keeps_its_own_digest():
+    """Numba keeps one index per version (``*.py311.nbi``): a digest shared by two versions would mark the
+    other version's index, which the refresh did not empty, as current."""
+    import sys
+
+    assert sys.implementation.cache_tag in K.STAMP

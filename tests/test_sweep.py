@@ -110,6 +110,25 @@ def test_runs_at_once_whose_replays_do_not_fit_together_stop_the_sweep_before_an
     assert cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 0
 
 
+def test_a_local_ray_instance_is_checked_for_the_runs_it_runs_at_once(tmp_path, capsys, monkeypatch):
+    """Ray runs one run a CPU: the sweep's local instance, started with as many CPUs as the check counted, is
+    checked as --jobs would be (in a dry run too, which starts no Ray); a cluster's nodes are not the driver."""
+    from prioritylab import _checks
+
+    spec = tmp_path / "spec.py"
+    spec.write_text("def runs(budget):\n    return [{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': x, "
+                    "'steps': s, 'start_steps': 20} for x, s in (('uniform', 1_000), ('per', 2_000))]\n")  # fmt: skip
+    monkeypatch.setattr(_checks, "available_bytes", lambda: 145 * 2 * 2_000 + 10_000)  # the larger alone fits
+    monkeypatch.setattr(sweep, "ray_slots", lambda address: 2 if address is None else 1)
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(["sweep", str(spec), "--out", str(tmp_path / "runs"), "--backend", "ray", "--dry-run"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--backend ray runs 2 at once here (one a CPU)" in err and "ray start" in err
+    assert cli_main(["sweep", str(spec), "--out", str(tmp_path / "runs"), "--backend", "ray", "--address",
+                     "10.0.0.1:6379", "--dry-run"]) == 0  # fmt: skip
+    assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()  # a dry run starts no Ray
+
+
 def test_a_dry_run_refuses_an_out_that_is_a_file(tmp_path, capsys):
     spec = tmp_path / "spec.py"
     spec.write_text(VALID)
@@ -712,6 +731,8 @@ def test_a_run_to_resume_at_another_thread_count_stops_the_sweep_before_any_run(
             assert capsys.readouterr().out.splitlines()[0].endswith("# resume")
     spec.write_text(longer)  # the count it ran with: resumed and finished
     assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1"]) == 0
+    spec.write_text(longer.replace('"threads": 1', '"threads": 2'))  # a finished run's count does not matter
+    assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1", "--dry-run"]) == 0
 
 
 @pytest.mark.parametrize(

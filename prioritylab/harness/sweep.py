@@ -480,14 +480,17 @@ def write_record(record: Path, started: float, changed: dict, stopped_by: int | 
 
 
 def connect_ray(address: str | None) -> None:
-    """Start a local Ray instance (``address`` None) or reach the cluster at ``address``, unless this process
-    already has; ``ValueError`` naming what could not be reached, before the sweep writes anything."""
+    """Start a local Ray instance with :func:`ray_slots` CPUs (``address`` None: a new one, never a cluster that
+    ``RAY_ADDRESS`` or an earlier ``ray start`` names, whose CPUs the memory check did not count) or reach the
+    cluster at ``address``, unless this process already has; ``ValueError`` naming what could not be reached,
+    before the sweep writes anything."""
     import ray
 
     if ray.is_initialized():
         return
+    where = {"address": "local", "num_cpus": ray_slots(None)} if address is None else {"address": address}
     try:
-        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+        ray.init(**where, ignore_reinit_error=True, log_to_driver=False)
     except Exception as err:  # Ray raises ConnectionError, RuntimeError, ... by cause
         where = f"the Ray cluster at --address {address}" if address else "a local Ray instance"
         said = (str(err).strip().splitlines() or [""])[0]
@@ -555,9 +558,12 @@ def check_ray_code(cwd: str) -> None:
 
 
 def ray_slots(address: str | None) -> int:
-    """How many runs a local Ray instance runs at once (one a CPU); with ``address``, 1: the cluster's nodes
-    have their own memory, which each run's own check compares its replay with."""
-    return len(os.sched_getaffinity(0)) if address is None else 1
+    """How many runs the sweep's local Ray instance runs at once (one a CPU: the CPUs this process may use, which
+    :func:`connect_ray` starts it with); with ``address``, 1: the cluster's nodes have their own memory, which
+    each run's own check compares its replay with."""
+    if address is not None:
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
