@@ -683,9 +683,9 @@ def test_a_false_setting_in_a_specification_is_passed_as_its_no_flag(tmp_path, c
     assert " --no-diagnostics " in listed and " --allow-no-updates " in listed and " --diagnostics " not in listed
 
 
-def test_a_run_to_resume_recorded_with_other_settings_stops_the_sweep_before_any_run(tmp_path, capsys):
-    """Not only a finished run: one stopped at its --stop-after (a checkpoint, no finished.json) that ran with
-    other settings would be refused half-way by train --resume; the sweep refuses it first."""
+def stopped_run(tmp_path: pathlib.Path) -> tuple[pathlib.Path, str, pathlib.Path]:
+    """A sweep's Pendulum run stopped at its --stop-after (a checkpoint, no finished.json): the specification
+    file, the text of the specification without the stop, and the sweep's --out."""
     spec = tmp_path / "spec.py"
     longer = VALID.replace("steps = 40 if", "steps = 600 if").replace('"eval_every": 40', '"eval_every": 200')
     spec.write_text(longer.replace('"steps": steps,', '"steps": steps, "stop_after": 250,'))  # stops at 400
@@ -693,6 +693,13 @@ def test_a_run_to_resume_recorded_with_other_settings_stops_the_sweep_before_any
     assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1"]) == 1  # stopped, as asked
     folder = out / "td3_Pendulum-v1_per_s0"
     assert (folder / "checkpoint.pt").exists() and not (folder / "finished.json").exists()
+    return spec, longer, out
+
+
+def test_a_run_to_resume_recorded_with_other_settings_stops_the_sweep_before_any_run(tmp_path, capsys):
+    """Not only a finished run: one stopped at its --stop-after (a checkpoint, no finished.json) that ran with
+    other settings would be refused half-way by train --resume; the sweep refuses it first."""
+    spec, longer, out = stopped_run(tmp_path)
     spec.write_text(longer.replace('"batch_size": 4', '"batch_size": 6'))
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
@@ -711,13 +718,7 @@ def test_a_run_to_resume_recorded_with_other_settings_stops_the_sweep_before_any
 def test_a_run_to_resume_at_another_thread_count_stops_the_sweep_before_any_run(tmp_path, capsys):
     """train --resume refuses another torch thread count than the checkpoint's (the run would not continue bit
     for bit), but only once started, which a sweep would record as a crash: the sweep names it first."""
-    spec = tmp_path / "spec.py"
-    longer = VALID.replace("steps = 40 if", "steps = 600 if").replace('"eval_every": 40', '"eval_every": 200')
-    spec.write_text(longer.replace('"steps": steps,', '"steps": steps, "stop_after": 250,'))  # stops at 400
-    out = tmp_path / "runs"
-    assert cli_main(["sweep", str(spec), "--out", str(out), "--only", "env=Pendulum-v1"]) == 1  # stopped, as asked
-    folder = out / "td3_Pendulum-v1_per_s0"
-    assert (folder / "checkpoint.pt").exists() and not (folder / "finished.json").exists()
+    spec, longer, out = stopped_run(tmp_path)
     for threads, refused in ((2, True), (0, False)):  # 0 (torch's own count here): train's check, at its start
         spec.write_text(longer.replace('"threads": 1', f'"threads": {threads}'))
         capsys.readouterr()
