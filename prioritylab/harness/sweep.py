@@ -488,9 +488,9 @@ def connect_ray(address: str | None) -> None:
 
     if ray.is_initialized():
         return
-    where = {"address": "local", "num_cpus": ray_slots(None)} if address is None else {"address": address}
+    target = {"address": "local", "num_cpus": ray_slots(None)} if address is None else {"address": address}
     try:
-        ray.init(**where, ignore_reinit_error=True, log_to_driver=False)
+        ray.init(**target, ignore_reinit_error=True, log_to_driver=False)
     except Exception as err:  # Ray raises ConnectionError, RuntimeError, ... by cause
         where = f"the Ray cluster at --address {address}" if address else "a local Ray instance"
         said = (str(err).strip().splitlines() or [""])[0]
