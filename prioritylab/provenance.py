@@ -55,6 +55,10 @@ BEFORE_IT_EXISTED = (
 """``(setting, value, only)``: the value a run ran with when its manifest predates the setting; ``only`` limits
 the entry to runs whose ``(key, values)`` matches."""
 
+BETA_END_BEFORE = {"ddqn": 1.0, "td3": 1.0, "sac": 1.0}
+"""The IS exponent's value at the end of a run whose manifest predates ``method.beta_end``, by agent: Double
+DQN, TD3 and SAC annealed beta to 1 (PER Sec. 3.4); DQN kept it at its ``method.beta0`` (PSER Table 4)."""
+
 
 def as_before(*keys: str) -> dict:
     """``{key: value}``: the value each setting took before it existed (:data:`BEFORE_IT_EXISTED`), for a
@@ -125,6 +129,8 @@ def recorded(manifest: dict) -> dict:
     for key, value, only in BEFORE_IT_EXISTED:
         if only is None or settings.get(only[0]) in only[1]:
             settings.setdefault(key, value)
+    if "method.beta0" in settings and settings.get("sampler") in WEIGHTED:  # beta's end, before it was recorded:
+        settings.setdefault("method.beta_end", BETA_END_BEFORE.get(settings.get("agent"), settings["method.beta0"]))
     if "buffer_size" in settings:
         settings["replay_capacity"] = capacity(manifest, settings)
         del settings["buffer_size"]

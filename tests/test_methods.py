@@ -57,6 +57,62 @@ def test_the_is_weights_are_normalised_by_the_batch_unless_asked_and_the_choice_
     assert "normalise" not in Method("lap", ReplaySettings(), DQN_DEFAULTS, 1000).describe()
 
 
+
+def test_the_end_of_betas_schedule_is_recorded_for_the_weighted_samplers():
+    """DQN keeps beta at beta0 (PSER Table 4), Double DQN and the continuous agents anneal it to 1 (PER Sec. 3.4);
+    the manifest's ``method`` records where it ends, so a default that changes is seen on a resume."""
+    from prioritylab.deep.continuous import CONTINUOUS_DEFAULTS
+    from prioritylab.deep.dqn import DDQN_DEFAULTS, DQN_DEFAULTS
+
+    cases = [(DQN_DEFAULTS, ReplaySettings(), 0.5), (DQN_DEFAULTS, ReplaySettings(beta0=0.7), 0.7),
+             (DDQN_DEFAULTS, ReplaySettings(), 1.0), (CONTINUOUS_DEFAULTS, ReplaySettings(), 1.0)]  # fmt: skip
+    for defaults, settings, end in cases:
+        method = Method("per", settings, defaults, 1000)
+        assert method.describe()["beta_end"] == end
+        assert method.beta_at(1000) == pytest.approx(end)
+    assert "beta_end" not in Method("lap", ReplaySettings(), DQN_DEFAULTS, 1000).describe()
+
+
+@pytest.mark.parametrize("agent, sampler, beta0, end", [("dqn", "per", 0.5, 0.5), ("dqn", "pser", 0.6, 0.6),
+                                                        ("ddqn", "per", 0.4, 1.0), ("td3", "ners", 0.4, 1.0),
+                                                        ("sac", "per", 0.4, 1.0), ("dqn", "lap", 0.5, None)])
+def test_a_manifest_before_beta_end_was_recorded_reads_as_the_schedule_it_ran(agent, sampler, beta0, end):
+    from prioritylab.provenance import changed_settings, recorded
+
+    old = {"config": {"agent": agent, "sampler": sampler, "replay": {"beta0": None}},
+           "method": {"name": sampler, "beta0": beta0}}  # fmt: skip
+    assert recorded(old).get("method.beta_end") == end
+    if end is not None:  # the same run recorded now is the same settings; another end is a change
+        now = {**old, "method": {**old["method"], "beta_end": end}}
+        assert changed_settings(old, now) == {}
+        moved = {**old, "method": {**old["method"], "beta_end": end + 0.25}}
+        assert changed_settings(old, moved) == {"method.beta_end": (end, end + 0.25)}
+
+
+def test_every_committed_weighted_run_ended_at_the_beta_its_manifest_reads_as():
+    """The fill-in for manifests that predate ``method.beta_end`` agrees with the beta each committed run logged
+    at its last evaluation (its last step is the run's end, where the schedule reaches beta_end)."""
+    import csv
+    import json
+    from pathlib import Path
+
+    from prioritylab.provenance import WEIGHTED, recorded
+
+    checked = 0
+    for manifest in sorted(Path(__file__).parents[1].glob("docs/results/**/runs/*/manifest.json")):
+        m = json.loads(manifest.read_text())
+        if m.get("config", {}).get("sampler") not in WEIGHTED:
+            continue
+        rows = list(csv.DictReader(open(manifest.parent / "evaluations.csv")))
+        settings = recorded(m)
+        last = rows[-1]
+        frac = int(last["step"]) / settings["steps"]
+        b0, b1 = settings["method.beta0"], settings["method.beta_end"]
+        assert float(last["beta"]) == pytest.approx(b0 + (b1 - b0) * min(frac, 1.0), abs=1e-6), manifest.parent.name
+        checked += 1
+    assert checked >= 100
+
+
 ALTERNATIVE = {"alpha": 0.9, "beta0": 0.1, "eps": 0.5, "kappa": 0.3, "rho": 0.9, "eta": 0.2, "window": 1,
                "mode": "add", "normalise": "global", "ners_baseline": "first", "ners_schedule": "evaluation",
                "ners_sample_size": 16, "ners_lr": 0.5, "ners_local": (8,), "ners_score": (8,)}  # fmt: skip

@@ -75,7 +75,7 @@ class ReplaySettings:
     (the authors' public code); docs/ners.md."""
     ners_schedule: str = "episode"
     """When NERS trains: at the end of every training episode from its return ('episode': Algorithm 1's placement
-    with the replay reward of the paper's variant NERS*, Sec. 5, Fig. 4 b-c) or at each evaluation from the
+    with the replay reward of the paper's variant NERS*, Sec. 3.3, Fig. 4 b-c) or at each evaluation from the
     evaluation return ('evaluation', eq. 6 and the text of its Section 2.2); docs/ners.md."""
     ners_sample_size: int = N.SAMPLE_SIZE
     """NERS |I_train| per training step (Table B.1: 128)."""
@@ -146,8 +146,8 @@ class Method:
         self.kappa = s.kappa if s.kappa is not None else defaults.kappa
         self.settings = s
         self.uses_weights = entry.uses_weights
-        beta_end = self.beta0 if defaults.per_beta_end is None else defaults.per_beta_end
-        self.beta = LinearSchedule(self.beta0, beta_end, total_steps)
+        self.beta_end = self.beta0 if defaults.per_beta_end is None else defaults.per_beta_end
+        self.beta = LinearSchedule(self.beta0, self.beta_end, total_steps)
         self.td_kappa = defaults.td_kappa
         check_normalise(s.normalise)  # refused even where the sampler does not read it
         for field_name, value, readers in unread(name, s):  # so is a value no sampler that reads it would take
@@ -160,8 +160,9 @@ class Method:
 
     def describe(self) -> dict:
         base = {"name": self.name, "alpha": self.alpha, "beta0": self.beta0, "eps": self.eps, "kappa": self.kappa}
-        if self.uses_weights:
+        if self.uses_weights:  # the IS weights' normalisation and beta's schedule, from beta0 to beta_end
             base["normalise"] = self.settings.normalise
+            base["beta_end"] = self.beta_end
         return {**base, **self.entry.describe(self.settings)}
 
     def make_sampler(self, capacity: int, seed) -> Sampler:
