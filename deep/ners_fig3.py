@@ -3,7 +3,7 @@
 The environment is NERS's Pendulum* (App. A.2): Pendulum with reward 1 only after more than 20 consecutive
 upright steps, ``prioritylab/SparsePendulum-v1`` (:mod:`prioritylab.deep.sparse_pendulum`). NERS trains as its
 Algorithm 1 (a REINFORCE step at each training episode's end, its replay reward from the training episodes'
-returns: the paper's NERS*, Sec. 5) with Table B.1's settings; the agents use their
+returns: the paper's NERS*, Sec. 3.3) with Table B.1's settings; the agents use their
 paper settings (256-256 networks, batch 256; 1,000 random steps first, as in NERS Table 3's caption, where
 NERS Table B.1's general setting for continuous control has 5,000: a departure, kept for the runs made). The
 paper's figure shows means and standard deviations over 5 seeds; its step budget is not given in the text.

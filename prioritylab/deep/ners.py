@@ -40,9 +40,9 @@ BASELINES = ("previous", "first")
 ``first``: return now - return at the first evaluation (the authors' public code)."""
 SCHEDULES = ("episode", "evaluation")
 """When NERS takes its REINFORCE step: at the end of every training episode, with r^re from that episode's
-return against the previous episode's (the default: Algorithm 1's placement, lines 82-87, with the replay reward
-of the paper's variant NERS*, "the difference of cumulative rewards in not evaluations but training episodes",
-Sec. 5, which it finds no different from NERS in Fig. 4 b-c), or at each evaluation, with r^re from the
+return against the previous episode's (the default: Algorithm 1's placement, its end-of-episode block, with the
+replay reward of the paper's variant NERS*, "the difference of cumulative rewards in not evaluations but training
+episodes", Sec. 3.3, which it finds no different from NERS in Fig. 4 b-c), or at each evaluation, with r^re from the
 evaluation returns (eq. 6 and the text of Section 2.2, "We update NERS at each evaluation step")."""
 
 # NERS App. B, Table B.1
@@ -398,7 +398,7 @@ class NERSSampler(PERSampler):
         first one's with ``baseline="first"``.  The first call only sets the reference.  I_train is a
         uniform subset (without replacement) of ``sample_size`` of the slots drawn since the previous
         call that still hold a transition drawn then and are sampleable; the record of drawn slots is then
-        emptied (Algorithm 1, line 86).
+        emptied (Algorithm 1's end-of-episode block, "Empty I").
         """
         ret = None if info is None else info.get("return")
         if isinstance(ret, bool) or not isinstance(ret, (int, float, np.integer, np.floating)) or not np.isfinite(ret):
