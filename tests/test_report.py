@@ -310,6 +310,11 @@ def test_partial_and_corrupt_runs_are_listed_and_never_averaged_in(tmp_path):
     assert text.count("| corrupt |") == 2 and "| partial, left out |" in text
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert len(manifest["run_folders"]) == 2 and len(manifest["not_used"]) == 3 and manifest["git_commit"]
+    first = ("**3 of the 5 run folders found are in no table here** (2 corrupt; 1 partial, left out): `status.md` "
+             "names them and why.")  # the tables show only the 2 seeds used: each says that others were found
+    for name in ("table", "differences", "speed", "aggregates", "improvement"):
+        assert (tmp_path / "out" / f"{name}.md").read_text().startswith(first), name
+    assert not (tmp_path / "out" / "status.md").read_text().startswith("**")
 
 
 @pytest.mark.parametrize("text, message", [
@@ -1548,3 +1553,46 @@ def test_a_run_with_a_non_finite_return_or_steps_out_of_order_is_corrupt_and_the
     status = {Path(x["folder"]).name: x for x in result["status"]}["td3_Hopper-v5_uniform_s3"]
     assert status["status"] == "corrupt" and "row 5" in status["detail"], status
     assert next(r for r in result["table"] if r["sampler"] == "uniform")["seeds"] == 3
+
+
+def test_a_minatar_game_is_normalised_by_two_uniform_runs_or_more_and_p_needs_no_scale(tmp_path):
+    """One uniform run is no mean to set "1 = uniform" by: the game is left out of the normalised tables, named
+    with its reason.  P(X > Y) does not depend on a game's scale, so PSER against PER is still made there (and on a
+    game without any uniform run), from the raw scores."""
+    runs = tmp_path / "runs"
+    fake_run(runs, "uniform", 0, [9.0] * 10, env="MinAtar/Asterix-v1", agent="dqn")
+    for seed in range(3):
+        for game in ("Asterix", "Seaquest"):
+            fake_run(runs, "per", seed, [2.0 + seed] * 10, env=f"MinAtar/{game}-v1", agent="dqn")
+            fake_run(runs, "pser", seed, [3.0 + seed] * 10, env=f"MinAtar/{game}-v1", agent="dqn")
+    result = R.report(runs, tmp_path / "out")
+    assert result["aggregates"] == []
+    text = (tmp_path / "out" / "aggregates.md").read_text()
+    assert "task MinAtar/Asterix-v1 left out (1 uniform run: at least 2 are needed to normalise by their mean)" in text
+    assert "task MinAtar/Seaquest-v1 left out (no uniform runs to normalise by)" in text
+    imp = {(r["sampler"], r["baseline"], r["tasks"]): r["p_improvement"] for r in result["improvement"]}
+    pser, per = 3.0 + np.arange(3), 2.0 + np.arange(3)
+    expected = np.mean((pser[:, None] > per) + 0.5 * (pser[:, None] == per))
+    assert imp == {("pser", "per", 2): pytest.approx(expected)}
+    by_task = {r["domain"] for r in result["improvement_by_task"]}
+    assert by_task == {f"MinAtar (0 = random, 1 = uniform): MinAtar/{g}-v1" for g in ("Asterix", "Seaquest")}
+
+
+def test_a_run_copied_under_another_seed_and_runs_of_other_lengths_are_not_compared(tmp_path):
+    """Evaluations are what the manifests cannot fake: the same rows under two seeds (a copied run whose manifest
+    was edited) and finished runs that end at different steps (manifests without their settings) leave the group
+    out of every comparison, named in table.md."""
+    runs = tmp_path / "runs"
+    for seed in range(3):
+        fake_run(runs, "uniform", seed, [1.0 + seed] * 12)
+        fake_run(runs, "lap", seed, [2.0 + seed] * (12 if seed else 10))
+        fake_run(runs, "per", seed, [3.0 + seed] * 12)
+    copy = runs / "td3_Hopper-v5_per_s9"
+    shutil.copytree(runs / "td3_Hopper-v5_per_s1", copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "config": {**manifest["config"], "seed": 9}}))
+    result = R.report(runs, tmp_path / "out")
+    assert result["differences"] == [] and result["improvement"] == []  # only uniform is left to compare
+    text = (tmp_path / "out" / "table.md").read_text()
+    assert "the same evaluations under several seeds (one run's files copied under another seed?): seed 1" in text
+    assert "seed 9" in text and "finished runs end at different steps (1000, 1200)" in text

@@ -228,10 +228,11 @@ def _report_into(out: Path, gone: list[str], runs: list[dict], reference_runs: l
     """Write every table and figure of :func:`report` into ``out`` (the report's staging folder), and put in
     ``gone`` the tables that the runs do not give.  Returns the tables' rows, the figures and the profiles."""
     _write_text(out / "status.md", tables.status_markdown(status, runs))
-    partial = tables.partial_note(runs)
+    partial = tables.partial_note(runs) + tables.unused_note(status)
 
     def write(name: str, text: str) -> None:
-        """Every table's markdown goes through here, so that each begins with the partial-runs line."""
+        """Every table's markdown goes through here, so that each begins with the partial-runs line and the count
+        of the run folders found that it does not use."""
         _write_text(out / name, partial + text)
 
     next_part("tables")
@@ -288,11 +289,12 @@ def _report_into(out: Path, gone: list[str], runs: list[dict], reference_runs: l
         _table(out, "versus", [], "", write, gone)
     next_part("probabilities of improvement (bootstrap)")
     imp_left = list(unlike)
-    imp = stats.improvement(cells, left_out=imp_left)
+    raw_cells = stats.score_cells(comparable, normalise_minatar=False)  # P(X > Y) needs no common scale
+    imp = stats.improvement(raw_cells, left_out=imp_left)
     write_csv(out / "improvement.csv", imp, stats.COLUMNS["improvement"])
     write("improvement.md", tables.improvement_markdown(imp, imp_left))
     imp_by_task_left = list(unlike)
-    imp_by_task = stats.improvement(each_task, left_out=imp_by_task_left)
+    imp_by_task = stats.improvement(stats.task_cells(raw_cells), left_out=imp_by_task_left)
     _table(out, "improvement_by_task", imp_by_task,
            tables.improvement_markdown(imp_by_task, imp_by_task_left) + "\n" + tables.BY_TASK_NOTE + "\n", write,
            gone)

@@ -269,6 +269,8 @@ def incomparable(groups: dict) -> dict:
             text = "the same seed in several run folders (a copy counted twice?): " + "; ".join(
                 f"seed {seed} in {', '.join(f)}" for seed, f in sorted(twice.items(), key=lambda x: seed_order(x[0])))
             notes[key] = f"{notes[key]}; {text}" if key in notes else text
+        for text in _copies_and_lengths(runs):
+            notes[key] = f"{notes[key]}; {text}" if key in notes else text
     for (agent, env), samplers in by_task.items():
         if len(samplers) < 2:
             continue
@@ -280,6 +282,24 @@ def incomparable(groups: dict) -> dict:
                 key = (agent, env, sampler)
                 notes[key] = f"{notes[key]}; {text}" if key in notes else text
     return notes
+
+
+def _copies_and_lengths(runs: list[dict]) -> list[str]:
+    """Why a group's runs are not as many independent runs of one length, from their evaluations alone (the
+    manifests may lack the settings or have been edited): two runs with the same evaluation rows (one run's
+    files under another seed?), and finished runs that end at different steps."""
+    out = []
+    same = defaultdict(list)
+    for r in runs:
+        same[tuple(tuple(sorted(row.items())) for row in r["rows"])].append(r)
+    copies = [group for group in same.values() if len(group) > 1]
+    if copies:
+        out.append("the same evaluations under several seeds (one run's files copied under another seed?): " +
+                   "; ".join(", ".join(f"seed {r['seed']} ({r['folder']})" for r in group) for group in copies))
+    ends = sorted({float(r["rows"][-1]["step"]) for r in runs if r["finished"]})
+    if len(ends) > 1 and len({r["config"].get("steps") for r in runs}) == 1:  # else "seeds differ in steps" says it
+        out.append("finished runs end at different steps (" + ", ".join(f"{e:g}" for e in ends) + ")")
+    return out
 
 
 def column(rows: list[dict], key: str) -> np.ndarray:

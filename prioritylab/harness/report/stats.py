@@ -381,8 +381,9 @@ MINATAR_DOMAIN = "MinAtar (0 = random, 1 = uniform)"
 def minatar_normalised(groups: dict, left_out: list[str] | None = None) -> dict:
     """``(agent, env, sampler) -> (scores - random) / (uniform - random)`` for MinAtar groups: 0 is random play
     (:data:`prioritylab.scores.MINATAR_RANDOM`), 1 the mean final score of the same agent with ``uniform``
-    replay on that game.  Games without a uniform group, or whose uniform mean is not above random play,
-    are left out (nothing to normalise by), each named once in ``left_out`` with its reason."""
+    replay on that game.  Games with fewer than 2 uniform runs (one run's score is no mean to set a scale by,
+    where every table needs 2 runs a side), or whose uniform mean is not above random play, are left out,
+    each named once in ``left_out`` with its reason."""
     out = {}
     skipped = {}
     for (agent, env, sampler), runs in sorted(groups.items()):
@@ -398,6 +399,9 @@ def minatar_normalised(groups: dict, left_out: list[str] | None = None) -> dict:
         if not base:
             skipped[(agent, env)] = "no uniform runs to normalise by"
             continue
+        if len(base) < 2:
+            skipped[(agent, env)] = "1 uniform run: at least 2 are needed to normalise by their mean"
+            continue
         ref = float(np.mean([final_score(r) for r in base]))
         if ref <= random:
             skipped[(agent, env)] = (f"uniform's mean final score {ref:.3g} is not above random play's {random:.3g}: "
@@ -409,17 +413,21 @@ def minatar_normalised(groups: dict, left_out: list[str] | None = None) -> dict:
     return out
 
 
-def score_cells(groups: dict, left_out: list[str] | None = None) -> dict:
+def score_cells(groups: dict, left_out: list[str] | None = None, normalise_minatar: bool = True) -> dict:
     """``(agent, domain) -> sampler -> task -> {seed: score}``: Atari games human-normalised, MinAtar games by
     :func:`minatar_normalised` (the games it cannot normalise appended to ``left_out``), any other environment a
-    domain of its own (raw returns)."""
-    minatar = minatar_normalised(groups, left_out)
+    domain of its own (raw returns).  With ``normalise_minatar=False`` the MinAtar games keep their raw scores,
+    every game of them: for :func:`improvement`, as P(X > Y) on a game is the same on any scale that game's
+    samplers share, and needs no uniform runs."""
+    minatar = minatar_normalised(groups, left_out) if normalise_minatar else {}
     domains = defaultdict(lambda: defaultdict(dict))
     for (agent, env, sampler), runs in groups.items():
         game = atari_game(env)
         scores = np.array([final_score(r) for r in runs])
         if game is not None and game in SCORES:
             domain, task, scores = "Atari (human-normalised)", game, normalise_human(game, scores)
+        elif minatar_game(env) is not None and not normalise_minatar:
+            domain, task = MINATAR_DOMAIN, env
         elif minatar_game(env) is not None:
             if (agent, env, sampler) not in minatar:
                 continue

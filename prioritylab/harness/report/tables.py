@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 import numpy as np
@@ -270,6 +270,18 @@ def partial_note(runs: list[dict]) -> str:
     return (f"**{n} of the {len(runs)} runs here are partial** (no `finished.json`, averaged in by "
             "`--include-partial`): a partial run's final score is its last 10 evaluations so far, and its area "
             "under the learning curve covers only the evaluations it reached. `status.md` names them.\n\n")
+
+
+def unused_note(status: list[dict]) -> str:
+    """The line every table begins with when some run folders found are in none of its rows (corrupt, unreadable,
+    partial without ``--include-partial``, never updated): the tables show only fewer seeds; empty otherwise."""
+    unused = Counter(x["status"] for x in status if not x["status"].startswith(("used", "reference")))
+    if not unused:
+        return ""
+    n = sum(unused.values())
+    kinds = "; ".join(f"{k} {what}" for what, k in sorted(unused.items()))
+    return (f"**{n} of the {len(status)} run folders found are in no table here** ({kinds}): `status.md` names "
+            "them and why.\n\n")
 
 
 def status_markdown(status: list[dict], runs: Sequence[dict] = ()) -> str:
