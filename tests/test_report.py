@@ -310,7 +310,7 @@ def test_partial_and_corrupt_runs_are_listed_and_never_averaged_in(tmp_path):
     assert text.count("| corrupt |") == 2 and "| partial, left out |" in text
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert len(manifest["run_folders"]) == 2 and len(manifest["not_used"]) == 3 and manifest["git_commit"]
-    first = ("**3 of the 5 run folders found are in no table here** (2 corrupt; 1 partial, left out): `status.md` "
+    first = ("**3 of the 5 folders found are in no table here** (2 corrupt; 1 partial, left out): `status.md` "
              "names them and why.")  # the tables show only the 2 seeds used: each says that others were found
     for name in ("table", "differences", "speed", "aggregates", "improvement"):
         assert (tmp_path / "out" / f"{name}.md").read_text().startswith(first), name

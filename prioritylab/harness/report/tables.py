@@ -273,14 +273,15 @@ def partial_note(runs: list[dict]) -> str:
 
 
 def unused_note(status: list[dict]) -> str:
-    """The line every table begins with when some run folders found are in none of its rows (corrupt, unreadable,
-    partial without ``--include-partial``, never updated): the tables show only fewer seeds; empty otherwise."""
+    """The line every table begins with when some folders found are in none of its rows (corrupt, unreadable,
+    partial without ``--include-partial``, never updated, or no run at all): the tables show only fewer seeds;
+    empty otherwise."""
     unused = Counter(x["status"] for x in status if not x["status"].startswith(("used", "reference")))
     if not unused:
         return ""
     n = sum(unused.values())
     kinds = "; ".join(f"{k} {what}" for what, k in sorted(unused.items()))
-    return (f"**{n} of the {len(status)} run folders found are in no table here** ({kinds}): `status.md` names "
+    return (f"**{n} of the {len(status)} folders found are in no table here** ({kinds}): `status.md` names "
             "them and why.\n\n")
 
 
