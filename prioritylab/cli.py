@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "report": "prioritylab.harness.report",
     "collect": "prioritylab.harness.collect",
     "sweep": "prioritylab.harness.sweep",
+    "verdicts": "prioritylab.harness.report.verdicts",
 }
 
 

@@ -1,0 +1,296 @@
+"""``prioritylab verdicts``: each claim's verdict, worked out from the reports' CSV files by the stated rule.
+
+The results page (``docs/results/README.md``, section "Verdicts, claim by claim") gives one row per claim of a
+paper in one setting, with a verdict.  The rule that turns an interval into a verdict is stated there; this
+module is that rule in code (:func:`verdict`), the sizes of the effects the papers report (:data:`SIZES`), and a
+check that every verdict on the page follows from the unrounded intervals in the reports' CSV files.
+
+The claims are listed in a registry, ``docs/results/verdicts.csv``, one line per comparison, in the page's row
+order (a row that states two comparisons has two lines).  Its columns:
+
+* ``claim``: the row's first cell, exactly; ``setting``: a part of its second cell.  A line belongs to the first
+  row at or after the previous line's row whose claim is ``claim`` and whose setting holds ``setting``;
+* ``report``: the report folder, relative to the registry's folder; ``table``: ``differences`` (final scores)
+  or ``speed`` (the areas under the learning curves, for "twice as fast");
+* ``agent``, ``env``, ``sampler``, ``baseline``: the CSV row, X = ``sampler`` against Y = ``baseline``;
+* ``rule`` (:data:`RULES`) and ``size``, a key of :data:`SIZES` for the rule ``gain``, empty otherwise.
+
+A row of the page that no line of the registry names is an error, but for NERS Table 3's rows, which compare
+with the table's own values on their study page (``docs/results/sac_pendulum_table3/``).  An interval lies
+above a bound when its lower end is above it: an end equal to the bound holds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...verdict import NOT_REPRODUCED, REPRODUCED
+
+REGISTRY = Path("docs/results/verdicts.csv")
+"""The registry's place in the repository."""
+
+PAGE_SECTION = "## Verdicts, claim by claim"
+"""The heading of the page's section whose table the verdicts are checked against."""
+
+SIZES: dict[str, float] = {
+    # LAP/PAL Table 2: Double DQN + PER over Double DQN, the median over its 10 Atari games (the mean is +38 %)
+    "per_over_uniform": 15.0,
+    # PSER Table 1: median human-normalised score 109 % against PER's 88 %
+    "pser_over_per": 24.0,
+    # LAP/PAL Table 1, the smallest gain of TD3 + LAP over TD3 where LAP gains (Ant: 6912.6 against 6469.9)
+    "lap_over_uniform": 7.0,
+    # LAP/PAL Table 1, the smallest gain of TD3 + LAP over TD3 + PER (HalfCheetah: 14836.5 against 13927.8)
+    "lap_over_per": 6.5,
+    # LAP/PAL Table 1, HalfCheetah: TD3 + LAP 14836.5 and TD3 + PAL 15012.2 against TD3 13570.9
+    "lap_over_uniform_halfcheetah": 9.3,
+    "pal_over_uniform_halfcheetah": 10.6,
+}
+"""The size of each claimed effect, in % of Y's mean final score: the smallest a paper reports for the claim."""
+
+EQUALITY_BOUND = SIZES["lap_over_per"]
+""""PAL matches LAP" is a tight test only where the whole interval of PAL − LAP lies within ±this % of LAP's
+score: it then excludes a difference as large as LAP's smallest claimed gain."""
+
+RULES = {
+    "gain": "X improves on Y by the size: reproduced above 0, not reproduced below the size, else inconclusive",
+    "gain_unsized": "X improves on Y, no size given: reproduced above 0, not reproduced below 0, else inconclusive",
+    "loss_unsized": "X does worse than Y, no size given: reproduced below 0, not reproduced above 0, else "
+                    "inconclusive",
+    "twice": "X learns twice as fast as Y (X − Y read at twice the speed, on the areas under the curves): "
+             "reproduced above 0, not reproduced below 0, else inconclusive",
+    "equal": "X matches Y: not reproduced where the interval excludes 0, else consistent with equality, a tight "
+             f"test where it lies within ±{EQUALITY_BOUND:g} % of Y's score",
+}
+"""The rules, by name (the page states them in words)."""
+
+INCONCLUSIVE = "inconclusive"
+TIGHT, NOT_TIGHT = "consistent with equality, a tight test", "consistent with equality, not a tight test"
+VERDICTS = (NOT_REPRODUCED, REPRODUCED, INCONCLUSIVE, NOT_TIGHT, TIGHT)
+"""The words of a deep-study verdict: the theory scripts' two (:mod:`prioritylab.verdict`), and the ones an
+interval that holds a bound gives."""
+
+
+def verdict(rule: str, lo: float, hi: float, size: float | None = None) -> str:
+    """The verdict of an interval ``[lo, hi]`` of X − Y under ``rule`` (:data:`RULES`); ``size``, for ``gain``, in
+    the interval's units.  An end equal to a bound holds it."""
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; the rules are {', '.join(RULES)}")
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        raise ValueError(f"[{lo}, {hi}] is not an interval")
+    if (rule == "gain") != (size is not None):
+        raise ValueError(f"the rule {rule!r} " + ("takes a size" if rule == "gain" else "takes no size"))
+    if rule == "gain":
+        return REPRODUCED if lo > 0 else NOT_REPRODUCED if hi < size else INCONCLUSIVE
+    if rule in ("gain_unsized", "twice"):
+        return REPRODUCED if lo > 0 else NOT_REPRODUCED if hi < 0 else INCONCLUSIVE
+    if rule == "loss_unsized":
+        return REPRODUCED if hi < 0 else NOT_REPRODUCED if lo > 0 else INCONCLUSIVE
+    if lo > 0 or hi < 0:  # equal
+        return NOT_REPRODUCED
+    return TIGHT if -EQUALITY_BOUND < lo and hi < EQUALITY_BOUND else NOT_TIGHT
+
+
+REGISTRY_COLUMNS = ["claim", "setting", "report", "table", "agent", "env", "sampler", "baseline", "rule", "size"]
+TABLES = {"differences": ("pct_lo", "pct_hi"), "speed": ("vs_twice_lo", "vs_twice_hi")}
+"""The CSV files a verdict reads, and the columns of its interval: % of Y's mean, or, for ``twice``, the
+absolute interval of X − (Y read at twice the speed)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the registry, with its verdict."""
+
+    line: int
+    claim: str
+    setting: str
+    report: str
+    table: str
+    agent: str
+    env: str
+    sampler: str
+    baseline: str
+    rule: str
+    size: str
+    lo: float = math.nan
+    hi: float = math.nan
+    verdict: str = ""
+
+    def comparison(self) -> str:
+        what = " (area, against twice the speed)" if self.table == "speed" else ""
+        return f"{self.agent} {self.env}: {self.sampler} − {self.baseline}{what}, {self.report}"
+
+
+def read_registry(path: Path) -> list[Entry]:
+    """The registry's lines, each with its interval read from its report's CSV and its verdict; ``ValueError``
+    naming the line for a malformed line, a missing report or CSV row, or an unknown rule or size."""
+    path = Path(path)
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        if reader.fieldnames != REGISTRY_COLUMNS:
+            raise ValueError(f"{path}: the columns are {reader.fieldnames}, not {REGISTRY_COLUMNS}")
+        lines = list(reader)
+    tables: dict[Path, list[dict]] = {}
+    entries = []
+    for number, line in enumerate(lines, start=2):
+        where = f"{path}, line {number}"
+        if None in line or any(value is None for value in line.values()):
+            raise ValueError(f"{where}: {len(REGISTRY_COLUMNS)} fields expected")
+        if line["rule"] not in RULES:
+            raise ValueError(f"{where}: unknown rule {line['rule']!r}; the rules are {', '.join(RULES)}")
+        if line["table"] not in TABLES:
+            raise ValueError(f"{where}: unknown table {line['table']!r}; the tables are {', '.join(TABLES)}")
+        if (line["table"] == "speed") != (line["rule"] == "twice"):
+            raise ValueError(f"{where}: the rule 'twice' reads the table 'speed', and only it does")
+        if line["rule"] == "gain" and line["size"] not in SIZES:
+            raise ValueError(f"{where}: the rule 'gain' needs a size, one of {', '.join(SIZES)}; got "
+                             f"{line['size']!r}")  # fmt: skip
+        if line["rule"] != "gain" and line["size"]:
+            raise ValueError(f"{where}: the rule {line['rule']!r} takes no size, got {line['size']!r}")
+        csv_path = path.parent / line["report"] / f"{line['table']}.csv"
+        if csv_path not in tables:
+            if not csv_path.is_file():
+                raise ValueError(f"{where}: no {csv_path}")
+            with open(csv_path, newline="", encoding="utf-8") as fh:
+                tables[csv_path] = list(csv.DictReader(fh))
+        key = {k: line[k] for k in ("agent", "env", "sampler", "baseline")}
+        rows = [row for row in tables[csv_path] if all(row.get(k) == v for k, v in key.items())]
+        if len(rows) != 1:
+            raise ValueError(f"{where}: {len(rows)} rows of {csv_path} are {key}, not one")
+        lo_col, hi_col = TABLES[line["table"]]
+        try:
+            lo, hi = float(rows[0][lo_col]), float(rows[0][hi_col])
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{where}: {csv_path}'s row {key} has no numbers in {lo_col}, {hi_col}") from None
+        size = SIZES[line["size"]] if line["rule"] == "gain" else None
+        try:
+            word = verdict(line["rule"], lo, hi, size)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        entries.append(Entry(number, **line, lo=lo, hi=hi, verdict=word))
+    return entries
+
+
+def page_rows(page: Path) -> list[list[str]]:
+    """The cells of each row of the page's verdict table (:data:`PAGE_SECTION`), in order."""
+    text = Path(page).read_text(encoding="utf-8")
+    if PAGE_SECTION not in text:
+        raise ValueError(f"{page} has no section {PAGE_SECTION!r}")
+    rows = []
+    for line in text.split(PAGE_SECTION, 1)[1].splitlines():
+        if line.startswith("## "):
+            break
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        if re.fullmatch(r"\|[-:| ]+\|", line.strip()):  # the rule under the header
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        rows.append(cells)
+    if len(rows) < 2 or any(len(cells) != len(rows[0]) for cells in rows):
+        raise ValueError(f"{page}: the verdict table's rows do not all have {len(rows[0]) if rows else '?'} cells")
+    return rows[1:]
+
+
+def exempt(cells: list[str]) -> bool:
+    """NERS Table 3's rows: they compare with the table's own values on their study page."""
+    return "Table 3)" in cells[0]
+
+
+def stated(cell: str) -> set[str]:
+    """The verdicts a page's verdict cell states: its opening words and each bold phrase, where they begin with a
+    verdict (after "twice as fast:", which names the claim)."""
+    phrases = [cell, *re.findall(r"\*\*(.+?)\*\*", cell)]
+    found = set()
+    for phrase in phrases:
+        phrase = re.sub(r"^\*\*|^twice as fast:\s*", "", phrase.strip()).strip().lower()
+        for word in sorted(VERDICTS, key=len, reverse=True):  # the longest first: "not reproduced" before "reproduced"
+            if phrase.startswith(word) and (len(phrase) == len(word) or not phrase[len(word)].isalnum()):
+                found.add(word)
+                break
+    return found
+
+
+def check(registry: Path, page: Path) -> list[tuple[list[str], list[Entry], str]]:
+    """Each row of the page's table with the registry's lines that belong to it, and what is wrong with it ("" if
+    nothing): a verdict the rule gives that the cell does not state, or one the cell states that no comparison
+    gives, or a row no line names.  ``ValueError`` for a line that names no row."""
+    entries = read_registry(registry)
+    rows = page_rows(page)
+    owner: list[list[Entry]] = [[] for _ in rows]
+    at = 0
+    for entry in entries:
+        while at < len(rows) and not (rows[at][0] == entry.claim and entry.setting in rows[at][1]):
+            at += 1
+        if at == len(rows):
+            raise ValueError(f"{registry}, line {entry.line}: no row of {page}'s verdict table from the previous "
+                             f"line's on has the claim {entry.claim!r} and a setting with {entry.setting!r}")
+        owner[at].append(entry)
+    result = []
+    for cells, mine in zip(rows, owner, strict=True):
+        problem = ""
+        if not mine and not exempt(cells):
+            problem = "no line of the registry names this row"
+        elif mine:
+            says, gives = stated(cells[-1]), {e.verdict for e in mine}
+            if gives - says:
+                problem = f"the rule gives {sorted(gives - says)}, which the row does not state"
+            elif says - gives:
+                problem = f"the row states {sorted(says - gives)}, which no comparison gives"
+        result.append((cells, mine, problem))
+    return result
+
+
+def _interval(entry: Entry) -> str:
+    unit = "" if entry.table == "speed" else " %"
+    return f"[{entry.lo:+.2f}, {entry.hi:+.2f}]{unit}"
+
+
+def register(subparsers) -> None:
+    from ..._cli import plain
+
+    p = subparsers.add_parser("verdicts", help="each claim's verdict from the reports' CSV files, checked against "
+                                               "the results page",  # fmt: skip
+                              description=plain(__doc__.splitlines()[0]),
+                              epilog=plain("\n".join(__doc__.splitlines()[2:])),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--registry", type=Path, default=REGISTRY, help=f"the registry of claims (default {REGISTRY})")
+    p.add_argument("--page", type=Path, default=None,
+                   help="the page whose verdict table is checked (default: README.md beside the registry)")
+    p.set_defaults(func=_main)
+
+
+def _main(args) -> int:
+    from ..._cli import fail
+
+    page = args.page if args.page is not None else args.registry.parent / "README.md"
+    for path, what in ((args.registry, "--registry"), (page, "--page")):
+        if not path.is_file():
+            fail("prioritylab verdicts", f"{what} {path} is not a file")
+    try:
+        result = check(args.registry, page)
+    except (OSError, ValueError) as err:
+        fail("prioritylab verdicts", str(err))
+    wrong = 0
+    for cells, mine, problem in result:
+        print(f"{cells[0]} | {cells[1]}")
+        if not mine:
+            print("    (compared with NERS Table 3's own values on its study page)" if not problem else "")
+        for entry in mine:
+            size = f", size {SIZES[entry.size]:+g} %" if entry.size else ""
+            print(f"    {entry.comparison()}: {_interval(entry)}{size} -> {entry.verdict}")
+        if problem:
+            wrong += 1
+            print(f"    DISAGREES: {problem}")
+    print(f"{len(result)} rows, {sum(len(m) for _, m, _ in result)} comparisons, {wrong} disagreeing")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(_main(argparse.Namespace(registry=REGISTRY, page=None)))

@@ -1,0 +1,209 @@
+"""``prioritylab verdicts``: the stated rule in code, and every verdict on the results page worked out from the
+reports' CSV files."""
+
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from prioritylab.cli import main as cli_main
+from prioritylab.harness.report import verdicts as V
+
+ROOT = Path(__file__).resolve().parents[1]
+REGISTRY = ROOT / V.REGISTRY
+PAGE = REGISTRY.parent / "README.md"
+
+
+@pytest.mark.parametrize(
+    ("rule", "lo", "hi", "size", "expected"),
+    [
+        ("gain", 0.01, 30.0, 15.0, V.REPRODUCED),
+        ("gain", 0.0, 30.0, 15.0, V.INCONCLUSIVE),  # a lower end equal to 0 holds it
+        ("gain", -10.0, 15.0, 15.0, V.INCONCLUSIVE),  # an upper end equal to the size holds it
+        ("gain", -10.0, 14.99, 15.0, V.NOT_REPRODUCED),
+        ("gain", -90.0, -50.0, 6.5, V.NOT_REPRODUCED),
+        ("gain_unsized", 0.5, 2.0, None, V.REPRODUCED),
+        ("gain_unsized", -0.5, 2.0, None, V.INCONCLUSIVE),
+        ("gain_unsized", -2.0, -0.5, None, V.NOT_REPRODUCED),
+        ("gain_unsized", -2.0, 0.0, None, V.INCONCLUSIVE),
+        ("loss_unsized", -2.0, -0.5, None, V.REPRODUCED),
+        ("loss_unsized", 0.5, 2.0, None, V.NOT_REPRODUCED),
+        ("loss_unsized", -2.0, 0.0, None, V.INCONCLUSIVE),
+        ("twice", -1.9, -0.4, None, V.NOT_REPRODUCED),
+        ("twice", 0.1, 3.0, None, V.REPRODUCED),
+        ("twice", -6.9, 1.4, None, V.INCONCLUSIVE),
+        ("equal", -20.5, -7.5, None, V.NOT_REPRODUCED),
+        ("equal", 0.2, 5.0, None, V.NOT_REPRODUCED),
+        ("equal", -17.7, 6.9, None, V.NOT_TIGHT),
+        ("equal", -6.4, 6.4, None, V.TIGHT),
+        ("equal", -6.5, 6.0, None, V.NOT_TIGHT),  # an end equal to the bound holds it
+        ("equal", 0.0, 6.0, None, V.TIGHT),
+    ],
+)
+def test_verdict_follows_the_stated_rule(rule, lo, hi, size, expected):
+    assert V.verdict(rule, lo, hi, size) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("gains", -1.0, 1.0, None), "unknown rule 'gains'"),
+        (("gain", -1.0, 1.0, None), "takes a size"),
+        (("equal", -1.0, 1.0, 6.5), "takes no size"),
+        (("twice", 1.0, -1.0, None), "is not an interval"),
+        (("twice", float("nan"), 1.0, None), "is not an interval"),
+    ],
+)
+def test_verdict_refuses_what_it_cannot_judge(args, message):
+    with pytest.raises(ValueError, match=message):
+        V.verdict(*args)
+
+
+def test_every_verdict_on_the_results_page_follows_from_the_reports():
+    result = V.check(REGISTRY, PAGE)
+    assert [(cells[0], problem) for cells, _, problem in result if problem] == []
+    named = [cells for cells, mine, _ in result if mine]
+    exempt = [cells[0] for cells, mine, _ in result if not mine]
+    assert len(named) >= 30
+    assert exempt == [cells[0] for cells, _, _ in result if V.exempt(cells)]
+    assert len(exempt) == 3  # NERS Table 3's rows, judged on their study page
+
+
+def test_the_page_states_the_sizes_the_rule_uses():
+    text = PAGE.read_text(encoding="utf-8").split(V.PAGE_SECTION, 1)[1].split("\n| ", 1)[0]
+    text = " ".join(text.split())
+    for name, size in V.SIZES.items():
+        assert f"+{size:g} %" in text, name
+    assert f"±{V.EQUALITY_BOUND:g} %" in text
+
+
+def _copy_study(tmp_path: Path) -> tuple[Path, Path]:
+    """The registry, the page and the reports' CSV files, copied where a test may change them."""
+    results = tmp_path / "results"
+    for line in csv.DictReader(open(REGISTRY, newline="", encoding="utf-8")):
+        source = REGISTRY.parent / line["report"] / f"{line['table']}.csv"
+        target = results / line["report"] / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    shutil.copyfile(REGISTRY, results / REGISTRY.name)
+    shutil.copyfile(PAGE, results / PAGE.name)
+    return results / REGISTRY.name, results / PAGE.name
+
+
+def _problems(registry: Path, page: Path) -> dict[str, str]:
+    return {f"{cells[0]} | {cells[1]}": problem for cells, _, problem in V.check(registry, page) if problem}
+
+
+def test_a_changed_interval_is_caught(tmp_path):
+    registry, page = _copy_study(tmp_path)
+    table = registry.parent / "minatar_study_long" / "differences.csv"
+    rows = list(csv.DictReader(open(table, newline="", encoding="utf-8")))
+    for row in rows:  # PER's Asterix gain, whose interval [+38, +95] gives "reproduced", made to hold 0
+        if (row["env"], row["sampler"], row["baseline"]) == ("MinAtar/Asterix-v1", "per", "uniform"):
+            row["pct_lo"] = "-1.0"
+    with open(table, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    problems = _problems(registry, page)
+    assert list(problems) == [next(k for k in problems if "MinAtar Asterix; 600k frames, 12 %" in k
+                                   and k.startswith("the same, later in training"))]
+    assert "gives ['inconclusive'], which the row does not state" in next(iter(problems.values()))
+
+
+def test_a_changed_verdict_on_the_page_is_caught(tmp_path):
+    registry, page = _copy_study(tmp_path)
+    text = page.read_text(encoding="utf-8")
+    old = "| **not reproduced**: every PAL seed below every LAP seed |"
+    assert text.count(old) == 1
+    page.write_text(text.replace(old, "| **inconclusive**: every PAL seed below every LAP seed |"), encoding="utf-8")
+    problems = _problems(registry, page)
+    assert len(problems) == 1
+    (key, problem), = problems.items()
+    assert key.startswith("the same, at eps 1e-5 | DQN, MinAtar Breakout; 5 seeds")
+    assert "the rule gives ['not reproduced']" in problem
+
+
+def test_a_stated_verdict_no_comparison_gives_is_caught(tmp_path):
+    registry, page = _copy_study(tmp_path)
+    text = page.read_text(encoding="utf-8")
+    old = "| **reproduced** at this budget (every PER seed ends above every uniform seed);"
+    assert text.count(old) == 1
+    page.write_text(text.replace(old, "| **reproduced** at this budget, **not reproduced** (every PER seed ends "
+                                      "above every uniform seed);"), encoding="utf-8")  # fmt: skip
+    (problem,) = _problems(registry, page).values()
+    assert "the row states ['not reproduced'], which no comparison gives" in problem
+
+
+def test_a_row_without_a_registry_line_is_caught(tmp_path):
+    registry, page = _copy_study(tmp_path)
+    lines = registry.read_text(encoding="utf-8").splitlines(keepends=True)
+    registry.write_text("".join(line for line in lines if ",ners_fig3/sac," not in line), encoding="utf-8")
+    problems = _problems(registry, page)
+    assert len(problems) == 3
+    assert set(problems.values()) == {"no line of the registry names this row"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ((",minatar_study,differences,dqn,MinAtar/Breakout-v1,per,uniform,gain,per_over_uniform",
+          ",minatar_study,differences,dqn,MinAtar/Breakout-v1,per,uniform,gain,per_over_everything"),
+         "line 2: the rule 'gain' needs a size"),
+        ((",minatar_study,differences,dqn,MinAtar/Breakout-v1,per,uniform,gain,per_over_uniform",
+          ",minatar_study,differences,dqn,MinAtar/Breakout-v1,per,random,gain,per_over_uniform"),
+         "line 2: 0 rows of .*differences.csv are"),
+        ((",minatar_study,differences,dqn,MinAtar/Breakout-v1,per,uniform,gain,per_over_uniform",
+          ",minatar_study,speed,dqn,MinAtar/Breakout-v1,per,uniform,gain,per_over_uniform"),
+         "line 2: the rule 'twice' reads the table 'speed', and only it does"),
+        ((",minatar_study,differences,dqn,MinAtar/Breakout-v1,per,uniform,gain,per_over_uniform",
+          ",minatar_studies,differences,dqn,MinAtar/Breakout-v1,per,uniform,gain,per_over_uniform"),
+         "line 2: no .*minatar_studies/differences.csv"),
+        (('"DQN, MinAtar Breakout; 250k frames"', '"DQN, MinAtar Pong; 250k frames"'),
+         "line 2: no row of .*README.md's verdict table .* a setting with 'DQN, MinAtar Pong; 250k frames'"),
+        ((",twice,\n", ",twice,15\n"), "the rule 'twice' takes no size"),
+    ],
+)
+def test_a_bad_registry_line_is_named(tmp_path, change, message):
+    registry, page = _copy_study(tmp_path)
+    text = registry.read_text(encoding="utf-8")
+    old, new = change
+    assert old in text
+    registry.write_text(text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        V.check(registry, page)
+
+
+def test_registry_lines_follow_the_page_order(tmp_path):
+    """A line names the first matching row at or after the previous line's row, so two rows with the same cells
+    (the TD3 and the SAC "NERS outperforms PER (same) | the same") are told apart by order; a line out of order
+    names no row."""
+    registry, page = _copy_study(tmp_path)
+    lines = registry.read_text(encoding="utf-8").splitlines(keepends=True)
+    last = lines.pop()
+    registry.write_text("".join([lines[0], last, *lines[1:]]), encoding="utf-8")
+    with pytest.raises(ValueError, match="line 3: no row"):
+        V.check(registry, page)
+
+
+def test_the_command_prints_each_verdict_and_fails_on_a_disagreement(tmp_path, capsys):
+    assert cli_main(["verdicts", "--registry", str(REGISTRY)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"dqn MinAtar/Asterix-v1: per − uniform, minatar_study_long: \[\+38\.\d\d, \+95\.\d\d\] %, "
+                     r"size \+15 % -> reproduced", out)
+    assert out.rstrip().endswith(" comparisons, 0 disagreeing")
+    registry, page = _copy_study(tmp_path)
+    page.write_text(page.read_text(encoding="utf-8").replace(
+        "| **not reproduced**: every PAL seed below every LAP seed |", "| **reproduced** |"), encoding="utf-8")
+    assert cli_main(["verdicts", "--registry", str(registry)]) == 1
+    out = capsys.readouterr().out
+    assert "DISAGREES: the rule gives ['not reproduced'], which the row does not state" in out
+    assert out.rstrip().endswith(", 1 disagreeing")
+    with pytest.raises(SystemExit) as stop:
+        cli_main(["verdicts", "--registry", str(tmp_path / "nothing.csv")])
+    assert stop.value.code != 0
+    assert f"--registry {tmp_path / 'nothing.csv'} is not a file" in capsys.readouterr().err
