@@ -408,3 +408,24 @@ def test_stopped_and_resumed_ners_run_equals_the_uninterrupted_one(tmp_path):
         assert torch.equal(value, sb["ners"]["net"][key]), key
     for key, value in a["agent"]["critic"].items():
         assert torch.equal(value, b["agent"]["critic"][key]), key
+
+
+def test_the_network_is_seeded_on_the_cpu_generator_alone_and_leaves_the_global_ones_as_they_were(monkeypatch):
+    """The first weights come from the sampler's seed, as ``torch.manual_seed`` would give them, with neither the
+    global CPU generator nor any CUDA generator touched (a CUDA run's stream stays the one its seed set)."""
+    seeded = []
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", lambda seed: seeded.append(seed))
+    monkeypatch.setattr(torch.cuda, "manual_seed", lambda seed: seeded.append(seed))
+    torch.manual_seed(123)
+    seeded.clear()
+    before = torch.get_rng_state()
+    s, _ = toy_sampler(16, seed=5)
+    assert seeded == []
+    assert torch.equal(torch.get_rng_state(), before)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(s._torch_seed)
+        expected = s._build_net()
+    for ours, theirs in zip(s.net.parameters(), expected.parameters(), strict=True):
+        assert torch.equal(ours, theirs)
+    other, _ = toy_sampler(16, seed=6)
+    assert not all(torch.equal(a, b) for a, b in zip(s.net.parameters(), other.net.parameters(), strict=True))

@@ -302,8 +302,10 @@ class NERSSampler(PERSampler):
             raise ValueError(f"NERS already has feature fields {self._fields} {self._images}, not {fields} {images}")
         self.source, self._fields, self._images = source, fields, images
         if self.net is None:
+            # the network's first weights from the sampler's own seed, on the CPU generator alone (torch.manual_seed
+            # would also seed every CUDA generator, which fork_rng(devices=[]) does not restore), restored after
             with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(self._torch_seed)
+                torch.default_generator.manual_seed(self._torch_seed)
                 self.net = self._build_net()
             self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr)
 
