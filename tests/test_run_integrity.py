@@ -164,6 +164,7 @@ def test_report_does_not_count_a_copied_run_folder_as_more_seeds(tmp_path):
     result = R.report(runs, tmp_path / "out")
     text = (tmp_path / "out" / "table.md").read_text()
     assert "the same seed in several run folders" in text and "seed 0 in " in text
+    assert "the same evaluations under several seeds" not in text  # said once: the copy keeps its seed
     per_row = next(line for line in text.splitlines() if line.startswith("| td3 | Hopper-v5 | per |"))
     assert per_row.endswith("(not comparable: below) |"), per_row  # the row itself says its mean counts a copy
     assert [r["sampler"] for r in result["aggregates"]] == ["uniform"] and result["gains"] == []

@@ -286,13 +286,14 @@ def incomparable(groups: dict) -> dict:
 
 def _copies_and_lengths(runs: list[dict]) -> list[str]:
     """Why a group's runs are not as many independent runs of one length, from their evaluations alone (the
-    manifests may lack the settings or have been edited): two runs with the same evaluation rows (one run's
-    files under another seed?), and finished runs that end at different steps."""
+    manifests may lack the settings or have been edited): two runs with the same evaluation rows under different
+    seeds (one run's files under another seed?), and finished runs that end at different steps."""
     out = []
     same = defaultdict(list)
     for r in runs:
         same[tuple(tuple(sorted(row.items())) for row in r["rows"])].append(r)
-    copies = [group for group in same.values() if len(group) > 1]
+    # one run in two folders under one seed is named by "the same seed in several run folders" already
+    copies = [group for group in same.values() if len({str(r["seed"]) for r in group}) > 1]
     if copies:
         out.append("the same evaluations under several seeds (one run's files copied under another seed?): " +
                    "; ".join(", ".join(f"seed {r['seed']} ({r['folder']})" for r in group) for group in copies))
