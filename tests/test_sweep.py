@@ -759,3 +759,45 @@ def test_the_code_a_run_imports_is_found_as_the_run_would_import_it(tmp_path):
     shutil.copytree(path, tmp_path / "prioritylab", ignore=shutil.ignore_patterns("__pycache__"))
     copy = sweep.code_identity(str(tmp_path))
     assert copy[0] == str((tmp_path / "prioritylab").resolve()) and not sweep.same_code((path, commit, dirty), copy)
+
+
+def _closed_port() -> int:
+    """A port on this machine where nothing listens (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_ray_address_where_nothing_answers_is_refused_before_anything_is_written(tmp_path, capsys):
+    """Ray keeps retrying an address where nothing answers for minutes; the sweep names it at once."""
+    spec = tmp_path / "spec.py"
+    spec.write_text(SPEC.replace('"env": "NoSuchEnv-v0"', '"env": "Pendulum-v1"'))
+    port = _closed_port()
+    with pytest.raises(SystemExit) as err:
+        cli_main(["sweep", str(spec), "--out", str(tmp_path / "runs"), "--backend", "ray", "--address",
+                  f"127.0.0.1:{port}"])  # fmt: skip
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1, lines
+    assert f"cannot reach the Ray cluster at --address 127.0.0.1:{port}: nothing accepted a connection" in lines[0]
+    assert not (tmp_path / "runs").exists()
+    assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()
+
+
+def test_the_ray_address_check_reads_host_and_port_and_leaves_other_forms_to_ray():
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}", f"localhost:{port}"):
+            sweep.check_reachable(address)
+    for address in ("auto", "/tmp/ray/session_latest", "local"):
+        sweep.check_reachable(address)  # no host and port: Ray reads these itself
+    closed = _closed_port()
+    for address in (f"127.0.0.1:{closed}", f"ray://127.0.0.1:{closed}"):
+        with pytest.raises(ValueError, match=re.escape(f"--address {address}: nothing accepted a connection at "
+                                                       f"127.0.0.1:{closed}")):
+            sweep.check_reachable(address)

@@ -25,7 +25,8 @@ being the one written last.  ``--jobs`` runs
 that many at once in a local process pool; ``--backend ray`` submits the same
 commands to a Ray cluster (``pip install 'prioritylab[ray]'``), one run a CPU: a local
 instance (whose runs at once must fit in memory together, as with ``--jobs``) or the
-one at ``--address``.  Ray's workers must run the code the sweep checked the runs with
+one at ``--address`` (a host and port where nothing accepts a connection within 10 s is refused at once,
+where Ray would retry for minutes).  Ray's workers must run the code the sweep checked the runs with
 (the same checkout, or clean checkouts of one commit: refused otherwise, before any
 run) and see the run folders where the sweep does (one machine or a shared file system).
 
@@ -48,8 +49,10 @@ import fcntl
 import importlib.util
 import json
 import os
+import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -488,6 +491,8 @@ def connect_ray(address: str | None) -> None:
 
     if ray.is_initialized():
         return
+    if address is not None:
+        check_reachable(address)
     target = {"address": "local", "num_cpus": ray_slots(None)} if address is None else {"address": address}
     try:
         ray.init(**target, ignore_reinit_error=True, log_to_driver=False)
@@ -495,6 +500,28 @@ def connect_ray(address: str | None) -> None:
         where = f"the Ray cluster at --address {address}" if address else "a local Ray instance"
         said = (str(err).strip().splitlines() or [""])[0]
         raise ValueError(f"cannot reach {where}: {type(err).__name__}: {said}") from None
+
+
+REACH_TIMEOUT_S = 10.0
+"""How long :func:`check_reachable` waits for a Ray cluster's address to answer (Ray itself keeps retrying an
+address where nothing answers for minutes)."""
+
+
+def check_reachable(address: str) -> None:
+    """``ValueError`` naming ``address`` when nothing accepts a connection at its host and port within
+    :data:`REACH_TIMEOUT_S` seconds; an address without a port (``auto``, a path) is left to Ray."""
+    found = re.fullmatch(r"(?:ray://)?(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(\d+)/?", address.strip())
+    if found is None:
+        return
+    host, port = found.group(1).strip("[]"), int(found.group(2))
+    try:
+        with socket.create_connection((host, port), timeout=REACH_TIMEOUT_S):
+            pass
+    except OSError as err:
+        why = "timed out" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
+        raise ValueError(f"cannot reach the Ray cluster at --address {address}: nothing accepted a connection "
+                         f"at {host}:{port} ({why}); is `ray start --head` running there, and is the port "
+                         "open?") from None  # fmt: skip
 
 
 CODE_PROBE = ("import pathlib, prioritylab, prioritylab.results as r; p = pathlib.Path(prioritylab.__file__).parent; "
