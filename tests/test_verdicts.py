@@ -1,4 +1,4 @@
-"""``prioritylab verdicts``: the stated rule in code, and every verdict on the results page worked out from the
+"""``prioritylab verdicts``: the stated rule in code, and every verdict on the results pages worked out from the
 reports' CSV files."""
 
 from __future__ import annotations
@@ -63,14 +63,24 @@ def test_verdict_refuses_what_it_cannot_judge(args, message):
         V.verdict(*args)
 
 
-def test_every_verdict_on_the_results_page_follows_from_the_reports():
-    result = V.check(REGISTRY, PAGE)
-    assert [(cells[0], problem) for cells, _, problem in result if problem] == []
-    named = [cells for cells, mine, _ in result if mine]
-    exempt = [cells[0] for cells, mine, _ in result if not mine]
-    assert len(named) >= 30
-    assert exempt == [cells[0] for cells, _, _ in result if V.exempt(cells)]
-    assert len(exempt) == 3  # NERS Table 3's rows, judged on their study page
+def test_every_verdict_on_the_results_pages_follows_from_the_reports():
+    result = V.check(REGISTRY)
+    assert [(page, cells[0], problem) for page, cells, _, problem in result if problem] == []
+    summary = [cells for page, cells, _, _ in result if page == "README.md"]
+    assert len(summary) >= 34
+    unnamed = [cells[0] for _, cells, mine, _ in result if not mine]
+    assert unnamed == [cells[0] for _, cells, _, _ in result if V.exempt(cells)]
+    assert len(unnamed) == 3  # NERS Table 3's rows on the summary, judged on their study page
+
+
+def test_every_page_with_verdicts_is_checked():
+    """A study page with a verdict row is named in the registry, but NERS Table 3's, which compares with the
+    table's own values."""
+    named = {line["page"] for line in csv.DictReader(open(REGISTRY, newline="", encoding="utf-8"))}
+    with_verdicts = {str(page.relative_to(REGISTRY.parent)) for page in REGISTRY.parent.rglob("README.md")
+                     if V.page_rows(page)}  # fmt: skip
+    assert with_verdicts - named == {"sac_pendulum_table3/README.md"}
+    assert named <= with_verdicts
 
 
 def test_the_page_states_the_sizes_the_rule_uses():
@@ -82,20 +92,22 @@ def test_the_page_states_the_sizes_the_rule_uses():
 
 
 def _copy_study(tmp_path: Path) -> tuple[Path, Path]:
-    """The registry, the page and the reports' CSV files, copied where a test may change them."""
+    """The registry, the pages and the reports' CSV files, copied where a test may change them; the registry and
+    the summary page."""
     results = tmp_path / "results"
     for line in csv.DictReader(open(REGISTRY, newline="", encoding="utf-8")):
-        source = REGISTRY.parent / line["report"] / f"{line['table']}.csv"
-        target = results / line["report"] / source.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        for name in (f"{V.TABLES[line['table']][0]}.csv", None):
+            source = REGISTRY.parent / line["report"] / name if name else REGISTRY.parent / line["page"]
+            target = results / source.relative_to(REGISTRY.parent)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
     shutil.copyfile(REGISTRY, results / REGISTRY.name)
-    shutil.copyfile(PAGE, results / PAGE.name)
     return results / REGISTRY.name, results / PAGE.name
 
 
-def _problems(registry: Path, page: Path) -> dict[str, str]:
-    return {f"{cells[0]} | {cells[1]}": problem for cells, _, problem in V.check(registry, page) if problem}
+def _problems(registry: Path, page: str = "README.md") -> dict[str, str]:
+    return {f"{cells[0]} | {cells[1]}": problem for where, cells, _, problem in V.check(registry)
+            if problem and where == page}  # fmt: skip
 
 
 def test_a_changed_interval_is_caught(tmp_path):
@@ -109,10 +121,12 @@ def test_a_changed_interval_is_caught(tmp_path):
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    problems = _problems(registry, page)
+    problems = _problems(registry)
     assert list(problems) == [next(k for k in problems if "MinAtar Asterix; 600k frames, 12 %" in k
                                    and k.startswith("the same, later in training"))]
     assert "gives ['inconclusive'], which the row does not state" in next(iter(problems.values()))
+    (study,) = _problems(registry, "minatar_study_long/README.md").values()  # the study's own row, likewise
+    assert "gives ['inconclusive'], which the row does not state" in study
 
 
 def test_a_changed_verdict_on_the_page_is_caught(tmp_path):
@@ -121,7 +135,7 @@ def test_a_changed_verdict_on_the_page_is_caught(tmp_path):
     old = "| **not reproduced**: every PAL seed below every LAP seed |"
     assert text.count(old) == 1
     page.write_text(text.replace(old, "| **inconclusive**: every PAL seed below every LAP seed |"), encoding="utf-8")
-    problems = _problems(registry, page)
+    problems = _problems(registry)
     assert len(problems) == 1
     (key, problem), = problems.items()
     assert key.startswith("the same, at eps 1e-5 | DQN, MinAtar Breakout; 5 seeds")
@@ -135,7 +149,7 @@ def test_a_stated_verdict_no_comparison_gives_is_caught(tmp_path):
     assert text.count(old) == 1
     page.write_text(text.replace(old, "| **reproduced** at this budget, **not reproduced** (every PER seed ends "
                                       "above every uniform seed);"), encoding="utf-8")  # fmt: skip
-    (problem,) = _problems(registry, page).values()
+    (problem,) = _problems(registry).values()
     assert "the row states ['not reproduced'], which no comparison gives" in problem
 
 
@@ -143,7 +157,7 @@ def test_a_row_without_a_registry_line_is_caught(tmp_path):
     registry, page = _copy_study(tmp_path)
     lines = registry.read_text(encoding="utf-8").splitlines(keepends=True)
     registry.write_text("".join(line for line in lines if ",ners_fig3/sac," not in line), encoding="utf-8")
-    problems = _problems(registry, page)
+    problems = _problems(registry)
     assert len(problems) == 3
     assert set(problems.values()) == {"no line of the registry names this row"}
 
@@ -164,7 +178,8 @@ def test_a_row_without_a_registry_line_is_caught(tmp_path):
           ",minatar_studies,differences,dqn,MinAtar/Breakout-v1,per,uniform,gain,per_over_uniform"),
          "line 2: no .*minatar_studies/differences.csv"),
         (('"DQN, MinAtar Breakout; 250k frames"', '"DQN, MinAtar Pong; 250k frames"'),
-         "line 2: no row of .*README.md's verdict table .* a setting with 'DQN, MinAtar Pong; 250k frames'"),
+         "line 2: no verdict row of .*README.md from the previous line's on .* holds 'DQN, MinAtar Pong; 250k "
+         "frames'"),
         ((",twice,\n", ",twice,15\n"), "the rule 'twice' takes no size"),
     ],
 )
@@ -175,19 +190,20 @@ def test_a_bad_registry_line_is_named(tmp_path, change, message):
     assert old in text
     registry.write_text(text.replace(old, new, 1), encoding="utf-8")
     with pytest.raises(ValueError, match=message):
-        V.check(registry, page)
+        V.check(registry)
 
 
 def test_registry_lines_follow_the_page_order(tmp_path):
-    """A line names the first matching row at or after the previous line's row, so two rows with the same cells
-    (the TD3 and the SAC "NERS outperforms PER (same) | the same") are told apart by order; a line out of order
-    names no row."""
+    """A line names the first matching row at or after the previous line's row of its page, so two rows with the
+    same cells (the TD3 and the SAC "NERS outperforms PER (same) | the same") are told apart by order; a line out
+    of order names no row."""
     registry, page = _copy_study(tmp_path)
     lines = registry.read_text(encoding="utf-8").splitlines(keepends=True)
-    last = lines.pop()
-    registry.write_text("".join([lines[0], last, *lines[1:]]), encoding="utf-8")
-    with pytest.raises(ValueError, match="line 3: no row"):
-        V.check(registry, page)
+    last = max(i for i, line in enumerate(lines) if line.startswith("README.md,"))  # the summary's last row's
+    moved = lines.pop(last)
+    registry.write_text("".join([lines[0], moved, *lines[1:]]), encoding="utf-8")
+    with pytest.raises(ValueError, match="line 3: no verdict row"):
+        V.check(registry)
 
 
 def test_the_command_prints_each_verdict_and_fails_on_a_disagreement(tmp_path, capsys):

@@ -1,23 +1,28 @@
 """``prioritylab verdicts``: each claim's verdict, worked out from the reports' CSV files by the stated rule.
 
-The results page (``docs/results/README.md``, section "Verdicts, claim by claim") gives one row per claim of a
-paper in one setting, with a verdict.  The rule that turns an interval into a verdict is stated there; this
-module is that rule in code (:func:`verdict`), the sizes of the effects the papers report (:data:`SIZES`), and a
-check that every verdict on the page follows from the unrounded intervals in the reports' CSV files.
+The results pages give one row per claim of a paper in one setting, with a verdict: the summary
+(``docs/results/README.md``, section "Verdicts, claim by claim") and each study's own page
+(``docs/results/<study>/README.md``).  The rule that turns an interval into a verdict is stated on the summary;
+this module is that rule in code (:func:`verdict`), the sizes of the effects the papers report (:data:`SIZES`),
+and a check that every verdict on those pages follows from the unrounded intervals in the reports' CSV files.
 
-The claims are listed in a registry, ``docs/results/verdicts.csv``, one line per comparison, in the page's row
-order (a row that states two comparisons has two lines).  Its columns:
+The comparisons are listed in a registry, ``docs/results/verdicts.csv``, one line per comparison, each page's
+lines in its row order (a row that states two comparisons has two lines).  Its columns:
 
-* ``claim``: the row's first cell, exactly; ``setting``: a part of its second cell.  A line belongs to the first
-  row at or after the previous line's row whose claim is ``claim`` and whose setting holds ``setting``;
-* ``report``: the report folder, relative to the registry's folder; ``table``: ``differences`` (final scores)
-  or ``speed`` (the areas under the learning curves, for "twice as fast");
+* ``page``: the page, relative to the registry's folder;
+* ``claim``: the row's first cell, exactly; ``setting``: a part of the row (empty: any).  A line belongs to the
+  first row of its page, at or after the previous line's row there, whose claim is ``claim`` and which holds
+  ``setting``;
+* ``report``: the report folder, relative to the registry's folder; ``table``: :data:`TABLES`, the final scores
+  (``differences``), the areas under the learning curves (``area``) or the areas against twice the speed
+  (``speed``, for "twice as fast");
 * ``agent``, ``env``, ``sampler``, ``baseline``: the CSV row, X = ``sampler`` against Y = ``baseline``;
 * ``rule`` (:data:`RULES`) and ``size``, a key of :data:`SIZES` for the rule ``gain``, empty otherwise.
 
-A row of the page that no line of the registry names is an error, but for NERS Table 3's rows, which compare
-with the table's own values on their study page (``docs/results/sac_pendulum_table3/``).  An interval lies
-above a bound when its lower end is above it: an end equal to the bound holds it.
+A page's rows are the rows of its tables whose last cell states a verdict (:func:`stated`).  Each must be named
+by a line of the registry, but for NERS Table 3's rows, which compare with the table's own values on their study
+page (``sac_pendulum_table3/``, whose page the registry does not name).  An interval lies above a bound when its
+lower end is above it: an end equal to the bound holds it.
 """
 
 from __future__ import annotations
@@ -47,9 +52,15 @@ SIZES: dict[str, float] = {
     "lap_over_uniform": 7.0,
     # LAP/PAL Table 1, the smallest gain of TD3 + LAP over TD3 + PER (HalfCheetah: 14836.5 against 13927.8)
     "lap_over_per": 6.5,
-    # LAP/PAL Table 1, HalfCheetah: TD3 + LAP 14836.5 and TD3 + PAL 15012.2 against TD3 13570.9
+    # the same reading of Table 1 for PAL: its smallest gains over TD3 and over TD3 + PER where it gains (both
+    # Ant: 6476.2 against 6469.9 and 6278.7)
+    "pal_over_uniform": 0.1,
+    "pal_over_per": 3.1,
+    # LAP/PAL Table 1, HalfCheetah: TD3 + LAP 14836.5 and TD3 + PAL 15012.2 against TD3 13570.9 and TD3 + PER
+    # 13927.8 (LAP over PER there is lap_over_per)
     "lap_over_uniform_halfcheetah": 9.3,
     "pal_over_uniform_halfcheetah": 10.6,
+    "pal_over_per_halfcheetah": 7.8,
 }
 """The size of each claimed effect, in % of Y's mean final score: the smallest a paper reports for the claim."""
 
@@ -96,10 +107,12 @@ def verdict(rule: str, lo: float, hi: float, size: float | None = None) -> str:
     return TIGHT if -EQUALITY_BOUND < lo and hi < EQUALITY_BOUND else NOT_TIGHT
 
 
-REGISTRY_COLUMNS = ["claim", "setting", "report", "table", "agent", "env", "sampler", "baseline", "rule", "size"]
-TABLES = {"differences": ("pct_lo", "pct_hi"), "speed": ("vs_twice_lo", "vs_twice_hi")}
-"""The CSV files a verdict reads, and the columns of its interval: % of Y's mean, or, for ``twice``, the
-absolute interval of X − (Y read at twice the speed)."""
+REGISTRY_COLUMNS = ["page", "claim", "setting", "report", "table", "agent", "env", "sampler", "baseline", "rule",
+                    "size"]  # fmt: skip
+TABLES = {"differences": ("differences", "pct_lo", "pct_hi"), "area": ("speed", "pct_lo", "pct_hi"),
+          "speed": ("speed", "vs_twice_lo", "vs_twice_hi")}  # fmt: skip
+"""What each value of ``table`` reads: the CSV file and the columns of the interval, in % of Y's mean (final
+scores; areas under the curves), or, for ``twice``, the absolute interval of X − (Y read at twice the speed)."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,7 @@ class Entry:
     """One line of the registry, with its verdict."""
 
     line: int
+    page: str
     claim: str
     setting: str
     report: str
@@ -122,7 +136,7 @@ class Entry:
     verdict: str = ""
 
     def comparison(self) -> str:
-        what = " (area, against twice the speed)" if self.table == "speed" else ""
+        what = {"speed": " (area, against twice the speed)", "area": " (area)"}.get(self.table, "")
         return f"{self.agent} {self.env}: {self.sampler} − {self.baseline}{what}, {self.report}"
 
 
@@ -152,7 +166,8 @@ def read_registry(path: Path) -> list[Entry]:
                              f"{line['size']!r}")  # fmt: skip
         if line["rule"] != "gain" and line["size"]:
             raise ValueError(f"{where}: the rule {line['rule']!r} takes no size, got {line['size']!r}")
-        csv_path = path.parent / line["report"] / f"{line['table']}.csv"
+        csv_name, lo_col, hi_col = TABLES[line["table"]]
+        csv_path = path.parent / line["report"] / f"{csv_name}.csv"
         if csv_path not in tables:
             if not csv_path.is_file():
                 raise ValueError(f"{where}: no {csv_path}")
@@ -162,7 +177,6 @@ def read_registry(path: Path) -> list[Entry]:
         rows = [row for row in tables[csv_path] if all(row.get(k) == v for k, v in key.items())]
         if len(rows) != 1:
             raise ValueError(f"{where}: {len(rows)} rows of {csv_path} are {key}, not one")
-        lo_col, hi_col = TABLES[line["table"]]
         try:
             lo, hi = float(rows[0][lo_col]), float(rows[0][hi_col])
         except (KeyError, TypeError, ValueError):
@@ -177,25 +191,16 @@ def read_registry(path: Path) -> list[Entry]:
 
 
 def page_rows(page: Path) -> list[list[str]]:
-    """The cells of each row of the page's verdict table (:data:`PAGE_SECTION`), in order."""
-    text = Path(page).read_text(encoding="utf-8")
-    if PAGE_SECTION not in text:
-        raise ValueError(f"{page} has no section {PAGE_SECTION!r}")
+    """The cells of each row of the page's tables whose last cell states a verdict (:func:`stated`), in order."""
     rows = []
-    for line in text.split(PAGE_SECTION, 1)[1].splitlines():
-        if line.startswith("## "):
-            break
-        if not line.startswith("|"):
-            if rows:
-                break
+    for line in Path(page).read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line.startswith("|") or re.fullmatch(r"\|[-:| ]+\|", line):  # not a row, or the rule under a header
             continue
-        if re.fullmatch(r"\|[-:| ]+\|", line.strip()):  # the rule under the header
-            continue
-        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
-        rows.append(cells)
-    if len(rows) < 2 or any(len(cells) != len(rows[0]) for cells in rows):
-        raise ValueError(f"{page}: the verdict table's rows do not all have {len(rows[0]) if rows else '?'} cells")
-    return rows[1:]
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        if stated(cells[-1]):
+            rows.append(cells)
+    return rows
 
 
 def exempt(cells: list[str]) -> bool:
@@ -217,33 +222,38 @@ def stated(cell: str) -> set[str]:
     return found
 
 
-def check(registry: Path, page: Path) -> list[tuple[list[str], list[Entry], str]]:
-    """Each row of the page's table with the registry's lines that belong to it, and what is wrong with it ("" if
-    nothing): a verdict the rule gives that the cell does not state, or one the cell states that no comparison
-    gives, or a row no line names.  ``ValueError`` for a line that names no row."""
+def check(registry: Path) -> list[tuple[str, list[str], list[Entry], str]]:
+    """Each verdict row of each page the registry names, with the page, the registry's lines that belong to the
+    row, and what is wrong with it ("" if nothing): a verdict the rule gives that the row does not state, one the
+    row states that no comparison gives, or a row no line names.  ``ValueError`` for a line that names no row."""
+    registry = Path(registry)
     entries = read_registry(registry)
-    rows = page_rows(page)
-    owner: list[list[Entry]] = [[] for _ in rows]
-    at = 0
-    for entry in entries:
-        while at < len(rows) and not (rows[at][0] == entry.claim and entry.setting in rows[at][1]):
-            at += 1
-        if at == len(rows):
-            raise ValueError(f"{registry}, line {entry.line}: no row of {page}'s verdict table from the previous "
-                             f"line's on has the claim {entry.claim!r} and a setting with {entry.setting!r}")
-        owner[at].append(entry)
     result = []
-    for cells, mine in zip(rows, owner, strict=True):
-        problem = ""
-        if not mine and not exempt(cells):
-            problem = "no line of the registry names this row"
-        elif mine:
-            says, gives = stated(cells[-1]), {e.verdict for e in mine}
-            if gives - says:
-                problem = f"the rule gives {sorted(gives - says)}, which the row does not state"
-            elif says - gives:
-                problem = f"the row states {sorted(says - gives)}, which no comparison gives"
-        result.append((cells, mine, problem))
+    for page in dict.fromkeys(e.page for e in entries):
+        path = registry.parent / page
+        if not path.is_file():
+            raise ValueError(f"{registry}: no page {path}")
+        rows = page_rows(path)
+        owner: list[list[Entry]] = [[] for _ in rows]
+        at = 0
+        for entry in (e for e in entries if e.page == page):
+            while at < len(rows) and not (rows[at][0] == entry.claim and entry.setting in " | ".join(rows[at])):
+                at += 1
+            if at == len(rows):
+                raise ValueError(f"{registry}, line {entry.line}: no verdict row of {path} from the previous line's "
+                                 f"on has the claim {entry.claim!r} and holds {entry.setting!r}")  # fmt: skip
+            owner[at].append(entry)
+        for cells, mine in zip(rows, owner, strict=True):
+            problem = ""
+            if not mine and not exempt(cells):
+                problem = "no line of the registry names this row"
+            elif mine:
+                says, gives = stated(cells[-1]), {e.verdict for e in mine}
+                if gives - says:
+                    problem = f"the rule gives {sorted(gives - says)}, which the row does not state"
+                elif says - gives:
+                    problem = f"the row states {sorted(says - gives)}, which no comparison gives"
+            result.append((page, cells, mine, problem))
     return result
 
 
@@ -261,25 +271,24 @@ def register(subparsers) -> None:
                               epilog=plain("\n".join(__doc__.splitlines()[2:])),
                               formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--registry", type=Path, default=REGISTRY, help=f"the registry of claims (default {REGISTRY})")
-    p.add_argument("--page", type=Path, default=None,
-                   help="the page whose verdict table is checked (default: README.md beside the registry)")
     p.set_defaults(func=_main)
 
 
 def _main(args) -> int:
     from ..._cli import fail
 
-    page = args.page if args.page is not None else args.registry.parent / "README.md"
-    for path, what in ((args.registry, "--registry"), (page, "--page")):
-        if not path.is_file():
-            fail("prioritylab verdicts", f"{what} {path} is not a file")
+    if not args.registry.is_file():
+        fail("prioritylab verdicts", f"--registry {args.registry} is not a file")
     try:
-        result = check(args.registry, page)
+        result = check(args.registry)
     except (OSError, ValueError) as err:
         fail("prioritylab verdicts", str(err))
-    wrong = 0
-    for cells, mine, problem in result:
-        print(f"{cells[0]} | {cells[1]}")
+    wrong, page = 0, None
+    for where, cells, mine, problem in result:
+        if where != page:
+            page = where
+            print(f"== {page}")
+        print(f"{cells[0]} | {cells[1]}"[:160])
         if not mine:
             print("    (compared with NERS Table 3's own values on its study page)" if not problem else "")
         for entry in mine:
@@ -288,9 +297,10 @@ def _main(args) -> int:
         if problem:
             wrong += 1
             print(f"    DISAGREES: {problem}")
-    print(f"{len(result)} rows, {sum(len(m) for _, m, _ in result)} comparisons, {wrong} disagreeing")
+    pages = len({where for where, *_ in result})
+    print(f"{pages} pages, {len(result)} rows, {sum(len(m) for _, _, m, _ in result)} comparisons, {wrong} disagreeing")
     return 1 if wrong else 0
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(_main(argparse.Namespace(registry=REGISTRY, page=None)))
+    sys.exit(_main(argparse.Namespace(registry=REGISTRY)))
