@@ -223,3 +223,41 @@ def test_the_command_prints_each_verdict_and_fails_on_a_disagreement(tmp_path, c
         cli_main(["verdicts", "--registry", str(tmp_path / "nothing.csv")])
     assert stop.value.code != 0
     assert f"--registry {tmp_path / 'nothing.csv'} is not a file" in capsys.readouterr().err
+
+
+def test_a_report_gets_the_verdict_of_each_of_the_papers_comparisons(tmp_path, capsys):
+    """``--report``: the rule on any report's CSV files, with an environment's own sizes where LAP/PAL Table 1
+    gives them; the committed reports give the verdicts their pages state."""
+    found = {(e.env, e.sampler, e.baseline, e.table): (e.size, e.verdict)
+             for e in V.report_verdicts(REGISTRY.parent / "lap_halfcheetah")}  # fmt: skip
+    assert found[("HalfCheetah-v5", "lap", "uniform", "differences")] == ("lap_over_uniform_halfcheetah",
+                                                                          V.INCONCLUSIVE)  # fmt: skip
+    assert found[("HalfCheetah-v5", "per", "uniform", "differences")] == ("per_over_uniform_halfcheetah",
+                                                                          V.NOT_REPRODUCED)  # fmt: skip
+    assert found[("HalfCheetah-v5", "pal", "lap", "differences")] == ("", V.NOT_TIGHT)
+    assert found[("HalfCheetah-v5", "per", "uniform", "speed")] == ("", V.NOT_REPRODUCED)
+    assert len(found) == 7  # six pairs of the papers' claims and PER's speed
+    long = {(e.env, e.sampler, e.baseline, e.table): e.verdict
+            for e in V.report_verdicts(REGISTRY.parent / "minatar_study_long")}  # fmt: skip
+    assert long[("MinAtar/Asterix-v1", "per", "uniform", "differences")] == V.REPRODUCED
+    assert long[("MinAtar/Freeway-v1", "pser", "per", "differences")] == V.NOT_REPRODUCED
+    # a row whose interval is undefined is left out; a folder that is not a report is named
+    report = tmp_path / "report"
+    report.mkdir()
+    for name in ("differences.csv", "speed.csv"):
+        text = (REGISTRY.parent / "lap_halfcheetah" / name).read_text(encoding="utf-8")
+        if name == "differences.csv":
+            head, first, *rest = text.splitlines(keepends=True)
+            cells = first.rstrip("\r\n").split(",")
+            cells[6:12] = ["nan"] * 6  # the lap − uniform row's interval, undefined
+            text = "".join([head, ",".join(cells) + "\r\n", *rest])
+        (report / name).write_text(text, encoding="utf-8")
+    left = {(e.sampler, e.baseline, e.table) for e in V.report_verdicts(report)}
+    assert ("lap", "uniform", "differences") not in left and len(left) == 6
+    assert cli_main(["verdicts", "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "td3 HalfCheetah-v5: pal − lap: [-21.94, +15.45] % -> consistent with equality, not a tight test" in out
+    (report / "speed.csv").unlink()
+    with pytest.raises(SystemExit):
+        cli_main(["verdicts", "--report", str(report)])
+    assert f"{report} holds no speed.csv: is it a prioritylab report?" in capsys.readouterr().err

@@ -19,6 +19,10 @@ lines in its row order (a row that states two comparisons has two lines).  Its c
 * ``agent``, ``env``, ``sampler``, ``baseline``: the CSV row, X = ``sampler`` against Y = ``baseline``;
 * ``rule`` (:data:`RULES`) and ``size``, a key of :data:`SIZES` for the rule ``gain``, empty otherwise.
 
+``prioritylab verdicts --report DIR`` applies the same rule to any report: each of the papers' comparisons in
+its ``differences.csv`` and ``speed.csv`` (:data:`PAPER_CLAIMS`), with the general sizes, or an environment's own
+where LAP/PAL Table 1 gives them (:data:`OWN_SIZES`).
+
 A page's rows are the rows of its tables whose last cell states a verdict (:func:`stated`).  Each must be named
 by a line of the registry, but for NERS Table 3's rows, which compare with the table's own values on their study
 page (``sac_pendulum_table3/``, whose page the registry does not name).  An interval lies above a bound when its
@@ -61,6 +65,8 @@ SIZES: dict[str, float] = {
     "lap_over_uniform_halfcheetah": 9.3,
     "pal_over_uniform_halfcheetah": 10.6,
     "pal_over_per_halfcheetah": 7.8,
+    # and TD3 + PER over TD3 there: 13927.8 against 13570.9 (the PER paper's own claims are on Atari)
+    "per_over_uniform_halfcheetah": 2.6,
 }
 """The size of each claimed effect, in % of Y's mean final score: the smallest a paper reports for the claim."""
 
@@ -257,6 +263,65 @@ def check(registry: Path) -> list[tuple[str, list[str], list[Entry], str]]:
     return result
 
 
+PAPER_CLAIMS: dict[tuple[str, str], tuple[str, str]] = {
+    ("per", "uniform"): ("gain", "per_over_uniform"),
+    ("pser", "per"): ("gain", "pser_over_per"),
+    ("lap", "uniform"): ("gain", "lap_over_uniform"),
+    ("lap", "per"): ("gain", "lap_over_per"),
+    ("pal", "uniform"): ("gain", "pal_over_uniform"),
+    ("pal", "per"): ("gain", "pal_over_per"),
+    ("pal", "lap"): ("equal", ""),
+    ("ners", "uniform"): ("gain_unsized", ""),
+    ("ners", "per"): ("gain_unsized", ""),
+}
+"""The claim each (X, Y) pair of a report's ``differences.csv`` stands for, as its rule and size: the papers'
+claims, the same as on the results pages (PER's "twice as fast" reads ``speed.csv``)."""
+
+OWN_SIZES = {"HalfCheetah": {"per_over_uniform": "per_over_uniform_halfcheetah",
+                             "lap_over_uniform": "lap_over_uniform_halfcheetah",
+                             "pal_over_uniform": "pal_over_uniform_halfcheetah",
+                             "pal_over_per": "pal_over_per_halfcheetah"}}  # fmt: skip
+"""Environments whose own sizes LAP/PAL Table 1 gives, by the start of their name: the size used there instead."""
+
+
+def report_verdicts(report: Path) -> list[Entry]:
+    """Every comparison of the papers' claims (:data:`PAPER_CLAIMS`, and PER − uniform at twice the speed) in the
+    report folder ``report``, with its verdict by the stated rule, read from its ``differences.csv`` and
+    ``speed.csv``; a row whose interval is undefined (no spread on either side) is left out."""
+    report = Path(report)
+    out = []
+    for table in ("differences", "speed"):
+        path = report / f"{TABLES[table][0]}.csv"
+        if not path.is_file():
+            raise ValueError(f"{report} holds no {path.name}: is it a prioritylab report?")
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        for number, row in enumerate(rows, start=2):
+            pair = (row.get("sampler", ""), row.get("baseline", ""))
+            if table == "speed":
+                if pair != ("per", "uniform"):
+                    continue
+                rule, size = "twice", ""
+            elif pair in PAPER_CLAIMS:
+                rule, size = PAPER_CLAIMS[pair]
+            else:
+                continue
+            env = row.get("env", "")
+            own = next((sizes for start, sizes in OWN_SIZES.items() if env.startswith(start)), {})
+            size = own.get(size, size)
+            _, lo_col, hi_col = TABLES[table]
+            try:
+                lo, hi = float(row[lo_col]), float(row[hi_col])
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"{path}, line {number}: no numbers in {lo_col}, {hi_col}") from None
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                continue
+            word = verdict(rule, lo, hi, SIZES[size] if size else None)
+            out.append(Entry(number, "", "", "", str(report), table, row.get("agent", ""), env, pair[0], pair[1],
+                             rule, size, lo=lo, hi=hi, verdict=word))  # fmt: skip
+    return out
+
+
 def _interval(entry: Entry) -> str:
     unit = "" if entry.table == "speed" else " %"
     return f"[{entry.lo:+.2f}, {entry.hi:+.2f}]{unit}"
@@ -271,12 +336,33 @@ def register(subparsers) -> None:
                               epilog=plain("\n".join(__doc__.splitlines()[2:])),
                               formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--registry", type=Path, default=REGISTRY, help=f"the registry of claims (default {REGISTRY})")
+    p.add_argument("--report", type=Path, action="append", default=None, metavar="DIR",
+                   help="instead, the verdict of each of the papers' comparisons in this report folder (as "
+                        "prioritylab report --out writes it), by the same rule; may be given again")  # fmt: skip
     p.set_defaults(func=_main)
 
 
 def _main(args) -> int:
     from ..._cli import fail
 
+    if getattr(args, "report", None):
+        for folder in args.report:
+            if not folder.is_dir():
+                fail("prioritylab verdicts", f"--report {folder} is not a folder")
+        try:
+            found = [(folder, report_verdicts(folder)) for folder in args.report]
+        except (OSError, ValueError) as err:
+            fail("prioritylab verdicts", str(err))
+        for folder, entries in found:
+            print(f"== {folder}")
+            for entry in entries:
+                size = f", size {SIZES[entry.size]:+g} % ({entry.size})" if entry.size else ""
+                print(f"    {entry.agent} {entry.env}: {entry.sampler} − {entry.baseline}"
+                      f"{' (area, against twice the speed)' if entry.table == 'speed' else ''}: "
+                      f"{_interval(entry)}{size} -> {entry.verdict}")  # fmt: skip
+            if not entries:
+                print("    no comparison of the papers' claims with an interval")
+        return 0
     if not args.registry.is_file():
         fail("prioritylab verdicts", f"--registry {args.registry} is not a file")
     try:
@@ -303,4 +389,4 @@ def _main(args) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(_main(argparse.Namespace(registry=REGISTRY)))
+    sys.exit(_main(argparse.Namespace(registry=REGISTRY, report=None)))
