@@ -39,6 +39,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...results import NotWhole, whole_rows
 from ...verdict import NOT_REPRODUCED, REPRODUCED
 
 REGISTRY = Path("docs/results/verdicts.csv")
@@ -177,8 +178,7 @@ def read_registry(path: Path) -> list[Entry]:
         if csv_path not in tables:
             if not csv_path.is_file():
                 raise ValueError(f"{where}: no {csv_path}")
-            with open(csv_path, newline="", encoding="utf-8") as fh:
-                tables[csv_path] = list(csv.DictReader(fh))
+            tables[csv_path] = _report_rows(csv_path)
         key = {k: line[k] for k in ("agent", "env", "sampler", "baseline")}
         rows = [row for row in tables[csv_path] if all(row.get(k) == v for k, v in key.items())]
         if len(rows) != 1:
@@ -194,6 +194,15 @@ def read_registry(path: Path) -> list[Entry]:
             raise ValueError(f"{where}: {err}") from None
         entries.append(Entry(number, **line, lo=lo, hi=hi, verdict=word))
     return entries
+
+
+def _report_rows(path: Path) -> list[dict]:
+    """A report's CSV file, every row whole (:func:`prioritylab.results.whole_rows`: a cut file is an error, not
+    fewer comparisons); ``ValueError`` naming the file."""
+    try:
+        return whole_rows(path)
+    except NotWhole as err:
+        raise ValueError(f"{path}: {err}") from None
 
 
 def page_rows(page: Path) -> list[list[str]]:
@@ -294,8 +303,7 @@ def report_verdicts(report: Path) -> list[Entry]:
         path = report / f"{TABLES[table][0]}.csv"
         if not path.is_file():
             raise ValueError(f"{report} holds no {path.name}: is it a prioritylab report?")
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = _report_rows(path)
         for number, row in enumerate(rows, start=2):
             pair = (row.get("sampler", ""), row.get("baseline", ""))
             if table == "speed":
