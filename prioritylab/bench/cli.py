@@ -268,7 +268,9 @@ def _register_replay(sub) -> None:
         "side by side with cpprb, tianshou and stable-baselines3",
         description="Throughput of prioritylab's replay buffer against peer libraries, MuJoCo and Atari "
         "layouts, 1 and 8 environments (see docs/benchmarks.md). Peers that are not installed are skipped; "
-        "install them with pip install 'prioritylab[bench]'.",
+        "install them with pip install 'prioritylab[bench]'. Before timing, every contender is self-checked on a "
+        "small buffer (fields of each drawn row, sampling frequencies, IS weights); one that fails is timed but "
+        "given no ratio, and no ratio is taken against it.",
     )
     p.add_argument("--layouts", nargs="+", choices=("mujoco", "atari"), default=["mujoco", "atari"],
                    help="observation layouts (default: both)")  # fmt: skip
@@ -292,6 +294,10 @@ def _register_replay(sub) -> None:
     p.add_argument("--threads", type=parse_size, default=1,
                    help="torch.set_num_threads for every contender (default: 1; SB3's copy of a batch runs on "
                         "torch's threads)")  # fmt: skip
+    p.add_argument("--check-only", action="store_true",
+                   help="only the self-check that runs before any timing: each contender, built small, is checked "
+                        "for the fields of every drawn row, sampling frequencies against priority^0.6 / sum "
+                        "(uniform: 1/N) and IS weights; exits 1 if one fails")  # fmt: skip
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     remember_defaults(p, func=run_replay)
 
@@ -299,6 +305,12 @@ def _register_replay(sub) -> None:
 def run_replay(args: argparse.Namespace) -> int:
     from ..results import write_json
 
+    if args.check_only:
+        unused = [f"--{k}" for k in given(args, ("seconds", "repeats", "quick"))]
+        if unused:  # the self-check times nothing and builds its own small buffers
+            from .._cli import fail
+
+            fail("prioritylab bench replay", f"--check-only times nothing, got {' '.join(unused)}")
     device = _check_device(args)
     _check_json(args)
     from . import replay as bench
@@ -321,9 +333,21 @@ def run_replay(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     config["threads"] = args.threads
     load_before = load()
+    # every contender does the work it is timed for, or is given no ratio: checked before anything is timed
+    checks = bench.self_check(args.layouts, args.envs, peers, seed=args.seed, device=device,
+                              progress=not args.no_progress)  # fmt: skip
+    print(bench.format_checks(checks))
+    print()
+    if args.check_only:
+        if args.json:
+            machine_load = {"before": load_before, "after": load(), "torch_threads": torch.get_num_threads()}
+            write_json(args.json, bench.to_json([], {**config, "peers": peers, "check_only": True}, skipped,
+                                                machine_load, checks))  # fmt: skip
+            print(f"wrote {args.json}")
+        return 0 if all(c.passed for c in checks) else 1
     results = bench.run(
         args.layouts, args.envs, config["seconds"], config["repeats"], peers=peers, capacities=capacities,
-        seed=args.seed, progress=not args.no_progress, device=device,
+        seed=args.seed, progress=not args.no_progress, device=device, checks=checks,
     )  # fmt: skip
     machine_load = {"before": load_before, "after": load(), "torch_threads": torch.get_num_threads()}
     print(bench.format_table(results))
@@ -331,6 +355,6 @@ def run_replay(args: argparse.Namespace) -> int:
     print(bench.format_memory(results))
     print(_load_line(machine_load))
     if args.json:
-        write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped, machine_load))
+        write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped, machine_load, checks))
         print(f"wrote {args.json}")
     return 0
