@@ -1298,6 +1298,120 @@ def test_a_row_with_other_columns_is_refused_before_the_csv_is_written(tmp_path)
     assert path.read_bytes() == b"a,b\r\n1,2\r\n"
 
 
+def _partial_study(runs):
+    """Runs of two agents, some partial (P): td3 on Hopper (uniform 3 finished; per and lap 2 finished + P) and
+    Walker2d (uniform 2; per 1 + P; lap 2); dqn on Pong (uniform and per 2 + P, each P seed 2) and Breakout (uniform
+    and per 2)."""
+    for sampler, env, finished in [("uniform", "Hopper-v5", (1, 1, 1)), ("per", "Hopper-v5", (1, 1, 0)),
+                                   ("lap", "Hopper-v5", (1, 1, 0)), ("uniform", "Walker2d-v5", (1, 1)),
+                                   ("per", "Walker2d-v5", (1, 0)), ("lap", "Walker2d-v5", (1, 1))]:  # fmt: skip
+        for seed, done in enumerate(finished):
+            fake_run(runs, sampler, seed, np.arange(12.0 if done else 11.0) + seed, finished=bool(done), env=env)
+    for sampler in ("uniform", "per"):
+        for seed in range(3):
+            fake_run(runs, sampler, seed, [5.0 + seed + (sampler == "per")] * (12 if seed < 2 else 11),
+                     finished=seed < 2, env="ALE/Pong-v5", agent="dqn")  # fmt: skip
+        for seed in range(2):
+            fake_run(runs, sampler, seed, [3.0 + seed + (sampler == "per")] * 12, env="ALE/Breakout-v5", agent="dqn")
+
+
+PARTIAL_KEYS = {
+    "table": ("agent", "env", "sampler"), "differences": ("agent", "env", "sampler", "baseline"),
+    "speed": ("agent", "env", "sampler", "baseline"), "gains": ("agent", "sampler", "baseline"),
+    "human_normalised": ("agent", "sampler"), "aggregates": ("agent", "domain", "sampler"),
+    "aggregates_by_task": ("agent", "domain", "sampler"), "improvement": ("agent", "domain", "sampler", "baseline"),
+    "improvement_by_task": ("agent", "domain", "sampler", "baseline"),
+}  # fmt: skip
+"""The columns that name a row of each CSV of :func:`_partial_study`'s report."""
+
+
+def _partial_runs_by_row(path, keys):
+    """``row's key -> partial_runs`` of a CSV whose last column is ``partial_runs``."""
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames[-1] == "partial_runs", (path.name, reader.fieldnames)
+        return {tuple(row[k] for k in keys): int(row["partial_runs"]) for row in reader}
+
+
+def test_with_include_partial_every_csv_counts_the_partial_runs_of_each_row(tmp_path):
+    """``partial_runs``, each CSV's last column: a group's own partial runs; both sides' for a comparison (per
+    environment, and over the environments of a gain); the runs an rliable matrix takes (each sampler's lowest
+    seeds, as many on every task as on its task with the fewest: Pong's partial seed 2 is in the Pong rows only)."""
+    _partial_study(tmp_path / "runs")
+    R.report(tmp_path / "runs", tmp_path / "out", include_partial=True)
+    out = tmp_path / "out"
+    assert sorted(p.stem for p in out.glob("*.csv")) == sorted(PARTIAL_KEYS)
+    got = {name: _partial_runs_by_row(out / f"{name}.csv", keys) for name, keys in PARTIAL_KEYS.items()}
+    atari, pong, breakout = ("Atari (human-normalised)", "Atari (human-normalised): Pong",
+                             "Atari (human-normalised): Breakout")  # fmt: skip
+    assert got["table"] == {
+        ("td3", "Hopper-v5", "uniform"): 0, ("td3", "Hopper-v5", "per"): 1, ("td3", "Hopper-v5", "lap"): 1,
+        ("td3", "Walker2d-v5", "uniform"): 0, ("td3", "Walker2d-v5", "per"): 1, ("td3", "Walker2d-v5", "lap"): 0,
+        ("dqn", "ALE/Pong-v5", "uniform"): 1, ("dqn", "ALE/Pong-v5", "per"): 1,
+        ("dqn", "ALE/Breakout-v5", "uniform"): 0, ("dqn", "ALE/Breakout-v5", "per"): 0}  # fmt: skip
+    compared = {
+        ("td3", "Hopper-v5", "per", "uniform"): 1, ("td3", "Hopper-v5", "lap", "uniform"): 1,
+        ("td3", "Hopper-v5", "lap", "per"): 2, ("td3", "Walker2d-v5", "per", "uniform"): 1,
+        ("td3", "Walker2d-v5", "lap", "uniform"): 0, ("td3", "Walker2d-v5", "lap", "per"): 1,
+        ("dqn", "ALE/Pong-v5", "per", "uniform"): 2, ("dqn", "ALE/Breakout-v5", "per", "uniform"): 0}  # fmt: skip
+    assert got["differences"] == got["speed"] == compared
+    assert got["gains"] == {
+        ("td3", "per", "uniform"): 2, ("td3", "lap", "uniform"): 1, ("td3", "lap", "per"): 3,
+        ("td3", "uniform", "per"): 2, ("dqn", "per", "uniform"): 2, ("dqn", "uniform", "per"): 2}  # fmt: skip
+    assert got["human_normalised"] == {("dqn", "per"): 1, ("dqn", "uniform"): 1}
+    assert got["aggregates"] == {
+        ("td3", "Hopper-v5", "uniform"): 0, ("td3", "Hopper-v5", "per"): 1, ("td3", "Hopper-v5", "lap"): 1,
+        ("td3", "Walker2d-v5", "uniform"): 0, ("td3", "Walker2d-v5", "per"): 1, ("td3", "Walker2d-v5", "lap"): 0,
+        ("dqn", atari, "uniform"): 0, ("dqn", atari, "per"): 0}  # fmt: skip
+    assert got["aggregates_by_task"] == {("dqn", pong, "uniform"): 1, ("dqn", pong, "per"): 1,
+                                         ("dqn", breakout, "uniform"): 0, ("dqn", breakout, "per"): 0}
+    assert got["improvement"] == {
+        ("td3", "Hopper-v5", "per", "uniform"): 1, ("td3", "Hopper-v5", "lap", "uniform"): 1,
+        ("td3", "Hopper-v5", "lap", "per"): 2, ("td3", "Walker2d-v5", "per", "uniform"): 1,
+        ("td3", "Walker2d-v5", "lap", "uniform"): 0, ("td3", "Walker2d-v5", "lap", "per"): 1,
+        ("dqn", atari, "per", "uniform"): 0}  # fmt: skip
+    assert got["improvement_by_task"] == {("dqn", pong, "per", "uniform"): 2, ("dqn", breakout, "per", "uniform"): 0}
+
+
+def test_with_include_partial_versus_counts_both_sides_and_an_empty_csv_has_the_column(tmp_path):
+    """``versus.csv``'s ``partial_runs`` is its ``partial`` plus its ``reference_partial``; a table without rows
+    (one sampler: no comparison) still has the column in its header."""
+    new, old = tmp_path / "new", tmp_path / "old"
+    for seed in range(3):
+        fake_run(new, "lap", seed, np.arange(12.0 if seed < 2 else 11.0) + seed, finished=seed < 2,
+                 config={"method.kappa": 1.0})  # fmt: skip
+        fake_run(old, "lap", seed, np.arange(12.0 if seed == 0 else 11.0) - seed, finished=seed == 0,
+                 config={"method.kappa": 0.01})  # fmt: skip
+    R.report([new, old], tmp_path / "out", include_partial=True, against=[("method.kappa", "0.01")])
+    out = tmp_path / "out"
+    with open(out / "versus.csv", newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert (row["partial"], row["reference_partial"], row["partial_runs"]) == ("1", "2", "3")
+    assert list(row)[-1] == "partial_runs"
+    assert _partial_runs_by_row(out / "table.csv", ("sampler",)) == {("lap",): 1}
+    for name in ("gains", "differences", "speed", "improvement", "aggregates", "versus"):
+        header = (out / f"{name}.csv").read_text().splitlines()[0].split(",")
+        assert header == [*report_stats.COLUMNS[name], "partial_runs"], name
+
+
+def test_without_include_partial_no_csv_has_a_partial_runs_column(tmp_path):
+    """The CSVs of a report made without ``--include-partial`` keep their columns: no ``partial_runs``, even where
+    runs were left out as partial."""
+    _partial_study(tmp_path / "runs")
+    result = R.report(tmp_path / "runs", tmp_path / "out")
+    out = tmp_path / "out"
+    assert sorted(p.stem for p in out.glob("*.csv")) == sorted(PARTIAL_KEYS)
+    for path in out.glob("*.csv"):
+        header = path.read_text().splitlines()[0].split(",")
+        assert "partial_runs" not in header, path.name
+        if path.stem in report_stats.COLUMNS:
+            assert header == list(report_stats.COLUMNS[path.stem]), path.name
+    table_header = (out / "table.csv").read_text().splitlines()[0].split(",")
+    assert table_header == ["agent", "env", "sampler", "seeds", "last_step", "return_last10_mean", "ci95", "finished",
+                            "not_comparable"]  # fmt: skip
+    assert all("partial_runs" not in row for name in PARTIAL_KEYS for row in result[name])
+
+
 def test_a_run_folder_without_its_manifest_is_named_not_dropped(tmp_path):
     runs = tmp_path / "runs"
     for seed in range(3):

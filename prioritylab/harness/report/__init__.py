@@ -64,7 +64,16 @@ runs by (agent, environment, sampler) across seeds and writes:
 A final score is the mean return over a run's last 10 evaluations (``table.md`` marks a group with a run of
 fewer, whose score then averages all of them).  Partial runs are
 listed and never averaged in, unless ``--include-partial`` (then ``table.md`` marks them
-and every table begins with a line that counts them).
+and every table begins with a line that counts them).  With ``--include-partial`` every CSV also ends with a
+column ``partial_runs``: how many of the runs a row's figures were computed from are partial, 0 where none (even
+when no run of the report is).  In ``table.csv``, the group's; in ``differences.csv`` and ``speed.csv``, the
+sampler's and the baseline's (both sides); in ``versus.csv``, both sides' (its ``partial`` plus
+``reference_partial``); in ``gains.csv``, the sampler's and the baseline's on every environment the row averages
+over; in ``human_normalised.csv``, the sampler's on every game of the row; in ``aggregates.csv`` and
+``aggregates_by_task.csv``, those among the runs the row's bootstrap takes (each sampler's lowest seeds, as many on
+each of the tasks it pools as on its task with the fewest: a partial run beyond them is not counted); in
+``improvement.csv`` and ``improvement_by_task.csv``, the same for both sides of the comparison.  Without
+``--include-partial`` no CSV has that column.
 A corrupt or truncated ``manifest.json`` / ``evaluations.csv`` (a row with fewer or
 more fields than the header, or a last row without its line end, a cell that is not a number,
 no ``step`` or ``return_mean`` column) is reported by name and skipped.
@@ -153,7 +162,7 @@ def report(root: Path | Sequence[Path], out: Path, include_partial: bool = False
             shutil.rmtree(left, ignore_errors=True)
         stage = Path(tempfile.mkdtemp(dir=out, prefix=STAGE_PREFIX))
         gone: list[str] = []  # tables an earlier report wrote that this one's runs do not give
-        result = _report_into(stage, gone, runs, reference_runs, status, against, next_part)
+        result = _report_into(stage, gone, runs, reference_runs, status, against, next_part, include_partial)
         drawn = {p.name for p in result["figures"] + result["profiles"]}
         for name in sorted(os.listdir(stage)):
             os.replace(stage / name, out / name)
@@ -224,9 +233,12 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def _report_into(out: Path, gone: list[str], runs: list[dict], reference_runs: list[dict], status: list[dict],
-                 against: list[tuple[str, str]] | None, next_part: Callable[[str], None]) -> dict:
+                 against: list[tuple[str, str]] | None, next_part: Callable[[str], None],
+                 include_partial: bool = False) -> dict:
     """Write every table and figure of :func:`report` into ``out`` (the report's staging folder), and put in
-    ``gone`` the tables that the runs do not give.  Returns the tables' rows, the figures and the profiles."""
+    ``gone`` the tables that the runs do not give.  Returns the tables' rows, the figures and the profiles.
+    ``include_partial``: every CSV ends with the column :data:`stats.PARTIAL_RUNS` (so does every row returned),
+    whether or not a run here is partial."""
     _write_text(out / "status.md", tables.status_markdown(status, runs))
     partial = tables.partial_note(runs) + tables.unused_note(status)
 
@@ -234,6 +246,11 @@ def _report_into(out: Path, gone: list[str], runs: list[dict], reference_runs: l
         """Every table's markdown goes through here, so that each begins with the partial-runs line and the count
         of the run folders found that it does not use."""
         _write_text(out / name, partial + text)
+
+    def columns(name: str) -> tuple[str, ...]:
+        """The columns of ``<name>.csv``: :data:`stats.COLUMNS`' and, with ``--include-partial``, the count of the
+        partial runs of each row last."""
+        return (*stats.COLUMNS[name], *([stats.PARTIAL_RUNS] if include_partial else []))
 
     next_part("tables")
     groups = grouped(runs)
@@ -243,17 +260,17 @@ def _report_into(out: Path, gone: list[str], runs: list[dict], reference_runs: l
     # comparison with it that reads "no X runs" is not taken for runs never made
     unlike = [f"{a} {e} {s}: not comparable, so in no row here (table.md says why)" for a, e, s in sorted(notes)]
 
-    table = stats.build_table(groups, notes)
+    table = stats.build_table(groups, notes, partial=include_partial)
     write_csv(out / "table.csv", table)
     few_evaluations = stats.few_evaluations(groups)
     write("table.md", tables.table_markdown(table, few_evaluations))
     write("ners_table3.md", tables.ners_table3(comparable))
     gains_left = list(unlike)
-    gain_rows = stats.gains(comparable, left_out=gains_left)
-    write_csv(out / "gains.csv", gain_rows, stats.COLUMNS["gains"])
+    gain_rows = stats.gains(comparable, left_out=gains_left, partial=include_partial)
+    write_csv(out / "gains.csv", gain_rows, columns("gains"))
     write("gains.md", tables.gains_markdown(gain_rows, gains_left))
     hn_left = list(unlike)
-    hn = stats.human_normalised(comparable, hn_left)
+    hn = stats.human_normalised(comparable, hn_left, partial=include_partial)
     _table(out, "human_normalised", [{k: v for k, v in r.items() if k != "per_game"} for r in hn],
            tables.human_normalised_markdown(hn, hn_left), write, gone)
     next_part("IQM and mean intervals (bootstrap)")
@@ -261,40 +278,46 @@ def _report_into(out: Path, gone: list[str], runs: list[dict], reference_runs: l
     cells = stats.score_cells(comparable, left)
     each_task = stats.task_cells(cells)
     left_by_task = list(unlike)
+    unfinished = stats.unfinished_cells(comparable) if include_partial else None  # None: no partial_runs column
+
+    def partial_in(of_cells: dict) -> dict | None:
+        """Each matrix's count of partial runs (with ``--include-partial``), for :func:`stats.aggregates`."""
+        return None if unfinished is None else stats.matrix_partial_runs(of_cells, unfinished)
+
     matrices = stats.score_matrices(cells, left)
-    agg = stats.aggregates(matrices)
-    write_csv(out / "aggregates.csv", agg, stats.COLUMNS["aggregates"])
+    agg = stats.aggregates(matrices, partial=partial_in(cells))
+    write_csv(out / "aggregates.csv", agg, columns("aggregates"))
     write("aggregates.md", tables.aggregates_markdown(agg, left))
     task_matrices = stats.score_matrices(each_task, left_by_task)
-    agg_by_task = stats.aggregates(task_matrices)
+    agg_by_task = stats.aggregates(task_matrices, partial=partial_in(each_task))
     by_task_text = tables.aggregates_markdown(agg_by_task, left_by_task, by_task=True)
     _table(out, "aggregates_by_task", agg_by_task, by_task_text + "\n" + tables.BY_TASK_NOTE + "\n", write,
            gone)
     next_part("differences and speed")
     not_compared = list(unlike)
-    diffs = stats.differences(comparable, left_out=not_compared)
-    write_csv(out / "differences.csv", diffs, stats.COLUMNS["differences"])
+    diffs = stats.differences(comparable, left_out=not_compared, partial=include_partial)
+    write_csv(out / "differences.csv", diffs, columns("differences"))
     write("differences.md", tables.differences_markdown(diffs, not_compared))
-    fast = stats.speed(comparable)
-    write_csv(out / "speed.csv", fast, stats.COLUMNS["speed"])
+    fast = stats.speed(comparable, partial=include_partial)
+    write_csv(out / "speed.csv", fast, columns("speed"))
     write("speed.md", tables.speed_markdown(fast, not_compared))
     versus_rows = []
     if against is not None:
         keys = [key for key, _ in against]
         reference = grouped(reference_runs)
-        versus_rows = stats.versus(groups, reference, keys)
-        write_csv(out / "versus.csv", versus_rows, stats.COLUMNS["versus"])
+        versus_rows = stats.versus(groups, reference, keys, partial=include_partial)
+        write_csv(out / "versus.csv", versus_rows, columns("versus"))
         write("versus.md", tables.versus_markdown(versus_rows, keys, stats.unpaired(groups, reference)))
     else:
         _table(out, "versus", [], "", write, gone)
     next_part("probabilities of improvement (bootstrap)")
     imp_left = list(unlike)
     raw_cells = stats.score_cells(comparable, normalise_minatar=False)  # P(X > Y) needs no common scale
-    imp = stats.improvement(raw_cells, left_out=imp_left)
-    write_csv(out / "improvement.csv", imp, stats.COLUMNS["improvement"])
+    imp = stats.improvement(raw_cells, left_out=imp_left, unfinished=unfinished)
+    write_csv(out / "improvement.csv", imp, columns("improvement"))
     write("improvement.md", tables.improvement_markdown(imp, imp_left))
     imp_by_task_left = list(unlike)
-    imp_by_task = stats.improvement(stats.task_cells(raw_cells), left_out=imp_by_task_left)
+    imp_by_task = stats.improvement(stats.task_cells(raw_cells), left_out=imp_by_task_left, unfinished=unfinished)
     _table(out, "improvement_by_task", imp_by_task,
            tables.improvement_markdown(imp_by_task, imp_by_task_left) + "\n" + tables.BY_TASK_NOTE + "\n", write,
            gone)
@@ -360,8 +383,9 @@ def register(subparsers) -> None:
                         "for runs that differ in several settings: the reference runs are those recorded with "
                         "every SETTING = VALUE their sampler reads")
     p.add_argument("--include-partial", action="store_true",
-                   help="average runs without finished.json in too (marked as partial); by default they are "
-                        "listed in status.md and left out")  # fmt: skip
+                   help="average runs without finished.json in too (marked as partial, and counted in each "
+                        "CSV row's last column, partial_runs); by default they are listed in status.md and left "
+                        "out")  # fmt: skip
     p.set_defaults(func=_main)
 
 

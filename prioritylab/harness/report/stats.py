@@ -85,9 +85,21 @@ COLUMNS = {
 }  # fmt: skip
 """The columns of the report's tables that can have no rows (:func:`~prioritylab.results.write_csv` checks every
 row against them, so that an empty table's CSV still has its header)."""
+PARTIAL_RUNS = "partial_runs"
+"""The last column of every CSV of a report made with ``--include-partial`` (and of the rows the functions here
+give when asked for it): how many of the runs a row's figures were computed from are partial (no
+``finished.json``), both sides' for a comparison, every task's for a row pooled over tasks (for an rliable row, of
+the runs its bootstrap takes); 0 where none."""
 
 
-def build_table(groups: dict, notes: dict | None = None) -> list[dict]:
+def unfinished(runs: Sequence[dict]) -> int:
+    """How many of ``runs`` are partial (no ``finished.json``)."""
+    return sum(not r["finished"] for r in runs)
+
+
+def build_table(groups: dict, notes: dict | None = None, partial: bool = False) -> list[dict]:
+    """``table.csv``'s rows: per (agent, env, sampler), the mean and 95 % t-interval over its seeds of their final
+    scores.  ``partial``: each row ends with :data:`PARTIAL_RUNS`, the group's partial runs."""
     notes = notes or {}
     table = []
     for (agent, env, sampler), runs in sorted(groups.items()):
@@ -99,6 +111,7 @@ def build_table(groups: dict, notes: dict | None = None) -> list[dict]:
             "return_last10_mean": float(mean), "ci95": float(half),
             "finished": sum(r["finished"] for r in runs),
             "not_comparable": notes.get((agent, env, sampler), ""),
+            **({PARTIAL_RUNS: unfinished(runs)} if partial else {}),
         })  # fmt: skip
     return table
 
@@ -110,10 +123,12 @@ def few_evaluations(groups: dict) -> dict:
     return {key: n for key, n in fewest.items() if n < LAST}
 
 
-def gains(groups: dict, baselines=("uniform", "per"), left_out: list[str] | None = None) -> list[dict]:
+def gains(groups: dict, baselines=("uniform", "per"), left_out: list[str] | None = None,
+          partial: bool = False) -> list[dict]:
     """Mean and median % gain (x - y) / |y| of each sampler's mean final score over each baseline's, over the
     environments both ran (LAP/PAL Table 2).  An environment a sampler ran but the baseline did not, or where
-    the baseline's mean is 0 (no % gain), is named in ``left_out``."""
+    the baseline's mean is 0 (no % gain), is named in ``left_out``.  ``partial``: each row ends with
+    :data:`PARTIAL_RUNS`, the partial runs of the sampler and of the baseline on the environments of the row."""
     finals = {k: np.mean([final_score(r) for r in runs]) for k, runs in groups.items()}
     out = []
     agents = sorted({a for a, _, _ in finals})
@@ -136,7 +151,9 @@ def gains(groups: dict, baselines=("uniform", "per"), left_out: list[str] | None
                     seeds = min(min(len(groups[(agent, e, sampler)]), len(groups[(agent, e, base)])) for e in envs)
                     out.append({"agent": agent, "sampler": sampler, "baseline": base, "envs": len(vals), "seeds": seeds,
                                 "mean_gain_pct": 100 * float(np.mean(vals)),
-                                "median_gain_pct": 100 * float(np.median(vals))})  # fmt: skip
+                                "median_gain_pct": 100 * float(np.median(vals)),
+                                **({PARTIAL_RUNS: sum(unfinished(groups[(agent, e, s)]) for e in envs
+                                                      for s in (sampler, base))} if partial else {})})  # fmt: skip
     return out
 
 
@@ -155,11 +172,12 @@ def _welch_row(x: np.ndarray, y: np.ndarray) -> dict:
 
 
 def differences(groups: dict, claims: dict | None = None, score=final_score,
-                left_out: list[str] | None = None) -> list[dict]:
+                left_out: list[str] | None = None, partial: bool = False) -> list[dict]:
     """Per agent and environment, for each comparison of ``claims`` (default :data:`CLAIMS`): the difference of
     the mean scores X - Y (``score``: :func:`final_score`, or :func:`area` for :func:`speed`) with its 95 % Welch
     interval over the seeds, absolute and as a share of |Y's mean|; groups with at least 2 seeds each.  A
-    comparison not made (Y never ran there, or fewer than 2 seeds on a side) is named in ``left_out``."""
+    comparison not made (Y never ran there, or fewer than 2 seeds on a side) is named in ``left_out``.  ``partial``:
+    each row ends with :data:`PARTIAL_RUNS`, the partial runs of X and of Y."""
     rows = []
     for baseline, samplers in (CLAIMS if claims is None else claims).items():
         for (agent, env, sampler), runs in sorted(groups.items()):
@@ -173,7 +191,8 @@ def differences(groups: dict, claims: dict | None = None, score=final_score,
                 continue
             x, y = np.array([score(r) for r in runs]), np.array([score(r) for r in base])
             rows.append({"agent": agent, "env": env, "sampler": sampler, "baseline": baseline,
-                         "seeds": len(runs), "baseline_seeds": len(base), **_welch_row(x, y)})  # fmt: skip
+                         "seeds": len(runs), "baseline_seeds": len(base), **_welch_row(x, y),
+                         **({PARTIAL_RUNS: unfinished(runs) + unfinished(base)} if partial else {})})  # fmt: skip
     return rows
 
 
@@ -194,14 +213,15 @@ def _excluded_from(factors: Sequence[float], excluded: Sequence[bool]) -> float:
     return first
 
 
-def speed(groups: dict, claims: dict | None = None) -> list[dict]:
+def speed(groups: dict, claims: dict | None = None, partial: bool = False) -> list[dict]:
     """:func:`differences` of :func:`area`, the mean return over all evaluations, and two readings of a speed-up:
     what Y's area would gain if Y learned :data:`SPEED_UP` times as fast (each Y run's curve read at twice each
     step), with the Welch interval of X's areas minus those (wholly below 0: X learns less than twice as fast),
     and the smallest speed-up of Y (1, or one of :data:`FACTORS`) from which that interval lies wholly below 0 for
     it and every larger factor tried (1: X's areas are below Y's own at every factor; NaN if the largest factor
     is not excluded).  It makes the comparisons :func:`differences` makes, so that
-    function's ``left_out`` names those it does not."""
+    function's ``left_out`` names those it does not.  ``partial``: each row ends with :data:`PARTIAL_RUNS`, the
+    partial runs of X and of Y (the runs read at a speed-up are Y's)."""
     rows = differences(groups, claims, score=area)
     for r in rows:
         base = groups[(r["agent"], r["env"], r["baseline"])]
@@ -214,6 +234,8 @@ def speed(groups: dict, claims: dict | None = None) -> list[dict]:
         r.update({"twice_as_fast": gain, "twice_as_fast_pct": 100 * gain / abs(y) if y != 0 else math.nan,
                   "vs_twice": d, "vs_twice_lo": lo, "vs_twice_hi": hi,
                   "excluded_speed_up": _excluded_from((1.0, *FACTORS), excluded)})  # fmt: skip
+        if partial:
+            r[PARTIAL_RUNS] = unfinished(groups[(r["agent"], r["env"], r["sampler"])]) + unfinished(base)
     return rows
 
 
@@ -244,12 +266,13 @@ def _held_whole(run: dict) -> bool:
     return isinstance(capacity, int) and isinstance(steps, int) and held_whole(capacity, steps)
 
 
-def versus(groups: dict, reference: dict, keys: Sequence[str]) -> list[dict]:
+def versus(groups: dict, reference: dict, keys: Sequence[str], partial: bool = False) -> list[dict]:
     """Per (agent, environment, sampler) with at least 2 runs on both sides: the mean final score of the compared
     runs minus the reference runs', with its 95 % Welch interval, absolute and as a share of |the reference's
     mean|.  A row whose runs differ in another setting than ``keys`` (the seed and the bookkeeping ones aside;
     with ``steps`` among ``keys``, the replay's capacity too where every run's held the whole run), or hold one
-    seed in two folders on a side, is marked not comparable instead."""
+    seed in two folders on a side, is marked not comparable instead.  ``partial``: each row ends with
+    :data:`PARTIAL_RUNS`, the partial runs of both sides (``partial`` plus ``reference_partial``)."""
     rows = []
     for k, runs in sorted(groups.items()):
         base = reference.get(k)
@@ -265,18 +288,21 @@ def versus(groups: dict, reference: dict, keys: Sequence[str]) -> list[dict]:
         x, y = np.array([final_score(r) for r in runs]), np.array([final_score(r) for r in base])
         rows.append({"agent": k[0], "env": k[1], "sampler": k[2], "value": _values(runs[0], keys),
                      "reference": _values(base[0], keys), "seeds": len(runs), "reference_seeds": len(base),
-                     "partial": sum(not r["finished"] for r in runs),
-                     "reference_partial": sum(not r["finished"] for r in base),
+                     "partial": unfinished(runs), "reference_partial": unfinished(base),
                      "mean": float(x.mean()), "reference_mean": float(y.mean()), **_welch_row(x, y),
-                     "not_comparable": "; ".join(why)})
+                     "not_comparable": "; ".join(why),
+                     **({PARTIAL_RUNS: unfinished(runs) + unfinished(base)} if partial else {})})
     return rows
 
 
-def human_normalised(groups: dict, left_out: list[str] | None = None) -> list[dict]:
+def human_normalised(groups: dict, left_out: list[str] | None = None, partial: bool = False) -> list[dict]:
     """Per (agent, sampler): each game's human-normalised mean final score, and their mean and median
     (PER/PSER convention, the PSER appendix's human and random scores).  An Atari game without those scores is
-    named in ``left_out``, and so is each sampler's set of games where an agent's samplers ran different ones."""
+    named in ``left_out``, and so is each sampler's set of games where an agent's samplers ran different ones.
+    ``partial``: each row's figures are followed by :data:`PARTIAL_RUNS`, the sampler's partial runs on the games
+    of the row."""
     per_key = defaultdict(dict)
+    partial_on = defaultdict(dict)
     for (agent, env, sampler), runs in sorted(groups.items()):
         game = atari_game(env)
         if game is None:
@@ -286,6 +312,7 @@ def human_normalised(groups: dict, left_out: list[str] | None = None) -> list[di
                 left_out.append(f"{env}: no human and random scores")
             continue
         per_key[(agent, sampler)][game] = normalise_human(game, np.mean([final_score(r) for r in runs]))
+        partial_on[(agent, sampler)][game] = unfinished(runs)
     if left_out is not None:
         for agent in sorted({a for a, _ in per_key}):
             sets = {s: sorted(g) for (a, s), g in per_key.items() if a == agent}
@@ -297,6 +324,7 @@ def human_normalised(groups: dict, left_out: list[str] | None = None) -> list[di
         vals = np.array(list(games.values()))
         out.append({"agent": agent, "sampler": sampler, "games": len(vals), "mean": float(vals.mean()),
                     "median": float(np.median(vals)),
+                    **({PARTIAL_RUNS: sum(partial_on[(agent, sampler)].values())} if partial else {}),
                     "per_game": {g: float(v) for g, v in sorted(games.items())}})  # fmt: skip
     return out
 
@@ -348,7 +376,7 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(per_task))
 
 
-def aggregates(matrices: dict, reps: int | None = None) -> list[dict]:
+def aggregates(matrices: dict, reps: int | None = None, partial: dict | None = None) -> list[dict]:
     """IQM, mean and median with 95 % stratified-bootstrap CIs (rliable) of :func:`score_matrices`' runs x tasks
     matrices.
 
@@ -356,6 +384,8 @@ def aggregates(matrices: dict, reps: int | None = None) -> list[dict]:
     :func:`minatar_normalised`) or one other environment.  Each sampler's bootstrap is seeded on its own
     (:func:`interval_estimates`), so a report is reproducible and a sampler's interval does not depend on the
     other samplers in it.  Rows with fewer than :data:`MIN_CI_RUNS` runs carry ``ci_meaningful = False``.
+    ``partial`` (:func:`matrix_partial_runs` of the cells the matrices were made from): each row ends with
+    :data:`PARTIAL_RUNS`, the partial runs in its matrix.
     """
     from rliable import metrics
 
@@ -371,6 +401,8 @@ def aggregates(matrices: dict, reps: int | None = None) -> list[dict]:
                    "ci_meaningful": n >= MIN_CI_RUNS}  # fmt: skip
             for i, m in enumerate(("iqm", "mean", "median")):
                 row.update({m: float(point[s][i]), f"{m}_lo": float(ci[s][0, i]), f"{m}_hi": float(ci[s][1, i])})
+            if partial is not None:
+                row[PARTIAL_RUNS] = partial[(agent, domain, s)]
             rows.append(row)
     return rows
 
@@ -413,6 +445,20 @@ def minatar_normalised(groups: dict, left_out: list[str] | None = None) -> dict:
     return out
 
 
+def cell_task(env: str) -> str:
+    """The task :func:`score_cells` files an environment's runs under: an Atari game with human and random scores by
+    its game's name (never an environment id), any other environment by its id."""
+    game = atari_game(env)
+    return game if game is not None and game in SCORES else env
+
+
+def unfinished_cells(groups: dict) -> set[tuple]:
+    """``(agent, sampler, task, seed)`` of each partial run of ``groups``, the task as :func:`score_cells` names it
+    (:func:`cell_task`): the runs of :func:`score_cells`' cells, and of :func:`task_cells`', that are partial."""
+    return {(agent, sampler, cell_task(env), r["seed"]) for (agent, env, sampler), runs in groups.items()
+            for r in runs if not r["finished"]}
+
+
 def score_cells(groups: dict, left_out: list[str] | None = None, normalise_minatar: bool = True) -> dict:
     """``(agent, domain) -> sampler -> task -> {seed: score}``: Atari games human-normalised, MinAtar games by
     :func:`minatar_normalised` (the games it cannot normalise appended to ``left_out``), any other environment a
@@ -422,18 +468,18 @@ def score_cells(groups: dict, left_out: list[str] | None = None, normalise_minat
     minatar = minatar_normalised(groups, left_out) if normalise_minatar else {}
     domains = defaultdict(lambda: defaultdict(dict))
     for (agent, env, sampler), runs in groups.items():
-        game = atari_game(env)
+        task = cell_task(env)
         scores = np.array([final_score(r) for r in runs])
-        if game is not None and game in SCORES:
-            domain, task, scores = "Atari (human-normalised)", game, normalise_human(game, scores)
+        if task != env:  # an Atari game with human and random scores
+            domain, scores = "Atari (human-normalised)", normalise_human(task, scores)
         elif minatar_game(env) is not None and not normalise_minatar:
-            domain, task = MINATAR_DOMAIN, env
+            domain = MINATAR_DOMAIN
         elif minatar_game(env) is not None:
             if (agent, env, sampler) not in minatar:
                 continue
-            domain, task, scores = MINATAR_DOMAIN, env, minatar[(agent, env, sampler)]
+            domain, scores = MINATAR_DOMAIN, minatar[(agent, env, sampler)]
         else:
-            domain, task = env, env
+            domain = env
         domains[(agent, domain)][sampler][task] = dict(zip((r["seed"] for r in runs), scores, strict=True))
     return domains
 
@@ -470,10 +516,23 @@ def _tasks(cells: dict) -> set:
     return {t for t, seeds in cells.items() if len(seeds) >= 2}
 
 
+def _chosen(cells: dict, tasks: list) -> dict:
+    """``task -> seeds``: the runs of a sampler's matrix, its lowest seeds, as many on each task as on its task with
+    the fewest."""
+    n = min(len(cells[t]) for t in tasks)
+    return {t: sorted(cells[t], key=seed_order)[:n] for t in tasks}
+
+
 def _matrix(cells: dict, tasks: list) -> np.ndarray:
     """runs x tasks: the sampler's lowest seeds, as many on each task as on its task with the fewest."""
-    n = min(len(cells[t]) for t in tasks)
-    return np.stack([np.array([cells[t][seed] for seed in sorted(cells[t], key=seed_order)[:n]]) for t in tasks], 1)
+    chosen = _chosen(cells, tasks)
+    return np.stack([np.array([cells[t][seed] for seed in chosen[t]]) for t in tasks], 1)
+
+
+def _partial_in(agent: str, sampler: str, chosen: dict, unfinished: set) -> int:
+    """How many of the runs ``chosen`` (:func:`_chosen`) of ``sampler`` are in ``unfinished``
+    (:func:`unfinished_cells`)."""
+    return sum((agent, sampler, t, seed) in unfinished for t, seeds in chosen.items() for seed in seeds)
 
 
 def _most_cells(samplers: dict) -> tuple[list[str], list]:
@@ -518,31 +577,47 @@ def score_matrices(cells: dict, left_out: list[str] | None = None) -> dict:
     return out
 
 
+def matrix_partial_runs(cells: dict, unfinished: set) -> dict:
+    """``(agent, domain, sampler) -> n`` for each matrix that :func:`score_matrices` makes of ``cells``: how many of
+    the runs in it, the seeds it takes on every task it keeps, are partial (in ``unfinished``:
+    :func:`unfinished_cells`)."""
+    out = {}
+    for (agent, domain), samplers in sorted(cells.items()):
+        names, tasks = _most_cells(samplers)
+        for s in names:
+            out[(agent, domain, s)] = _partial_in(agent, s, _chosen(samplers[s], tasks), unfinished)
+    return out
+
+
 def improvement(cells: dict, reps: int | None = None, claims: dict | None = None,
-                left_out: list[str] | None = None) -> list[dict]:
+                left_out: list[str] | None = None, unfinished: set | None = None) -> list[dict]:
     """rliable's probability of improvement P(X > Y) of sampler X over baseline Y for each comparison of
     ``claims`` (default :data:`CLAIMS`), per (agent, domain) of ``cells`` (:func:`score_cells`' or
     :func:`task_cells`'), with its 95 % stratified-bootstrap interval (seeded).  Each comparison uses the tasks on
     which both samplers have at least 2 runs, and each sampler's own lowest seeds (as :func:`score_matrices`),
     whatever other samplers ran.  A comparison not made (no task with at least 2 runs of each) is named in
-    ``left_out``."""
+    ``left_out``.  ``unfinished`` (:func:`unfinished_cells`): each row ends with :data:`PARTIAL_RUNS`, how many
+    of the runs it compares, X's and Y's, are partial."""
     rows = []
     for baseline, samplers in (CLAIMS if claims is None else claims).items():
-        rows += _improvement(cells, reps or BOOTSTRAP_REPS, baseline, samplers, left_out)
+        rows += _improvement(cells, reps or BOOTSTRAP_REPS, baseline, samplers, left_out, unfinished)
     return rows
 
 
 def _improvement(cells: dict, reps: int, baseline: str, samplers: tuple[str, ...] | None,
-                 left_out: list[str] | None) -> list[dict]:
+                 left_out: list[str] | None, unfinished: set | None = None) -> list[dict]:
     rows = []
     for (agent, domain), by_sampler in sorted(cells.items()):
-        pairs = {}
+        pairs, partial = {}, {}
         for s in sorted(by_sampler):
             if s == baseline or (samplers is not None and s not in samplers):
                 continue
             tasks = sorted(_tasks(by_sampler[s]) & _tasks(by_sampler.get(baseline, {})))
             if tasks:
                 pairs[s] = (_matrix(by_sampler[s], tasks), _matrix(by_sampler[baseline], tasks))
+                if unfinished is not None:
+                    partial[s] = sum(_partial_in(agent, side, _chosen(by_sampler[side], tasks), unfinished)
+                                     for side in (s, baseline))
             elif left_out is not None:
                 why = "no task with at least 2 runs of each" if baseline in by_sampler else f"no {baseline} runs"
                 left_out.append(f"{agent}, {domain}: {s} vs {baseline} ({why})")
@@ -553,7 +628,8 @@ def _improvement(cells: dict, reps: int, baseline: str, samplers: tuple[str, ...
             rows.append({"agent": agent, "domain": domain, "sampler": s, "baseline": baseline, "runs": x.shape[0],
                          "baseline_runs": y.shape[0], "tasks": y.shape[1], "p_improvement": float(np.squeeze(point[s])),
                          "lo": float(np.squeeze(ci[s])[0]), "hi": float(np.squeeze(ci[s])[1]),
-                         "ci_meaningful": min(x.shape[0], y.shape[0]) >= MIN_CI_RUNS})  # fmt: skip
+                         "ci_meaningful": min(x.shape[0], y.shape[0]) >= MIN_CI_RUNS,
+                         **({PARTIAL_RUNS: partial[s]} if unfinished is not None else {})})  # fmt: skip
     return rows
 
 
