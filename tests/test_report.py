@@ -1710,3 +1710,20 @@ def test_a_run_copied_under_another_seed_and_runs_of_other_lengths_are_not_compa
     text = (tmp_path / "out" / "table.md").read_text()
     assert "the same evaluations under several seeds (one run's files copied under another seed?): seed 1" in text
     assert "seed 9" in text and "finished runs end at different steps (1000, 1200)" in text
+
+
+def test_a_copy_whose_manifest_gives_its_seed_as_text_is_still_a_copy(tmp_path):
+    """Seeds 1 and "1" are not one seed to the check of seeds in several folders, so the check of equal
+    evaluations must name them: the copy is not counted as a second seed."""
+    runs = tmp_path / "runs"
+    for seed in range(3):
+        fake_run(runs, "uniform", seed, [1.0 + seed] * 12)
+        fake_run(runs, "per", seed, [3.0 + seed] * 12)
+    copy = runs / "td3_Hopper-v5_per_s1_copy"
+    shutil.copytree(runs / "td3_Hopper-v5_per_s1", copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "config": {**manifest["config"], "seed": "1"}}))
+    result = R.report(runs, tmp_path / "out")
+    text = (tmp_path / "out" / "table.md").read_text()
+    assert "the same evaluations under several seeds (one run's files copied under another seed?)" in text
+    assert result["differences"] == []

@@ -40,12 +40,21 @@ PAGE = REGISTRY.parent / "README.md"
         ("equal", 0.2, 5.0, None, V.NOT_REPRODUCED),
         ("equal", -17.7, 6.9, None, V.NOT_TIGHT),
         ("equal", -6.4, 6.4, None, V.TIGHT),
-        ("equal", -6.5, 6.0, None, V.NOT_TIGHT),  # an end equal to the bound holds it
+        ("equal", -6.53, 6.0, None, V.NOT_TIGHT),  # beyond LAP's smallest gain over PER, 6.52 %
         ("equal", 0.0, 6.0, None, V.TIGHT),
     ],
 )
 def test_verdict_follows_the_stated_rule(rule, lo, hi, size, expected):
     assert V.verdict(rule, lo, hi, size) == expected
+
+
+def test_an_end_equal_to_a_bound_holds_it():
+    bound = V.EQUALITY_BOUND
+    assert V.verdict("equal", -bound, 1.0) == V.NOT_TIGHT
+    assert V.verdict("equal", -1.0, bound) == V.NOT_TIGHT
+    assert V.verdict("equal", -bound * 0.999, bound * 0.999) == V.TIGHT
+    size = V.SIZES["lap_over_uniform"]
+    assert V.verdict("gain", -1.0, size, size) == V.INCONCLUSIVE
 
 
 @pytest.mark.parametrize(
@@ -87,8 +96,21 @@ def test_the_page_states_the_sizes_the_rule_uses():
     text = PAGE.read_text(encoding="utf-8").split(V.PAGE_SECTION, 1)[1].split("\n| ", 1)[0]
     text = " ".join(text.split())
     for name, size in V.SIZES.items():
-        assert f"+{size:g} %" in text, name
-    assert f"±{V.EQUALITY_BOUND:g} %" in text
+        assert f"+{size:.1f} %" in text, name
+    assert f"±{V.EQUALITY_BOUND:.1f} %" in text
+
+
+def test_the_sizes_are_the_papers_table_cells():
+    """Each size from the cells it cites (LAP/PAL Tables 1-2, PSER Table 1), unrounded: a bound rounded up would
+    call "not reproduced" an interval that still holds the paper's effect."""
+    expected = {"per_over_uniform": 15.24, "pser_over_per": 23.86, "lap_over_uniform": 6.84, "lap_over_per": 6.52,
+                "pal_over_uniform": 0.097, "pal_over_per": 3.15, "lap_over_uniform_halfcheetah": 9.33,
+                "pal_over_uniform_halfcheetah": 10.62, "pal_over_per_halfcheetah": 7.79}  # fmt: skip
+    assert V.SIZES.keys() == expected.keys()
+    for name, size in expected.items():
+        assert V.SIZES[name] == pytest.approx(size, abs=0.005), name
+    assert V.verdict("gain", -5.0, 23.9, V.SIZES["pser_over_per"]) == V.INCONCLUSIVE  # holds 23.86
+    assert V.verdict("gain", -5.0, 23.8, V.SIZES["pser_over_per"]) == V.NOT_REPRODUCED
 
 
 def _copy_study(tmp_path: Path) -> tuple[Path, Path]:
@@ -124,9 +146,37 @@ def test_a_changed_interval_is_caught(tmp_path):
     problems = _problems(registry)
     assert list(problems) == [next(k for k in problems if "MinAtar Asterix; 600k frames, 12 %" in k
                                    and k.startswith("the same, later in training"))]
-    assert "gives ['inconclusive'], which the row does not state" in next(iter(problems.values()))
+    assert "does not print the interval [-1.00, +95.47] %" in next(iter(problems.values()))
     (study,) = _problems(registry, "minatar_study_long/README.md").values()  # the study's own row, likewise
-    assert "gives ['inconclusive'], which the row does not state" in study
+    assert "does not print the interval [-1.00, +95.47] %" in study
+    assert V.verdict("gain", -1.0, 95.47, V.SIZES["per_over_uniform"]) == V.INCONCLUSIVE  # and its verdict changed
+
+
+def test_a_line_pointed_at_another_games_row_is_caught(tmp_path):
+    """The verdicts of the two games agree ("not reproduced"); the interval the row prints does not."""
+    registry, page = _copy_study(tmp_path)
+    text = registry.read_text(encoding="utf-8")
+    old = ('README.md,the same,"DQN, MinAtar SpaceInvaders; same budget",minatar_study,differences,dqn,'
+           "MinAtar/SpaceInvaders-v1,per,uniform")
+    assert text.count(old) == 1
+    registry.write_text(text.replace(old, old.replace("MinAtar/SpaceInvaders-v1", "MinAtar/Breakout-v1")),
+                        encoding="utf-8")  # fmt: skip
+    (key, problem), = _problems(registry).items()
+    assert key.startswith("the same | DQN, MinAtar SpaceInvaders")
+    assert problem.startswith("the row does not print the interval [-13.10, +14.28] % of dqn MinAtar/Breakout-v1")
+
+
+@pytest.mark.parametrize(("text", "lo", "hi", "expected"), [
+    ("+1 % [−13, +14]; P 0.58 [0.20, 1.00]", -13.10, 14.28, True),
+    ("+10 % [−0.5, +20]", -0.46, 20.40, True),
+    ("area [−0.00, +16]", -1.77e-5, 16.2, True),
+    ("−6 [−1,002, +991] (−0.1 % [−16, +16])", -1002.4, 990.8, True),
+    ("+1 % [−13, +14]", -13.6, 14.28, False),  # −13.6 prints as −14
+    ("+1 % [−13, +14]", 13.10, 14.28, False),  # the sign
+    ("+1 % (−13, +14)", -13.10, 14.28, False),
+])  # fmt: skip
+def test_an_interval_is_printed_at_the_decimals_each_end_shows(text, lo, hi, expected):
+    assert V.printed(text, lo, hi) is expected
 
 
 def test_a_changed_verdict_on_the_page_is_caught(tmp_path):
@@ -210,7 +260,7 @@ def test_the_command_prints_each_verdict_and_fails_on_a_disagreement(tmp_path, c
     assert cli_main(["verdicts", "--registry", str(REGISTRY)]) == 0
     out = capsys.readouterr().out
     assert re.search(r"dqn MinAtar/Asterix-v1: per − uniform, minatar_study_long: \[\+38\.\d\d, \+95\.\d\d\] %, "
-                     r"size \+15 % -> reproduced", out)
+                     r"size \+15\.24 % -> reproduced", out)
     assert out.rstrip().endswith(" comparisons, 0 disagreeing")
     registry, page = _copy_study(tmp_path)
     page.write_text(page.read_text(encoding="utf-8").replace(
@@ -226,22 +276,25 @@ def test_the_command_prints_each_verdict_and_fails_on_a_disagreement(tmp_path, c
 
 
 def test_a_report_gets_the_verdict_of_each_of_the_papers_comparisons(tmp_path, capsys):
-    """``--report``: the rule on any report's CSV files, with an environment's own sizes where LAP/PAL Table 1
-    gives them; the committed reports give the verdicts their pages state."""
-    found = {(e.env, e.sampler, e.baseline, e.table): (e.size, e.verdict)
+    """``--report``: the rule on any report's CSV files, as the results pages judge each pair: an environment's own
+    sizes where LAP/PAL Table 1 gives them, and on continuous control PER − uniform as NERS's claim that PER does
+    worse, with no "twice as fast"; the committed reports give the verdicts their pages state."""
+    found = {(e.env, e.sampler, e.baseline, e.table): (e.rule, e.size, e.verdict)
              for e in V.report_verdicts(REGISTRY.parent / "lap_halfcheetah")}  # fmt: skip
-    assert found[("HalfCheetah-v5", "lap", "uniform", "differences")] == ("lap_over_uniform_halfcheetah",
+    assert found[("HalfCheetah-v5", "lap", "uniform", "differences")] == ("gain", "lap_over_uniform_halfcheetah",
                                                                           V.INCONCLUSIVE)  # fmt: skip
-    assert found[("HalfCheetah-v5", "per", "uniform", "differences")] == ("per_over_uniform_halfcheetah",
-                                                                          V.NOT_REPRODUCED)  # fmt: skip
-    assert found[("HalfCheetah-v5", "pal", "lap", "differences")] == ("", V.NOT_TIGHT)
-    assert found[("HalfCheetah-v5", "per", "uniform", "speed")] == ("", V.NOT_REPRODUCED)
-    assert len(found) == 7  # six pairs of the papers' claims and PER's speed
+    assert found[("HalfCheetah-v5", "per", "uniform", "differences")] == ("loss_unsized", "", V.INCONCLUSIVE)
+    assert found[("HalfCheetah-v5", "pal", "lap", "differences")] == ("equal", "", V.NOT_TIGHT)
+    assert len(found) == 6 and not any(table == "speed" for *_, table in found)  # no "twice as fast" on MuJoCo
+    sac = {(e.sampler, e.baseline): e.verdict for e in V.report_verdicts(REGISTRY.parent / "ners_fig3" / "sac")}
+    assert sac == {("ners", "uniform"): V.INCONCLUSIVE, ("per", "uniform"): V.INCONCLUSIVE,
+                   ("ners", "per"): V.INCONCLUSIVE}  # fmt: skip
     long = {(e.env, e.sampler, e.baseline, e.table): e.verdict
             for e in V.report_verdicts(REGISTRY.parent / "minatar_study_long")}  # fmt: skip
     assert long[("MinAtar/Asterix-v1", "per", "uniform", "differences")] == V.REPRODUCED
     assert long[("MinAtar/Freeway-v1", "pser", "per", "differences")] == V.NOT_REPRODUCED
-    # a row whose interval is undefined is left out; a folder that is not a report is named
+    assert long[("MinAtar/Asterix-v1", "per", "uniform", "speed")] == V.INCONCLUSIVE
+    # a row whose interval is undefined is named with no verdict; a folder that is not a report is named
     report = tmp_path / "report"
     report.mkdir()
     for name in ("differences.csv", "speed.csv"):
@@ -252,11 +305,15 @@ def test_a_report_gets_the_verdict_of_each_of_the_papers_comparisons(tmp_path, c
             cells[6:12] = ["nan"] * 6  # the lap − uniform row's interval, undefined
             text = "".join([head, ",".join(cells) + "\r\n", *rest])
         (report / name).write_text(text, encoding="utf-8")
-    left = {(e.sampler, e.baseline, e.table) for e in V.report_verdicts(report)}
-    assert ("lap", "uniform", "differences") not in left and len(left) == 6
+    verdicts = {(e.sampler, e.baseline): e.verdict for e in V.report_verdicts(report)}
+    assert verdicts[("lap", "uniform")] == "" and len(verdicts) == 6
     assert cli_main(["verdicts", "--report", str(report)]) == 0
     out = capsys.readouterr().out
     assert "td3 HalfCheetah-v5: pal − lap: [-21.94, +15.45] % -> consistent with equality, not a tight test" in out
+    assert "td3 HalfCheetah-v5: lap − uniform: the interval is undefined (no spread on either side): no verdict" in out
+    with pytest.raises(SystemExit):
+        cli_main(["verdicts", "--report", str(report), "--registry", str(REGISTRY)])
+    assert "give one of them" in capsys.readouterr().err
     cut = (report / "speed.csv").read_bytes()
     (report / "speed.csv").write_bytes(cut[: cut.rindex(b",")])  # a file cut while written
     with pytest.raises(ValueError, match=r"speed.csv: row \d+ is truncated"):

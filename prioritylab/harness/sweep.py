@@ -25,9 +25,9 @@ being the one written last.  ``--jobs`` runs
 that many at once in a local process pool; ``--backend ray`` submits the same
 commands to a Ray cluster (``pip install 'prioritylab[ray]'``), one run a CPU: a local
 instance (whose runs at once must fit in memory together, as with ``--jobs``) or the
-one at ``--address`` (a host and port where nothing accepts a connection within 10 s is refused at once,
-where Ray would retry for minutes).  Ray's workers must run the code the sweep checked the runs with
-(the same checkout, or clean checkouts of one commit: refused otherwise, before any
+one at ``--address`` (a host and port where nothing accepts a connection within 10 s, for each address the
+host name resolves to, is refused, where Ray would retry for minutes).  Ray's workers must run the code the
+sweep checked the runs with (the same checkout, or clean checkouts of one commit: refused otherwise, before any
 run) and see the run folders where the sweep does (one machine or a shared file system).
 
 The runs die with the sweep: each ``prioritylab train`` runs in its own process
@@ -503,8 +503,8 @@ def connect_ray(address: str | None) -> None:
 
 
 REACH_TIMEOUT_S = 10.0
-"""How long :func:`check_reachable` waits for a Ray cluster's address to answer (Ray itself keeps retrying an
-address where nothing answers for minutes)."""
+"""How long :func:`check_reachable` waits for a Ray cluster's address to answer, for each address its host name
+resolves to (Ray itself keeps retrying an address where nothing answers for minutes)."""
 
 
 def check_reachable(address: str) -> None:

@@ -293,7 +293,7 @@ def _copies_and_lengths(runs: list[dict]) -> list[str]:
     for r in runs:
         same[tuple(tuple(sorted(row.items())) for row in r["rows"])].append(r)
     # one run in two folders under one seed is named by "the same seed in several run folders" already
-    copies = [group for group in same.values() if len({str(r["seed"]) for r in group}) > 1]
+    copies = [group for group in same.values() if len({r["seed"] for r in group}) > 1]  # seeds as incomparable()
     if copies:
         out.append("the same evaluations under several seeds (one run's files copied under another seed?): " +
                    "; ".join(", ".join(f"seed {r['seed']} ({r['folder']})" for r in group) for group in copies))

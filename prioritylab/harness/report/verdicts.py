@@ -23,7 +23,9 @@ lines in its row order (a row that states two comparisons has two lines).  Its c
 its ``differences.csv`` and ``speed.csv`` (:data:`PAPER_CLAIMS`), with the general sizes, or an environment's own
 where LAP/PAL Table 1 gives them (:data:`OWN_SIZES`).
 
-A page's rows are the rows of its tables whose last cell states a verdict (:func:`stated`).  Each must be named
+A page's rows are the rows of its tables whose last cell states a verdict (:func:`stated`).  Each line's interval
+must be printed in its row, at the decimals the row shows (:func:`printed`), so that a line pointed at another
+game's CSV row fails; the verdicts of a row's comparisons are compared as a set.  Each must be named
 by a line of the registry, but for NERS Table 3's rows, which compare with the table's own values on their study
 page (``sac_pendulum_table3/``, whose page the registry does not name).  An interval lies above a bound when its
 lower end is above it: an end equal to the bound holds it.
@@ -48,28 +50,31 @@ REGISTRY = Path("docs/results/verdicts.csv")
 PAGE_SECTION = "## Verdicts, claim by claim"
 """The heading of the page's section whose table the verdicts are checked against."""
 
+def _gain(x: float, y: float) -> float:
+    """The % gain of a score ``x`` over ``y``, (x - y) / |y| (LAP/PAL Table 2's definition)."""
+    return 100 * (x - y) / abs(y)
+
+
 SIZES: dict[str, float] = {
-    # LAP/PAL Table 2: Double DQN + PER over Double DQN, the median over its 10 Atari games (the mean is +38 %)
-    "per_over_uniform": 15.0,
+    # LAP/PAL Table 2: Double DQN + PER over Double DQN, the median % gain over its 10 Atari games (the mean is +37.65)
+    "per_over_uniform": 15.24,
     # PSER Table 1: median human-normalised score 109 % against PER's 88 %
-    "pser_over_per": 24.0,
-    # LAP/PAL Table 1, the smallest gain of TD3 + LAP over TD3 where LAP gains (Ant: 6912.6 against 6469.9)
-    "lap_over_uniform": 7.0,
-    # LAP/PAL Table 1, the smallest gain of TD3 + LAP over TD3 + PER (HalfCheetah: 14836.5 against 13927.8)
-    "lap_over_per": 6.5,
-    # the same reading of Table 1 for PAL: its smallest gains over TD3 and over TD3 + PER where it gains (both
-    # Ant: 6476.2 against 6469.9 and 6278.7)
-    "pal_over_uniform": 0.1,
-    "pal_over_per": 3.1,
-    # LAP/PAL Table 1, HalfCheetah: TD3 + LAP 14836.5 and TD3 + PAL 15012.2 against TD3 13570.9 and TD3 + PER
-    # 13927.8 (LAP over PER there is lap_over_per)
-    "lap_over_uniform_halfcheetah": 9.3,
-    "pal_over_uniform_halfcheetah": 10.6,
-    "pal_over_per_halfcheetah": 7.8,
-    # and TD3 + PER over TD3 there: 13927.8 against 13570.9 (the PER paper's own claims are on Atari)
-    "per_over_uniform_halfcheetah": 2.6,
+    "pser_over_per": _gain(109, 88),
+    # LAP/PAL Table 1, the smallest gain of TD3 + LAP over TD3 where LAP gains (Ant)
+    "lap_over_uniform": _gain(6912.6, 6469.9),
+    # LAP/PAL Table 1, the smallest gain of TD3 + LAP over TD3 + PER (HalfCheetah)
+    "lap_over_per": _gain(14836.5, 13927.8),
+    # the same reading of Table 1 for PAL: its smallest gains over TD3 and over TD3 + PER where it gains (both Ant)
+    "pal_over_uniform": _gain(6476.2, 6469.9),
+    "pal_over_per": _gain(6476.2, 6278.7),
+    # LAP/PAL Table 1, HalfCheetah's own: TD3 + LAP and TD3 + PAL over TD3, and TD3 + PAL over TD3 + PER (LAP over
+    # PER there is lap_over_per)
+    "lap_over_uniform_halfcheetah": _gain(14836.5, 13570.9),
+    "pal_over_uniform_halfcheetah": _gain(15012.2, 13570.9),
+    "pal_over_per_halfcheetah": _gain(15012.2, 13927.8),
 }
-"""The size of each claimed effect, in % of Y's mean final score: the smallest a paper reports for the claim."""
+"""The size of each claimed effect, in % of Y's mean final score: the smallest a paper reports for the claim,
+computed from the paper's table cells (the pages state them to 0.1 %)."""
 
 EQUALITY_BOUND = SIZES["lap_over_per"]
 """"PAL matches LAP" is a tight test only where the whole interval of PAL − LAP lies within ±this % of LAP's
@@ -83,7 +88,7 @@ RULES = {
     "twice": "X learns twice as fast as Y (X − Y read at twice the speed, on the areas under the curves): "
              "reproduced above 0, not reproduced below 0, else inconclusive",
     "equal": "X matches Y: not reproduced where the interval excludes 0, else consistent with equality, a tight "
-             f"test where it lies within ±{EQUALITY_BOUND:g} % of Y's score",
+             f"test where it lies within ±{EQUALITY_BOUND:.1f} % of Y's score",
 }
 """The rules, by name (the page states them in words)."""
 
@@ -220,7 +225,7 @@ def page_rows(page: Path) -> list[list[str]]:
 
 def exempt(cells: list[str]) -> bool:
     """NERS Table 3's rows: they compare with the table's own values on their study page."""
-    return "Table 3)" in cells[0]
+    return re.search(r"\((NERS )?Table 3\)$", cells[0]) is not None
 
 
 def stated(cell: str) -> set[str]:
@@ -237,10 +242,30 @@ def stated(cell: str) -> set[str]:
     return found
 
 
+_NUMBER = r"[−+-]?[\d,]*\.?\d+"
+_BRACKETS = re.compile(rf"\[({_NUMBER})\s*%?,\s*({_NUMBER})\s*%?\]")
+
+
+def printed(text: str, lo: float, hi: float) -> bool:
+    """Whether ``text`` prints the interval ``[lo, hi]`` as ``[a, b]``, each end rounded to the decimals it shows
+    (``[−13, +14]``, ``[−0.5, +20]``, ``[−1.91, −0.43] ``)."""
+    for a, b in _BRACKETS.findall(text):
+        ends = []
+        for shown in (a, b):
+            digits = shown.replace("−", "-").replace("+", "").replace(",", "")
+            decimals = len(digits.split(".")[1]) if "." in digits else 0
+            ends.append((float(digits), 0.5 * 10.0**-decimals + 1e-9))
+        if abs(ends[0][0] - lo) <= ends[0][1] and abs(ends[1][0] - hi) <= ends[1][1]:
+            return True
+    return False
+
+
 def check(registry: Path) -> list[tuple[str, list[str], list[Entry], str]]:
     """Each verdict row of each page the registry names, with the page, the registry's lines that belong to the
-    row, and what is wrong with it ("" if nothing): a verdict the rule gives that the row does not state, one the
-    row states that no comparison gives, or a row no line names.  ``ValueError`` for a line that names no row."""
+    row, and what is wrong with it ("" if nothing): an interval of its comparisons that the row does not print
+    (:func:`printed`: a line pointed at another game's or pair's CSV row), a verdict the rule gives that the row
+    does not state, one the row states that no comparison gives, or a row no line names.  ``ValueError`` for a
+    line that names no row."""
     registry = Path(registry)
     entries = read_registry(registry)
     result = []
@@ -264,7 +289,11 @@ def check(registry: Path) -> list[tuple[str, list[str], list[Entry], str]]:
                 problem = "no line of the registry names this row"
             elif mine:
                 says, gives = stated(cells[-1]), {e.verdict for e in mine}
-                if gives - says:
+                unprinted = [e for e in mine if not printed(" | ".join(cells), e.lo, e.hi)]
+                if unprinted:
+                    problem = "the row does not print the interval " + "; ".join(
+                        f"{_interval(e)} of {e.comparison()}" for e in unprinted)
+                elif gives - says:
                     problem = f"the rule gives {sorted(gives - says)}, which the row does not state"
                 elif says - gives:
                     problem = f"the row states {sorted(says - gives)}, which no comparison gives"
@@ -283,20 +312,28 @@ PAPER_CLAIMS: dict[tuple[str, str], tuple[str, str]] = {
     ("ners", "uniform"): ("gain_unsized", ""),
     ("ners", "per"): ("gain_unsized", ""),
 }
-"""The claim each (X, Y) pair of a report's ``differences.csv`` stands for, as its rule and size: the papers'
-claims, the same as on the results pages (PER's "twice as fast" reads ``speed.csv``)."""
+"""The claim each (X, Y) pair of a report's ``differences.csv`` stands for, as its rule and size, as the results
+pages judge it.  On an environment that is neither Atari nor MinAtar (continuous control), PER − uniform is NERS's
+claim that PER does worse (``loss_unsized``), and PER's "twice as fast" (``speed.csv``), an Atari claim, is not
+read."""
 
-OWN_SIZES = {"HalfCheetah": {"per_over_uniform": "per_over_uniform_halfcheetah",
-                             "lap_over_uniform": "lap_over_uniform_halfcheetah",
+OWN_SIZES = {"HalfCheetah": {"lap_over_uniform": "lap_over_uniform_halfcheetah",
                              "pal_over_uniform": "pal_over_uniform_halfcheetah",
                              "pal_over_per": "pal_over_per_halfcheetah"}}  # fmt: skip
 """Environments whose own sizes LAP/PAL Table 1 gives, by the start of their name: the size used there instead."""
 
 
+def _discrete(env: str) -> bool:
+    """An Atari or MinAtar environment, where the PER paper's claims were made."""
+    from ...scores import atari_game, minatar_game
+
+    return atari_game(env) is not None or minatar_game(env) is not None
+
+
 def report_verdicts(report: Path) -> list[Entry]:
     """Every comparison of the papers' claims (:data:`PAPER_CLAIMS`, and PER − uniform at twice the speed) in the
     report folder ``report``, with its verdict by the stated rule, read from its ``differences.csv`` and
-    ``speed.csv``; a row whose interval is undefined (no spread on either side) is left out."""
+    ``speed.csv``; a row whose interval is undefined (no spread on either side) gets no verdict (``""``)."""
     report = Path(report)
     out = []
     for table in ("differences", "speed"):
@@ -305,16 +342,17 @@ def report_verdicts(report: Path) -> list[Entry]:
             raise ValueError(f"{report} holds no {path.name}: is it a prioritylab report?")
         rows = _report_rows(path)
         for number, row in enumerate(rows, start=2):
-            pair = (row.get("sampler", ""), row.get("baseline", ""))
+            pair, env = (row.get("sampler", ""), row.get("baseline", "")), row.get("env", "")
             if table == "speed":
-                if pair != ("per", "uniform"):
+                if pair != ("per", "uniform") or not _discrete(env):
                     continue
                 rule, size = "twice", ""
+            elif pair == ("per", "uniform") and not _discrete(env):
+                rule, size = "loss_unsized", ""
             elif pair in PAPER_CLAIMS:
                 rule, size = PAPER_CLAIMS[pair]
             else:
                 continue
-            env = row.get("env", "")
             own = next((sizes for start, sizes in OWN_SIZES.items() if env.startswith(start)), {})
             size = own.get(size, size)
             _, lo_col, hi_col = TABLES[table]
@@ -322,9 +360,8 @@ def report_verdicts(report: Path) -> list[Entry]:
                 lo, hi = float(row[lo_col]), float(row[hi_col])
             except (KeyError, TypeError, ValueError):
                 raise ValueError(f"{path}, line {number}: no numbers in {lo_col}, {hi_col}") from None
-            if not (math.isfinite(lo) and math.isfinite(hi)):
-                continue
-            word = verdict(rule, lo, hi, SIZES[size] if size else None)
+            # an undefined interval (no spread on either side) is kept, with no verdict, so that it is named
+            word = verdict(rule, lo, hi, SIZES[size] if size else None) if math.isfinite(lo + hi) else ""
             out.append(Entry(number, "", "", "", str(report), table, row.get("agent", ""), env, pair[0], pair[1],
                              rule, size, lo=lo, hi=hi, verdict=word))  # fmt: skip
     return out
@@ -343,7 +380,7 @@ def register(subparsers) -> None:
                               description=plain(__doc__.splitlines()[0]),
                               epilog=plain("\n".join(__doc__.splitlines()[2:])),
                               formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("--registry", type=Path, default=REGISTRY, help=f"the registry of claims (default {REGISTRY})")
+    p.add_argument("--registry", type=Path, default=None, help=f"the registry of claims (default {REGISTRY})")
     p.add_argument("--report", type=Path, action="append", default=None, metavar="DIR",
                    help="instead, the verdict of each of the papers' comparisons in this report folder (as "
                         "prioritylab report --out writes it), by the same rule; may be given again")  # fmt: skip
@@ -354,6 +391,9 @@ def _main(args) -> int:
     from ..._cli import fail
 
     if getattr(args, "report", None):
+        if args.registry is not None:
+            fail("prioritylab verdicts", f"--registry {args.registry} checks the results pages and --report judges "
+                                         "a report: give one of them")  # fmt: skip
         for folder in args.report:
             if not folder.is_dir():
                 fail("prioritylab verdicts", f"--report {folder} is not a folder")
@@ -364,17 +404,21 @@ def _main(args) -> int:
         for folder, entries in found:
             print(f"== {folder}")
             for entry in entries:
-                size = f", size {SIZES[entry.size]:+g} % ({entry.size})" if entry.size else ""
-                print(f"    {entry.agent} {entry.env}: {entry.sampler} − {entry.baseline}"
-                      f"{' (area, against twice the speed)' if entry.table == 'speed' else ''}: "
-                      f"{_interval(entry)}{size} -> {entry.verdict}")  # fmt: skip
+                size = f", size {SIZES[entry.size]:+.2f} % ({entry.size})" if entry.size else ""
+                what = (f"    {entry.agent} {entry.env}: {entry.sampler} − {entry.baseline}"
+                        f"{' (area, against twice the speed)' if entry.table == 'speed' else ''}: ")  # fmt: skip
+                if entry.verdict:
+                    print(f"{what}{_interval(entry)}{size} -> {entry.verdict}")
+                else:
+                    print(f"{what}the interval is undefined (no spread on either side): no verdict")
             if not entries:
                 print("    no comparison of the papers' claims with an interval")
         return 0
-    if not args.registry.is_file():
-        fail("prioritylab verdicts", f"--registry {args.registry} is not a file")
+    registry = REGISTRY if args.registry is None else args.registry
+    if not registry.is_file():
+        fail("prioritylab verdicts", f"--registry {registry} is not a file")
     try:
-        result = check(args.registry)
+        result = check(registry)
     except (OSError, ValueError) as err:
         fail("prioritylab verdicts", str(err))
     wrong, page = 0, None
@@ -386,7 +430,7 @@ def _main(args) -> int:
         if not mine:
             print("    (compared with NERS Table 3's own values on its study page)" if not problem else "")
         for entry in mine:
-            size = f", size {SIZES[entry.size]:+g} %" if entry.size else ""
+            size = f", size {SIZES[entry.size]:+.2f} %" if entry.size else ""
             print(f"    {entry.comparison()}: {_interval(entry)}{size} -> {entry.verdict}")
         if problem:
             wrong += 1
@@ -397,4 +441,4 @@ def _main(args) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(_main(argparse.Namespace(registry=REGISTRY, report=None)))
+    sys.exit(_main(argparse.Namespace(registry=None, report=None)))
