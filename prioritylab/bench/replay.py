@@ -373,12 +373,12 @@ def _prioritylab(kind: str, layout: Layout, n: int, capacity: int, steps: Steps,
     def update(batch, td):
         buf.update(batch, td)
 
-    def step():
+    def step():  # the timed step makes the library's calls itself; the closures above serve the self-check
         i = steps.take()
-        add(i)
-        batch = draw()
+        buf.add(steps.obs[i], steps.action[i], steps.reward[i], steps.next_obs[i], steps.done[i], steps.done[i])
+        batch = buf.sample(BATCH, beta=BETA, device=device)
         if kind == "per":
-            update(batch, steps.td[i])
+            buf.update(batch, steps.td[i])
         return batch
 
     def view(batch) -> dict:
@@ -476,12 +476,13 @@ def _cpprb(layout: Layout, n: int, capacity: int, steps: Steps, device: str = "c
     def update(drawn, td):
         buf.update_priorities(drawn[0], np.abs(td))
 
-    def step():
+    def step():  # the timed step makes the library's calls itself; the closures above serve the self-check
         i = steps.take()
-        add(i)
-        drawn = draw()
-        update(drawn, steps.td[i])
-        return drawn[1]
+        buf.add(obs=obs[i], act=acts[i], rew=steps.reward[i], next_obs=next_obs[i], done=steps.done[i])
+        s = buf.sample(BATCH, beta=BETA)
+        out = {k: tensor(s[k]) for k in fields}
+        buf.update_priorities(s["indexes"], np.abs(steps.td[i]))
+        return out
 
     def view(drawn) -> dict:
         idx, out = drawn
@@ -540,12 +541,13 @@ def _tianshou(layout: Layout, n: int, capacity: int, steps: Steps, device: str =
     def update(drawn, td):
         buf.update_weight(drawn[0], td)
 
-    def step():
+    def step():  # the timed step makes the library's calls itself; the closures above serve the self-check
         i = steps.take()
         buf.add(batches[i], buffer_ids=ids)
-        drawn = draw()
-        update(drawn, steps.td[i])
-        return drawn[1]
+        b, idx = buf.sample(BATCH)
+        out = {k: tensor(np.asarray(b[k])) for k in fields}
+        buf.update_weight(idx, steps.td[i])
+        return out
 
     def view(drawn) -> dict:
         idx, out = drawn
