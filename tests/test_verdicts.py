@@ -212,6 +212,135 @@ def test_a_row_without_a_registry_line_is_caught(tmp_path):
     assert set(problems.values()) == {"no line of the registry names this row"}
 
 
+BREAKOUT_SPEED = ("**not reproduced** on Breakout (speed-ups of 1.4× and more excluded); **inconclusive** on "
+                  "SpaceInvaders")  # fmt: skip
+ASTERIX_LAP = ("**not reproduced** against PER: LAP ends below PER (every LAP seed below every PER seed), though not "
+               "after a Bonferroni correction for the eight pairs ([−70 %, +4 %]); against uniform **inconclusive** "
+               "(+12 % [−27, +51])")  # fmt: skip
+HALFCHEETAH_PAL = ("consistent with equality, not a tight test; PAL's gain over uniform (Table 1: +10.6 %) "
+                   "**inconclusive**")  # fmt: skip
+"""The committed verdict cells whose comparisons give different verdicts."""
+
+
+def test_rows_whose_comparisons_differ_tie_each_verdict_to_its_comparison():
+    """The committed rows whose comparisons give different verdicts: each clause that states a verdict names the
+    comparison whose verdict it is (the game, or the baseline, that tells them apart), or names none of them."""
+    mixed = {}
+    for page, cells, mine, problem in V.check(REGISTRY):
+        if len({e.verdict for e in mine}) > 1:
+            assert problem == "" and V.untied(cells[-1], mine) == ""
+            mixed.setdefault(cells[-1], []).append(page)
+            tied = {i: says for _, says, named in V.clauses(cells[-1], mine) for i in named if says}
+            for i, entry in enumerate(mine):
+                assert tied.get(i, {entry.verdict}) == {entry.verdict}, (page, entry.comparison())
+    assert mixed == {BREAKOUT_SPEED: ["README.md"], ASTERIX_LAP: ["README.md", "minatar_study_long/README.md"],
+                     HALFCHEETAH_PAL: ["README.md"]}  # fmt: skip
+
+
+def _swapped(cell: str) -> str:
+    """The cell with its two verdicts swapped, bold or not."""
+    first, second = sorted(V.stated(cell), key=cell.index)
+    return cell.replace(first, "\0").replace(second, first).replace("\0", second)
+
+
+ASTERIX_SWAPPED = ("the clause '**inconclusive** against PER: LAP ends below PER (every LAP seed below every PER "
+                   "seed), though not after a Bonferroni correction for the eight pairs ([−70 %, +4 %])' states "
+                   "['inconclusive'] for dqn MinAtar/Asterix-v1: lap − per, minatar_study_long, whose interval "
+                   "[-55.25, -10.66] % gives 'not reproduced'")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("page_name", "old", "message"),
+    [
+        ("README.md", BREAKOUT_SPEED,
+         "the clause '**inconclusive** on Breakout (speed-ups of 1.4× and more excluded)' states ['inconclusive'] "
+         "for dqn MinAtar/Breakout-v1: per − uniform (area, against twice the speed), minatar_study, whose "
+         "interval [-1.91, -0.43] gives 'not reproduced'"),
+        ("README.md", ASTERIX_LAP, ASTERIX_SWAPPED),
+        ("minatar_study_long/README.md", ASTERIX_LAP, ASTERIX_SWAPPED),
+        ("README.md", HALFCHEETAH_PAL,
+         "the clause \"PAL's gain over uniform (Table 1: +10.6 %) **consistent with equality, not a tight test**\" "
+         "states ['consistent with equality, not a tight test'] for td3 HalfCheetah-v5: pal − uniform, "
+         "lap_halfcheetah, whose interval [-19.80, +13.12] % gives 'inconclusive'"),
+    ],
+    ids=["games", "baselines", "baselines-on-the-study-page", "a-default-and-a-baseline"],
+)  # fmt: skip
+def test_verdicts_swapped_between_a_rows_comparisons_are_caught(tmp_path, page_name, old, message):
+    """Both verdicts are still stated, so the row states the set its comparisons give; the clause that names a
+    comparison states the other's verdict."""
+    registry, _ = _copy_study(tmp_path)
+    page = registry.parent / page_name
+    text = page.read_text(encoding="utf-8")
+    new = _swapped(old)
+    assert text.count(f"| {old} |") == 1 and new != old and V.stated(new) == V.stated(old)
+    page.write_text(text.replace(f"| {old} |", f"| {new} |"), encoding="utf-8")
+    ((where, problem),) = [(where, problem) for where, _, _, problem in V.check(registry) if problem]
+    assert where == page_name
+    assert problem == message
+
+
+def test_a_clause_that_names_no_comparison_states_the_verdict_of_those_no_clause_names(tmp_path):
+    """Breakout's verdict, stated by a clause that names no game, stands for Breakout; it does not excuse a clause
+    that names SpaceInvaders with Breakout's verdict."""
+    registry, page = _copy_study(tmp_path)
+    text = page.read_text(encoding="utf-8")
+    assert text.count(f"| {BREAKOUT_SPEED} |") == 1
+    default = ("**inconclusive** on SpaceInvaders; **not reproduced** at this budget (speed-ups of 1.4× and more "
+               "excluded)")  # fmt: skip
+    page.write_text(text.replace(f"| {BREAKOUT_SPEED} |", f"| {default} |"), encoding="utf-8")
+    assert _problems(registry) == {}
+    ((_, _, mine, _),) = [row for row in V.check(registry) if row[1][-1] == default]
+    assert [(says, named) for _, says, named in V.clauses(default, mine)] == [({V.INCONCLUSIVE}, [1]),
+                                                                             ({V.NOT_REPRODUCED}, [])]  # fmt: skip
+    page.write_text(text.replace(f"| {BREAKOUT_SPEED} |", f"| {_swapped(default)} |"), encoding="utf-8")
+    (problem,) = _problems(registry).values()
+    assert problem.startswith("the clause '**not reproduced** on SpaceInvaders' states ['not reproduced'] for dqn "
+                              "MinAtar/SpaceInvaders-v1: per − uniform (area, against twice the speed)")  # fmt: skip
+
+
+def _entry(env: str, sampler: str, baseline: str, verdict: str) -> V.Entry:
+    return V.Entry(0, "README.md", "claim", "", "report", "differences", "dqn", env, sampler, baseline, "gain",
+                   "per_over_uniform", lo=-1.0, hi=1.0, verdict=verdict)  # fmt: skip
+
+
+def test_clauses_name_the_comparisons_by_what_tells_them_apart():
+    games = [_entry("MinAtar/Breakout-v1", "per", "uniform", V.NOT_REPRODUCED),
+             _entry("MinAtar/SpaceInvaders-v1", "per", "uniform", V.INCONCLUSIVE)]  # fmt: skip
+    assert V.names(games) == [("Breakout",), ("SpaceInvaders",)]
+    baselines = [_entry("HalfCheetah-v5", "pal", "lap", V.NOT_TIGHT),
+                 _entry("HalfCheetah-v5", "pal", "uniform", V.INCONCLUSIVE)]  # fmt: skip
+    assert V.names(baselines) == [("LAP",), ("uniform",)]  # not PAL, nor HalfCheetah: both comparisons' own
+    both = [_entry("MinAtar/Breakout-v1", "per", "uniform", V.REPRODUCED),
+            _entry("HalfCheetah-v5", "lap", "uniform", V.INCONCLUSIVE)]  # fmt: skip
+    assert V.names(both) == [("Breakout", "PER"), ("HalfCheetah", "LAP")]
+    assert V.names(games[:1]) == [()]
+    # whole words, in the pages' case
+    assert V.names_in("PER's area", "PER") and V.names_in("on Breakout", "Breakout")
+    assert V.names_in("uniform:", "uniform")
+    assert not V.names_in("3 runs per seed", "PER") and not V.names_in("Uniform:", "uniform")
+    assert not V.names_in("PSER leads", "PER") and not V.names_in("(`lap_halfcheetah/`)", "HalfCheetah")
+    assert not V.names_in("SpaceInvaders", "Space") and not V.names_in("LAPs", "LAP")
+    cell = ("**not reproduced** on Breakout, PER's area included; twice as fast: **inconclusive** on "
+            "SpaceInvaders; both **reproduced** nowhere; Breakout and SpaceInvaders alike")
+    assert V.clauses(cell, games) == [
+        ("**not reproduced** on Breakout, PER's area included", {V.NOT_REPRODUCED}, [0]),
+        ("twice as fast: **inconclusive** on SpaceInvaders", {V.INCONCLUSIVE}, [1]),
+        ("both **reproduced** nowhere", {V.REPRODUCED}, []),
+        ("Breakout and SpaceInvaders alike", set(), [0, 1]),
+    ]
+    assert V.untied(cell, games) == ""  # "reproduced", stated for neither, is the set check's to catch
+    assert V.untied("inconclusive on Breakout; SpaceInvaders **not reproduced**", games).startswith(
+        "the clause 'inconclusive on Breakout' states ['inconclusive'] for dqn MinAtar/Breakout-v1: per − uniform")
+    assert V.untied("**not reproduced** on Breakout, **inconclusive** on Pong", games).startswith(
+        "the clause '**not reproduced** on Breakout, **inconclusive** on Pong' states ['inconclusive'], which none "
+        "of the comparisons it names gives")  # fmt: skip
+    assert V.untied("**not reproduced** on Breakout; SpaceInvaders holds 0", games).startswith(
+        "no clause that names dqn MinAtar/SpaceInvaders-v1: per − uniform, report, or that names none of the row's "
+        "comparisons, states 'inconclusive'")  # fmt: skip
+    assert V.untied("**not reproduced**; **inconclusive**", games) == ""  # no clause names a comparison
+    assert V.untied("**inconclusive** on Breakout", [games[1], games[1]]) == ""  # one verdict: the set check's
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

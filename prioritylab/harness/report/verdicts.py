@@ -25,10 +25,14 @@ where LAP/PAL Table 1 gives them (:data:`OWN_SIZES`).
 
 A page's rows are the rows of its tables whose last cell states a verdict (:func:`stated`).  Each line's interval
 must be printed in its row, at the decimals the row shows (:func:`printed`), so that a line pointed at another
-game's CSV row fails; the verdicts of a row's comparisons are compared as a set.  Each must be named
-by a line of the registry, but for NERS Table 3's rows, which compare with the table's own values on their study
-page (``sac_pendulum_table3/``, whose page the registry does not name).  An interval lies above a bound when its
-lower end is above it: an end equal to the bound holds it.
+game's CSV row fails, and the row must state the verdicts its comparisons give and no other.  Where a row's
+comparisons give different verdicts, each verdict must be tied to its comparison (:func:`untied` names one that is
+not): the cell's clauses, its parts between ``;``, name the comparisons by what tells them apart (the game, the
+sampler or the baseline, :func:`names`); a clause that names comparisons and states verdicts states theirs and no
+other, and each comparison's verdict is stated by a clause that names it or by one that names none of the row's.
+Each row must be named by a line of the registry, but for NERS Table 3's rows, which compare with the table's own
+values on their study page (``sac_pendulum_table3/``, whose page the registry does not name).  An interval lies
+above a bound when its lower end is above it: an end equal to the bound holds it.
 """
 
 from __future__ import annotations
@@ -230,16 +234,91 @@ def exempt(cells: list[str]) -> bool:
 
 def stated(cell: str) -> set[str]:
     """The verdicts a page's verdict cell states: its opening words and each bold phrase, where they begin with a
-    verdict (after "twice as fast:", which names the claim)."""
-    phrases = [cell, *re.findall(r"\*\*(.+?)\*\*", cell)]
-    found = set()
-    for phrase in phrases:
+    verdict (after "twice as fast:", which names the claim).  :func:`clauses` reads the same statements clause by
+    clause."""
+    return {word for _, word in _statements(cell)}
+
+
+def _statements(cell: str) -> list[tuple[int, str]]:
+    """Each verdict the cell states (:func:`stated`), with where its phrase starts in the cell."""
+    phrases = [(0, cell), *((m.start(), m.group(1)) for m in re.finditer(r"\*\*(.+?)\*\*", cell))]
+    found = []
+    for at, phrase in phrases:
         phrase = re.sub(r"^\*\*|^twice as fast:\s*", "", phrase.strip()).strip().lower()
         for word in sorted(VERDICTS, key=len, reverse=True):  # the longest first: "not reproduced" before "reproduced"
             if phrase.startswith(word) and (len(phrase) == len(word) or not phrase[len(word)].isalnum()):
-                found.add(word)
+                found.append((at, word))
                 break
     return found
+
+
+NAMED_BY = ("env", "sampler", "baseline")
+"""The parts of a comparison by which a row's cell names it."""
+
+
+def shown(attribute: str, value: str) -> str:
+    """A registry value as the pages write it: an environment as its game's short name (``MinAtar/Breakout-v1``:
+    ``Breakout``; ``HalfCheetah-v5``: ``HalfCheetah``), a sampler in capitals (``PER``), but ``uniform``."""
+    if attribute == "env":
+        return re.sub(r"-v\d+$", "", value.rsplit("/", 1)[-1])
+    return value if value == "uniform" else value.upper()
+
+
+def names(entries: list[Entry]) -> list[tuple[str, ...]]:
+    """For each of a row's comparisons, the names that tell it from the others: its value, as the pages write it
+    (:func:`shown`), of each of :data:`NAMED_BY` on which the row's comparisons differ; none where they differ on
+    none of them."""
+    differing = [name for name in NAMED_BY if len({getattr(e, name) for e in entries}) > 1]
+    return [tuple(dict.fromkeys(shown(name, getattr(e, name)) for name in differing)) for e in entries]
+
+
+def names_in(text: str, name: str) -> bool:
+    """Whether ``text`` holds ``name`` as a whole word, in the same case (``PER's`` names PER; ``PSER``,
+    ``lap_halfcheetah`` and the English "per seed" name neither PER nor HalfCheetah)."""
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+
+
+def clauses(cell: str, entries: list[Entry]) -> list[tuple[str, set[str], list[int]]]:
+    """The verdict cell's clauses, its parts between ``;``, each with the verdicts it states (:func:`stated`; the
+    cell's opening words are its first clause's) and the indexes in ``entries`` of the comparisons it names
+    (:func:`names`)."""
+    statements, own = _statements(cell), names(entries)
+    result, start = [], 0
+    for part in cell.split(";"):
+        end = start + len(part)
+        says = {word for at, word in statements if start <= at < end}
+        named = [i for i, labels in enumerate(own) if any(names_in(part, label) for label in labels)]
+        result.append((part.strip(), says, named))
+        start = end + 1
+    return result
+
+
+def untied(cell: str, entries: list[Entry]) -> str:
+    """What is wrong with how a row's verdict cell ties each verdict to its comparison ("" if nothing), where the
+    row's comparisons ``entries`` give different verdicts (a row whose comparisons all give one verdict passes): a
+    clause (:func:`clauses`) that states verdicts and names comparisons must state the verdict of each it names, and
+    only verdicts those give; each comparison's verdict must be stated by a clause that names it or by one that
+    names none of the row's comparisons."""
+    if len({e.verdict for e in entries}) < 2:
+        return ""
+    parts = clauses(cell, entries)
+    for text, says, named in parts:
+        if not says:
+            continue
+        for entry in (entries[i] for i in named):
+            if entry.verdict not in says:
+                return (f"the clause {text!r} states {sorted(says)} for {entry.comparison()}, whose interval "
+                        f"{_interval(entry)} gives {entry.verdict!r}")  # fmt: skip
+        extra = says - {entries[i].verdict for i in named}
+        if named and extra:
+            return (f"the clause {text!r} states {sorted(extra)}, which none of the comparisons it names gives: "
+                    + "; ".join(f"{entries[i].comparison()} {_interval(entries[i])} gives {entries[i].verdict!r}"
+                                for i in named))  # fmt: skip
+    for i, entry in enumerate(entries):
+        if not any(entry.verdict in says and (i in named or not named) for _, says, named in parts):
+            return (f"no clause that names {entry.comparison()}, or that names none of the row's comparisons, "
+                    f"states {entry.verdict!r}, which its interval {_interval(entry)} gives")  # fmt: skip
+    return ""
 
 
 _NUMBER = r"[−+-]?[\d,]*\.?\d+"
@@ -264,8 +343,9 @@ def check(registry: Path) -> list[tuple[str, list[str], list[Entry], str]]:
     """Each verdict row of each page the registry names, with the page, the registry's lines that belong to the
     row, and what is wrong with it ("" if nothing): an interval of its comparisons that the row does not print
     (:func:`printed`: a line pointed at another game's or pair's CSV row), a verdict the rule gives that the row
-    does not state, one the row states that no comparison gives, or a row no line names.  ``ValueError`` for a
-    line that names no row."""
+    does not state, one the row states that no comparison gives, in a row whose comparisons give different
+    verdicts one not tied to its comparison by the clause that states it (:func:`untied`: two verdicts swapped
+    between their comparisons), or a row no line names.  ``ValueError`` for a line that names no row."""
     registry = Path(registry)
     entries = read_registry(registry)
     result = []
@@ -297,6 +377,8 @@ def check(registry: Path) -> list[tuple[str, list[str], list[Entry], str]]:
                     problem = f"the rule gives {sorted(gives - says)}, which the row does not state"
                 elif says - gives:
                     problem = f"the row states {sorted(says - gives)}, which no comparison gives"
+                else:
+                    problem = untied(cells[-1], mine)
             result.append((page, cells, mine, problem))
     return result
 
