@@ -7,7 +7,9 @@
 
 ``prioritylab report`` draws 2,000 stratified-bootstrap replications per interval (500 for the performance
 profiles); its tests draw 200 (50): they check what the report computes from which runs, and that it is
-reproducible, not the precision of an interval, and the bootstrap was most of their time.
+reproducible, not the precision of an interval, and the bootstrap was most of their time.  For the same reason
+the report's figures are built in every test but rendered to PNG only in those marked ``figures`` (one or more for
+each kind of figure).
 
 Stable-Baselines3's ``learn()`` makes a log folder for every call, in the system's temporary folder unless
 ``SB3_LOGDIR`` names one: the suite points it into pytest's own temporary folder, which pytest prunes.
@@ -18,6 +20,7 @@ on one worker: :func:`pytest_collection_modifyitems` puts them in an ``xdist_gro
 """
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -42,6 +45,23 @@ def pytest_collection_modifyitems(items):
                 owner = "" if defs[-1].scope == "session" else item.module.__name__ + "."
                 item.add_marker(pytest.mark.xdist_group(owner + name))
                 break
+
+
+@pytest.fixture(autouse=True)
+def _report_figures_drawn_only_where_asked(request, monkeypatch):
+    """Rendering a report's PNG files (matplotlib's draw, twice for the tight bounding box) was most of the report
+    tests' time.  A test marked ``figures`` saves them as the report does; every other test still builds each
+    figure, but writes a short placeholder in place of its PNG (the file, its name and the manifest's list stay)."""
+    if request.node.get_closest_marker("figures"):
+        return
+    from prioritylab.harness.report import plots
+
+    def placeholder(fig, path):
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"figure built, not rendered: see tests/conftest.py")
+
+    monkeypatch.setattr(plots, "save_figure", placeholder)
 
 
 @pytest.fixture(autouse=True)

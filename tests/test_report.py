@@ -44,6 +44,7 @@ def fake_run(root, sampler, seed, returns, finished=True, extra=None, env="Hoppe
         (folder / "finished.json").write_text(json.dumps({"step": 100 * len(returns)}))
 
 
+@pytest.mark.figures
 def test_table_is_the_mean_and_t_interval_of_the_last_ten_evaluations(tmp_path):
     rng = np.random.default_rng(0)
     curves = {s: rng.normal(size=14).cumsum() for s in range(3)}
@@ -142,6 +143,7 @@ def test_ners_table3_gives_a_t_interval_across_five_or_more_seeds(tmp_path):
     assert f"| td3 | Hopper-v5 | ners | 5 | 2.500 ± {half:.3f} | 0.100 ± 0.000 | 10.00 ± 0.00 | 2.00 ± 0.00 |" in t3
 
 
+@pytest.mark.figures
 def test_table3_figure_is_drawn_where_the_runs_log_the_four_statistics(tmp_path):
     for seed in range(3):
         fake_run(tmp_path / "runs", "ners", seed, [1.0] * 12)
@@ -478,6 +480,7 @@ def test_gain_tables_follow_lap_table_2(tmp_path):
     assert "not an estimate one can rely on" in text
 
 
+@pytest.mark.figures
 def test_atari_scores_are_human_normalised_and_aggregated_by_rliable(tmp_path):
     from prioritylab.scores import SCORES
 
