@@ -37,8 +37,21 @@ def untimed(monkeypatch):
 
 
 def test_quick_run_without_peers(untimed, tmp_path, capsys):
+    """The quick run end to end, at the torch thread count asked for (one full run serves both: each builds and
+    checks every contender); the default count is 1."""
+    import torch
+
+    from prioritylab.cli import build_parser
+
+    assert build_parser().parse_args(["bench", "replay"]).threads == 1
     path = tmp_path / "replay.json"
-    assert main(["bench", "replay", "--quick", "--peers", "--no-progress", "--json", str(path)]) == 0
+    before = torch.get_num_threads()
+    try:
+        assert main(["bench", "replay", "--quick", "--peers", "--no-progress", "--threads", "2", "--json",
+                     str(path)]) == 0  # fmt: skip
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
     out = capsys.readouterr().out
     assert "prioritylab per" in out and "prioritylab uniform" in out and "memory per 100,000" in out
     doc = json.loads(path.read_text())
@@ -53,22 +66,9 @@ def test_quick_run_without_peers(untimed, tmp_path, capsys):
     assert checked == cells and "self-check:" in out  # every contender checked, before the timing
     assert out.index("self-check:") < out.index("steps/s")
     # the conditions of the figures: torch's threads (SB3's batch copy runs on them), the load and the code
-    assert doc["config"]["threads"] == 1 and doc["load"]["torch_threads"] == 1
+    assert doc["config"]["threads"] == 2 and doc["load"]["torch_threads"] == 2
     assert len(doc["load"]["before"]["loadavg_1_5_15"]) == 3 and "git_dirty" in doc and "git_commit" in doc
-    assert "torch threads 1; load average (1 min)" in out
-
-
-def test_the_torch_thread_count_is_the_one_asked_for(untimed, tmp_path):
-    import torch
-
-    path = tmp_path / "replay.json"
-    before = torch.get_num_threads()
-    try:
-        assert main(["bench", "replay", "--quick", "--peers", "--no-progress", "--threads", "2", "--json",
-                     str(path)]) == 0  # fmt: skip
-        assert json.loads(path.read_text())["load"]["torch_threads"] == 2 == torch.get_num_threads()
-    finally:
-        torch.set_num_threads(before)
+    assert "torch threads 2; load average (1 min)" in out
 
 
 def test_step_returns_torch_batches_and_memory_matches_formula(untimed):

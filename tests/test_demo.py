@@ -216,14 +216,19 @@ def test_a_shared_fixture_is_built_once_in_a_real_two_worker_run(tmp_path):
      (["--seed", "-1"], "argument --seed: must be a non-negative integer, got '-1'"),
      (["--quick", "--out", "FILE"], "is an existing file, not a folder")],
 )
-def test_the_demos_deep_half_refuses_bad_options_in_one_line_before_any_run(args, message, tmp_path):
+def test_the_demos_deep_half_refuses_bad_options_in_one_line_before_any_run(args, message, tmp_path, capsys):
+    """In this process (the quick demo runs the script as a process of its own): its ``main`` exits with 2 and one
+    line on stderr, and writes nothing."""
+    import runpy
+
+    script = runpy.run_path(str(ROOT / "deep" / "pendulum_demo.py"), run_name="pendulum_demo")
     (tmp_path / "FILE").write_text("")
     out = tmp_path / "out"
     argv = [str(tmp_path / "FILE") if a == "FILE" else a for a in args]
     if "--out" not in argv:
         argv += ["--out", str(out)]
-    proc = subprocess.run([sys.executable, str(ROOT / "deep" / "pendulum_demo.py"), *argv], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and message in lines[0], proc.stderr
+    with pytest.raises(SystemExit) as stop:
+        script["main"](argv)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(lines) == 1 and message in lines[0], lines
     assert not out.exists()
