@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import io
 import re
 import signal
@@ -36,17 +37,20 @@ def usage(settings: dict) -> str:
     return "\n".join(lines)
 
 
-def int_flags(cls, prefix: str = "") -> set[str]:
-    """The flags of the integer fields of a settings dataclass (nested ones as ``--replay.name``)."""
+@functools.cache
+def int_flags(cls, prefix: str = "") -> frozenset[str]:
+    """The flags of the integer fields of a settings dataclass (nested ones as ``--replay.name``); once a class
+    (a sweep's check parses every run's recorded command)."""
     flags = set()
+    hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
-        kind = typing.get_type_hints(cls)[f.name]
+        kind = hints[f.name]
         if dataclasses.is_dataclass(kind):
             flags |= int_flags(kind, f"{prefix}{f.name}.")
         elif kind is int or (typing.get_origin(kind) in (typing.Union, types.UnionType)
                              and int in typing.get_args(kind) and float not in typing.get_args(kind)):  # fmt: skip
             flags.add("--" + prefix + f.name.replace("_", "-"))
-    return flags
+    return frozenset(flags)
 
 
 def integral_scientific(argv: list[str], flags: set[str]) -> list[str]:
