@@ -1089,12 +1089,12 @@ def test_a_second_ctrl_c_stops_at_once_in_one_line(tmp_path):
     assert not (tmp_path / FOLDER / "checkpoint.pt").exists()
 
 
-def test_sweep_dry_run_prints_commands_one_can_paste(tmp_path):
+def test_sweep_dry_run_prints_commands_one_can_paste(tmp_path, capsys):
+    """The listing is made in this process; its first command is pasted into a shell of its own."""
     spec = tmp_path / "spec.py"
     spec.write_text(SPEC.replace("200_000", "60").replace("100_000", "60"))
-    listed = run([sys.executable, "-m", "prioritylab", "sweep", str(spec), "--out", str(tmp_path / "runs"),
-                  "--dry-run"])  # fmt: skip
-    first = listed.stdout.splitlines()[0]
+    assert cli_main(["sweep", str(spec), "--out", str(tmp_path / "runs"), "--dry-run"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
     assert shlex.split(first, comments=True)[1:4] == ["-m", "prioritylab", "train"]
     pasted = subprocess.run(first, shell=True, executable=shutil.which("bash"), capture_output=True, text=True,
                             env=env(), cwd=ROOT, timeout=120)  # fmt: skip
