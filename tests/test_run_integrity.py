@@ -849,9 +849,9 @@ def test_train_refuses_steps_not_above_start_steps_unless_asked(tmp_path, capsys
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "the first update would come at step 500" in lines[0]
     assert "--allow-no-updates" in lines[0] and not any(tmp_path.iterdir())
-    asked = run([sys.executable, "-m", "prioritylab", "train", "td3", "--env", "Pendulum-v1", "--steps", "200",
-                 "--eval-every", "200", "--eval-episodes", "1", "--hidden", "8", "--out", str(tmp_path),
-                 "--no-progress", "--allow-no-updates"])  # fmt: skip
+    asked = run_here([sys.executable, "-m", "prioritylab", "train", "td3", "--env", "Pendulum-v1", "--steps", "200",
+                      "--eval-every", "200", "--eval-episodes", "1", "--hidden", "8", "--out", str(tmp_path),
+                      "--no-progress", "--allow-no-updates"])  # fmt: skip
     assert asked.returncode == 0, asked.stderr
     fake_run(tmp_path / "x", "per", 0, [1.0] * 3)  # a run that learned, beside the one that did not
     result = R.report(tmp_path, tmp_path / "report")
@@ -887,13 +887,13 @@ def test_report_refuses_to_compare_samplers_whose_runs_differ_in_other_settings(
 
 def test_thread_count_is_recorded_and_a_resume_at_another_count_is_refused(tmp_path):
     assert td3.TD3Settings().threads == 1
-    stopped = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--stop-after", "250"))
+    stopped = run_here(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--stop-after", "250"))
     assert stopped.returncode == 0, stopped.stderr
     folder = tmp_path / FOLDER
     assert json.loads((folder / "manifest.json").read_text())["torch_threads"] == 1
     assert torch.load(folder / "checkpoint.pt", weights_only=False)["threads"] == 1
     before = run_files(folder)
-    refused = run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--resume", "--threads", "2"))
+    refused = run_here(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200", "--resume", "--threads", "2"))
     lines = error_lines(refused)
     assert refused.returncode == 2 and len(lines) == 1, refused.stderr
     assert "1 torch thread" in lines[0] and "--threads 1" in lines[0]
