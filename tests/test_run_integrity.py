@@ -72,6 +72,24 @@ def run_here(cmd: list[str]) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, code, out.getvalue(), shown + err.getvalue())
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """``uninterrupted(*steps)``: the folder of the uninterrupted run of :func:`train_cmd` with ``steps``, made once
+    a module and shared by the tests that compare a stopped run with it (read only: a test that changes a run
+    makes its own)."""
+    made: dict[tuple[str, ...], Path] = {}
+
+    def folder(*steps: str) -> Path:
+        if steps not in made:
+            out = tmp_path_factory.mktemp("uninterrupted")
+            done = run_here(train_cmd(out, *steps))
+            assert done.returncode == 0, done.stderr
+            made[steps] = out / FOLDER
+        return made[steps]
+
+    return folder
+
+
 def run_files(folder: Path) -> dict[str, bytes]:
     """The bytes of every file of a run folder but its lock, those in its folders (TensorBoard's ``tb/``) too."""
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
@@ -332,12 +350,11 @@ def as_before_rows_were_recorded(state: dict) -> None:
 
 @pytest.mark.parametrize("damage", ["cut", "edited", "rows of an earlier point"])
 def test_a_damaged_evaluations_file_is_written_back_from_the_checkpoint_and_the_run_finishes_as_uninterrupted(
-        tmp_path, damage):  # fmt: skip
+        tmp_path, damage, uninterrupted):  # fmt: skip
     """A cut copy, a crash or an edit leaves ``evaluations.csv`` disagreeing with the checkpoint, whose rows its
     SHA-256 vouches for: a warning names the first row that differs, the checkpoint's rows are written back at
     once, and the run finishes as the uninterrupted one."""
     steps = ["--steps", "1600", "--eval-every", "400"]  # evaluations at 400, 800, 1200, 1600; episodes of 200
-    assert run_here(train_cmd(tmp_path / "full", *steps)).returncode == 0
     if damage == "rows of an earlier point":  # this run's checkpoint, copied beside the rows of its first 600 steps
         assert run_here(train_cmd(tmp_path / "split", *steps, "--stop-after", "450")).returncode == 0
         assert run_here(train_cmd(tmp_path / "donor", *steps, "--stop-after", "1050")).returncode == 0
@@ -359,19 +376,18 @@ def test_a_damaged_evaluations_file_is_written_back_from_the_checkpoint_and_the_
     expected = {"cut": "row 2 is truncated", "edited": "from row 2 it differs", "rows of an earlier point":
                 "from row 2 it differs"}[damage]  # fmt: skip
     assert "warning:" in resumed.stderr and expected in resumed.stderr, resumed.stderr
-    full = (tmp_path / "full" / FOLDER / "evaluations.csv").read_text()
+    full = (uninterrupted(*steps) / "evaluations.csv").read_text()
     assert evals.read_text() == full[: full.index("\n1600,") + 1]  # the checkpoint's rows, written back at once
     resumed = run_here(train_cmd(tmp_path / "split", *steps, "--resume"))
     assert resumed.returncode == 0 and "warning:" not in resumed.stderr, resumed.stderr
     assert evals.read_text() == full
 
 
-def test_an_older_checkpoints_rows_are_read_from_whole_files_with_as_many_evaluations(tmp_path):
+def test_an_older_checkpoints_rows_are_read_from_whole_files_with_as_many_evaluations(tmp_path, uninterrupted):
     """A checkpoint written before the rows were recorded takes them from the files: a row that is not whole, a
     step that is not a number, another count of evaluations than the checkpoint's, or other columns than this
     code logs (in either file) are each refused in one line, before anything changes."""
     steps = ["--steps", "1400", "--eval-every", "200"]
-    assert run_here(train_cmd(tmp_path / "full", *steps)).returncode == 0
     assert run_here(train_cmd(tmp_path, *steps, "--stop-after", "1050")).returncode == 0
     folder = tmp_path / FOLDER
     rewrite_checkpoint(folder, as_before_rows_were_recorded)
@@ -405,7 +421,7 @@ def test_an_older_checkpoints_rows_are_read_from_whole_files_with_as_many_evalua
     timing.write_text(kept)
     resumed = run_here(train_cmd(tmp_path, *steps, "--resume"))
     assert resumed.returncode == 0 and "warning" not in resumed.stderr, resumed.stderr
-    assert evals.read_bytes() == (tmp_path / "full" / FOLDER / "evaluations.csv").read_bytes()
+    assert evals.read_bytes() == (uninterrupted(*steps) / "evaluations.csv").read_bytes()
 
 
 def test_a_checkpoint_that_lost_its_digest_is_refused_unless_written_before_digests(tmp_path):
@@ -484,14 +500,13 @@ def test_a_run_whose_folder_is_moved_away_stops_without_making_it_again(tmp_path
     assert not (tmp_path / "out" / FOLDER).exists()
 
 
-def test_a_run_resumed_after_its_1000th_step_finishes_as_the_uninterrupted_one(tmp_path):
+def test_a_run_resumed_after_its_1000th_step_finishes_as_the_uninterrupted_one(tmp_path, uninterrupted):
     steps = ["--steps", "1400", "--eval-every", "200"]
-    assert run_here(train_cmd(tmp_path / "full", *steps)).returncode == 0
     stopped = run_here(train_cmd(tmp_path / "split", *steps, "--stop-after", "1050"))
     assert stopped.returncode == 0 and "run stopped at its --stop-after step" in stopped.stdout, stopped.stdout
     resumed = run_here(train_cmd(tmp_path / "split", *steps, "--resume"))
     assert resumed.returncode == 0, resumed.stderr
-    full, split = tmp_path / "full" / FOLDER, tmp_path / "split" / FOLDER
+    full, split = uninterrupted(*steps), tmp_path / "split" / FOLDER
     assert (full / "evaluations.csv").read_bytes() == (split / "evaluations.csv").read_bytes()
 
 
@@ -504,11 +519,10 @@ def scalars(folder: Path, tag: str) -> list[tuple[int, float]]:
     return [(e.step, e.value) for e in events.Scalars(tag)]
 
 
-def test_a_resume_drops_the_tensorboard_points_logged_after_its_checkpoint(tmp_path):
+def test_a_resume_drops_the_tensorboard_points_logged_after_its_checkpoint(tmp_path, uninterrupted):
     """A run killed after its checkpoint has logged evaluations the resumed run logs again: TensorBoard must show
     each step once, with the uninterrupted run's values, not the killed stretch beside the new one."""
     steps = ["--steps", "1400", "--eval-every", "200"]
-    assert run_here(train_cmd(tmp_path / "full", *steps)).returncode == 0
     # the state of a run killed after step 1000 whose last checkpoint is at step 800 (episodes end every 200 steps
     # there): its events reach step 1000
     assert run_here(train_cmd(tmp_path / "killed", *steps, "--stop-after", "850")).returncode == 0
@@ -519,7 +533,7 @@ def test_a_resume_drops_the_tensorboard_points_logged_after_its_checkpoint(tmp_p
     assert [s for s, _ in scalars(killed, "return_mean")] == [200, 400, 600, 800, 1000]
     resumed = run_here(train_cmd(tmp_path / "killed", *steps, "--resume"))
     assert resumed.returncode == 0, resumed.stderr
-    full = scalars(tmp_path / "full" / FOLDER, "return_mean")
+    full = scalars(uninterrupted(*steps), "return_mean")
     assert [s for s, _ in full] == list(range(200, 1401, 200))
     assert scalars(killed, "return_mean") == full
 
@@ -629,13 +643,13 @@ def test_two_trains_into_one_folder_one_is_refused_naming_the_holder(tmp_path):
     # arrive between the first's flock and its writing its pid); two runs arriving at one moment are
     # test_a_run_refused_by_the_lock_leaves_the_folder_the_holder_made_meanwhile's case
     lock = tmp_path / FOLDER / run_mod.LOCK
-    first = subprocess.Popen(train_cmd(tmp_path, "--steps", "2400", "--eval-every", "800"), env=env(), cwd=ROOT,
+    first = subprocess.Popen(train_cmd(tmp_path, "--steps", "600", "--eval-every", "200"), env=env(), cwd=ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         wait_for(lambda: lock.exists() and lock.read_text() == f"{first.pid}\n", what="the first run's lock")
         os.kill(first.pid, signal.SIGSTOP)
         assert (first.pid, False) in flocks(lock), "the first run ended before it was paused at its lock"
-        second = subprocess.run(train_cmd(tmp_path, "--steps", "2400", "--eval-every", "1200"), env=env(),
+        second = subprocess.run(train_cmd(tmp_path, "--steps", "600", "--eval-every", "300"), env=env(),
                                 cwd=ROOT, capture_output=True, text=True, timeout=180)  # fmt: skip
     finally:
         os.kill(first.pid, signal.SIGCONT)
@@ -645,7 +659,7 @@ def test_two_trains_into_one_folder_one_is_refused_naming_the_holder(tmp_path):
     assert len(lines) == 1 and f"pid {first.pid}" in lines[0] and "in use" in lines[0]
     manifest = json.loads((tmp_path / FOLDER / "manifest.json").read_text())
     steps = [int(line.split(",")[0]) for line in (tmp_path / FOLDER / "evaluations.csv").read_text().splitlines()[1:]]
-    assert manifest["config"]["eval_every"] == 800 and steps == [800, 1600, 2400]  # the holder's run, whole
+    assert manifest["config"]["eval_every"] == 200 and steps == [200, 400, 600]  # the holder's run, whole
 
 
 def test_a_run_refused_by_the_lock_leaves_the_folder_the_holder_made_meanwhile(tmp_path, monkeypatch):
