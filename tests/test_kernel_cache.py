@@ -15,14 +15,16 @@ from prioritylab import _kernel_cache as K
 
 PACKAGE = Path(prioritylab.__file__).resolve().parent
 
-# PER's masses come from ``priorities.mass_of``, compiled into ``samplers/kernels.py``'s ``prepare_update``
+# PER's masses come from ``priorities.mass_of``, compiled into ``samplers/kernels.py``'s ``prepare_update``, the
+# kernel every sampler's update calls (called here alone: a whole sampler would compile its other kernels too, for
+# about 4 s more a run, and they play no part in this)
 PROBE = """
 import numpy as np
-from prioritylab import make_sampler
-s = make_sampler("per", 4, seed=0, alpha=1.0, eps=0.0)
-s.add(np.arange(2))
-s.update(np.arange(2), np.array([1.0, 3.0]))
-print(repr(s.total))
+from prioritylab.priorities import RULES
+from prioritylab.samplers.kernels import prepare_update
+no_stamps, written = np.empty(0, dtype=np.int64), np.zeros(4, dtype=np.int64)
+mass = prepare_update(np.arange(2), np.array([1.0, 3.0]), no_stamps, written, RULES["per"], 0.0, 1.0)[4]
+print(repr(float(mass.sum())))
 """
 REFRESH = "import prioritylab._kernel_cache as K, prioritylab.sumtree as t; print(len(K.refresh(t.tree_update)))"
 
