@@ -5,8 +5,8 @@
 * ``dev`` (``HYPOTHESIS_PROFILE=dev``): 2,000 examples per property from a random seed, to search
   further; Hypothesis prints the seed and the failing example of any failure.
 
-``prioritylab report`` draws 2,000 stratified-bootstrap replications per interval (500 for the performance
-profiles); its tests draw 200 (50): they check what the report computes from which runs, and that it is
+``prioritylab report`` draws 50,000 stratified-bootstrap replications per interval (2,000 for the performance
+profiles); its tests draw 100 (20): they check what the report computes from which runs, and that it is
 reproducible, not the precision of an interval, and the bootstrap was most of their time.  For the same reason
 the report's figures are built in every test but rendered to PNG only in those marked ``figures`` (one or more for
 each kind of figure).
@@ -68,8 +68,8 @@ def _report_figures_drawn_only_where_asked(request, monkeypatch):
 def _small_report_bootstrap(monkeypatch):
     from prioritylab.harness.report import plots, stats
 
-    monkeypatch.setattr(stats, "BOOTSTRAP_REPS", 200)
-    monkeypatch.setattr(plots, "PROFILE_REPS", 50)
+    monkeypatch.setattr(stats, "BOOTSTRAP_REPS", 100)
+    monkeypatch.setattr(plots, "PROFILE_REPS", 20)
 
 
 @pytest.fixture(autouse=True, scope="session")
