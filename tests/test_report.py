@@ -16,6 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from scipy import stats
 
 from prioritylab.cli import main as cli_main
@@ -517,6 +520,26 @@ def test_the_iqm_is_the_interquartile_mean_of_the_runs_not_their_mean_or_median(
     # rliable's median is the median over tasks of each task's mean score: with one task, the mean
     assert per["mean"] == pytest.approx(8.625, abs=1e-12) and per["median"] == pytest.approx(8.625, abs=1e-12)
     assert per["iqm_lo"] < 4.5 < per["iqm_hi"]
+
+
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, max_side=12),
+                  elements=st.floats(-1e6, 1e6, allow_nan=False)))  # fmt: skip
+def test_the_iqm_gives_rliables_bits(scores):
+    """The report's IQM (``stats.iqm``, the bootstrap's aggregate) is rliable's ``aggregate_iqm`` to the last bit,
+    ties and all."""
+    from rliable import metrics
+
+    ours, theirs = report_stats.iqm(scores), metrics.aggregate_iqm(scores)
+    assert ours.tobytes() == np.float64(theirs).tobytes(), (ours, theirs)
+
+
+def test_the_iqm_of_scores_with_a_nan_or_an_infinity_is_scipys():
+    from rliable import metrics
+
+    for bad in (np.nan, np.inf, -np.inf):
+        scores = np.array([[1.0, 2.0], [bad, 4.0], [5.0, 6.0]])
+        ours, theirs = report_stats.iqm(scores), metrics.aggregate_iqm(scores)
+        assert np.array_equal(ours, theirs, equal_nan=True), (bad, ours, theirs)
 
 
 def test_overhead_is_the_wall_time_increase_over_uniform(tmp_path):

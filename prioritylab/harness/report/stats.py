@@ -376,6 +376,22 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(per_task))
 
 
+def iqm(scores: np.ndarray) -> np.float64:
+    """rliable's ``metrics.aggregate_iqm``: SciPy's ``trim_mean`` of every run and task together, 25 % cut from
+    each end.  The same NumPy operations on the same values (ravel, partition at the two cuts, mean of what lies
+    between), without SciPy's handling of its arguments on every call: the same bits, about 20 times faster, and
+    the bootstrap calls it once a replication.  Scores that are not all finite go to SciPy, whose handling of NaN
+    this does not repeat."""
+    a = np.asarray(scores).ravel()
+    if a.size == 0 or not np.isfinite(a).all():
+        from rliable import metrics
+
+        return metrics.aggregate_iqm(scores)
+    low = int(0.25 * a.size)
+    high = a.size - low
+    return np.mean(np.partition(a, (low, high - 1))[low:high])
+
+
 def aggregates(matrices: dict, reps: int | None = None, partial: dict | None = None) -> list[dict]:
     """IQM, mean and median with 95 % stratified-bootstrap CIs (rliable) of :func:`score_matrices`' runs x tasks
     matrices.
@@ -390,7 +406,7 @@ def aggregates(matrices: dict, reps: int | None = None, partial: dict | None = N
     from rliable import metrics
 
     def agg(x):
-        return np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x), metrics.aggregate_median(x)])
+        return np.array([iqm(x), metrics.aggregate_mean(x), metrics.aggregate_median(x)])
 
     rows = []
     for (agent, domain), score_dict in matrices.items():
