@@ -203,6 +203,43 @@ def test_a_stated_verdict_no_comparison_gives_is_caught(tmp_path):
     assert "the row states ['not reproduced'], which no comparison gives" in problem
 
 
+@pytest.mark.parametrize(("cell", "unread"), [
+    ("LAP ends below PER: not reproduced", ["not reproduced"]),
+    ("**inconclusive**: the interval holds 0; PSER − uniform reproduced", ["reproduced"]),
+    ("**not reproduced** on Breakout; **inconclusive** on SpaceInvaders", []),
+    ("consistent with equality, not a tight test; PAL's gain **inconclusive**", []),
+    ("**twice as fast: inconclusive**, not excluded", []),
+    ("not reproduced: level; a gain above 14 % excluded (inconclusive before)", ["inconclusive"]),
+    ("**PER improves on uniform: reproduced**", ["reproduced"]),  # a bold phrase read only where a verdict opens it
+    ("(not reproducing Theorem 1's equality)", []),
+])  # fmt: skip
+def test_a_verdicts_words_are_found_where_no_verdict_is_read(cell, unread):
+    assert V.unread(cell) == unread
+
+
+def test_a_verdict_written_where_it_is_not_read_is_caught(tmp_path):
+    """In a row the registry names, and in a new row it does not name, which would otherwise not be a verdict row
+    at all and so would never be checked."""
+    registry, page = _copy_study(tmp_path)
+    text = page.read_text(encoding="utf-8")
+    old = "| **not reproduced**: every PAL seed below every LAP seed |"
+    assert text.count(old) == 1
+    text = text.replace(old, "| **not reproduced**: every PAL seed below every LAP seed (inconclusive at κ 1) |")
+    header = "| claim (paper) | setting; budget against the paper's; seeds |"
+    assert text.count(header) == 1
+    rows = text.split(header, 1)[1].split("\n\n", 1)[0].splitlines()
+    new_row = ("| PER improves on uniform (a new row) | DQN, MinAtar Seaquest | +1 % [−1, +3] | — "
+               "| PER level: not reproduced |")  # fmt: skip
+    text = text.replace(rows[-1], rows[-1] + "\n" + new_row)
+    page.write_text(text, encoding="utf-8")
+    problems = _problems(registry)
+    assert len(problems) == 2, problems
+    said = {key.split(" | ")[0]: problem for key, problem in problems.items()}
+    assert said["the same, at eps 1e-5"] == ("the verdict cell says 'inconclusive' where no verdict is read: a "
+                                            "verdict opens the cell or a bold phrase")  # fmt: skip
+    assert said["PER improves on uniform (a new row)"].startswith("the verdict cell says 'not reproduced'")
+
+
 def test_a_row_without_a_registry_line_is_caught(tmp_path):
     registry, page = _copy_study(tmp_path)
     lines = registry.read_text(encoding="utf-8").splitlines(keepends=True)

@@ -23,7 +23,9 @@ lines in its row order (a row that states two comparisons has two lines).  Its c
 its ``differences.csv`` and ``speed.csv`` (:data:`PAPER_CLAIMS`), with the general sizes, or an environment's own
 where LAP/PAL Table 1 gives them (:data:`OWN_SIZES`).
 
-A page's rows are the rows of its tables whose last cell states a verdict (:func:`stated`).  Each line's interval
+A page's rows are the rows of its tables whose last cell states a verdict (:func:`stated`: in its opening words or
+in a bold phrase that begins with one).  A verdict's words anywhere else in that cell fail the row
+(:func:`unread`), so that no verdict is written where the check would not read it.  Each line's interval
 must be printed in its row, at the decimals the row shows (:func:`printed`), so that a line pointed at another
 game's CSV row fails, and the row must state the verdicts its comparisons give and no other.  Where a row's
 comparisons give different verdicts, each verdict must be tied to its comparison (:func:`untied` names one that is
@@ -215,14 +217,15 @@ def _report_rows(path: Path) -> list[dict]:
 
 
 def page_rows(page: Path) -> list[list[str]]:
-    """The cells of each row of the page's tables whose last cell states a verdict (:func:`stated`), in order."""
+    """The cells of each row of the page's tables whose last cell states a verdict (:func:`stated`) or holds a
+    verdict's words where :func:`stated` does not read them (:func:`unread`), in order."""
     rows = []
     for line in Path(page).read_text(encoding="utf-8").splitlines():
         line = line.strip()
         if not line.startswith("|") or re.fullmatch(r"\|[-:| ]+\|", line):  # not a row, or the rule under a header
             continue
         cells = [cell.strip() for cell in line.strip("|").split(" | ")]
-        if stated(cells[-1]):
+        if stated(cells[-1]) or unread(cells[-1]):
             rows.append(cells)
     return rows
 
@@ -241,15 +244,37 @@ def stated(cell: str) -> set[str]:
 
 def _statements(cell: str) -> list[tuple[int, str]]:
     """Each verdict the cell states (:func:`stated`), with where its phrase starts in the cell."""
-    phrases = [(0, cell), *((m.start(), m.group(1)) for m in re.finditer(r"\*\*(.+?)\*\*", cell))]
+    return [(at, word) for at, _, word in _read(cell)]
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+
+
+def _read(cell: str) -> list[tuple[int, int, str]]:
+    """Each verdict the cell states (:func:`stated`): where its phrase starts and ends in the cell (the opening
+    words' phrase ends with the verdict, a bold phrase with its closing ``**``), and the verdict."""
+    phrases = [(0, None, cell), *((m.start(), m.end(), m.group(1)) for m in _BOLD.finditer(cell))]
     found = []
-    for at, phrase in phrases:
+    for at, end, phrase in phrases:
         phrase = re.sub(r"^\*\*|^twice as fast:\s*", "", phrase.strip()).strip().lower()
         for word in sorted(VERDICTS, key=len, reverse=True):  # the longest first: "not reproduced" before "reproduced"
             if phrase.startswith(word) and (len(phrase) == len(word) or not phrase[len(word)].isalnum()):
-                found.append((at, word))
+                found.append((at, cell.lower().index(word) + len(word) if end is None else end, word))
                 break
     return found
+
+
+_VERDICT_WORDS = re.compile(r"(?<!\w)((?:not )?reproduced|inconclusive|consistent with equality)(?!\w)",
+                            re.IGNORECASE)  # fmt: skip
+"""The words that make a phrase a verdict (:data:`VERDICTS`)."""
+
+
+def unread(cell: str) -> list[str]:
+    """The verdict words in a cell that :func:`stated` does not read: outside its opening words' verdict and
+    outside every bold phrase that begins with a verdict ("LAP ends below PER: not reproduced" says a verdict that
+    no check would see)."""
+    spans = [(at, end) for at, end, _ in _read(cell)]
+    return [m.group(0) for m in _VERDICT_WORDS.finditer(cell) if not any(at <= m.start() < end for at, end in spans)]
 
 
 NAMED_BY = ("env", "sampler", "baseline")
@@ -345,7 +370,8 @@ def check(registry: Path) -> list[tuple[str, list[str], list[Entry], str]]:
     (:func:`printed`: a line pointed at another game's or pair's CSV row), a verdict the rule gives that the row
     does not state, one the row states that no comparison gives, in a row whose comparisons give different
     verdicts one not tied to its comparison by the clause that states it (:func:`untied`: two verdicts swapped
-    between their comparisons), or a row no line names.  ``ValueError`` for a line that names no row."""
+    between their comparisons), a verdict's words where no verdict is read (:func:`unread`), or a row no line
+    names.  ``ValueError`` for a line that names no row."""
     registry = Path(registry)
     entries = read_registry(registry)
     result = []
@@ -365,7 +391,10 @@ def check(registry: Path) -> list[tuple[str, list[str], list[Entry], str]]:
             owner[at].append(entry)
         for cells, mine in zip(rows, owner, strict=True):
             problem = ""
-            if not mine and not exempt(cells):
+            if unread(cells[-1]):
+                problem = (f"the verdict cell says {', '.join(map(repr, unread(cells[-1])))} where no verdict is "
+                           "read: a verdict opens the cell or a bold phrase")  # fmt: skip
+            elif not mine and not exempt(cells):
                 problem = "no line of the registry names this row"
             elif mine:
                 says, gives = stated(cells[-1]), {e.verdict for e in mine}
