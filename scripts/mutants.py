@@ -236,6 +236,12 @@ MUTANTS = [
         ("the report's IQM sorts where SciPy partitions (a last-bit difference)", "prioritylab/harness/report/stats.py",
          "np.partition(a, (low, high - 1))[low:high]", "np.sort(a)[low:high]",
          ("tests/test_report.py::test_the_iqm_gives_rliables_bits",)),
+        ("the batched bootstrap's IQM sorts where SciPy partitions", "prioritylab/harness/report/stats.py",
+         "np.partition(flat, (low, high - 1), axis=1)[:, low:high]", "np.sort(flat, axis=1)[:, low:high]",
+         ("tests/test_report.py::test_the_batched_statistics_are_each_matrixs_to_the_bit",)),
+        ("the batched bootstrap gives X the resamples drawn for Y", "prioritylab/harness/report/stats.py",
+         "a[index[:, i], column]", "a[index[:, -1 - i], column]",
+         ("tests/test_report.py::test_the_batched_bootstrap_gives_rliables_intervals_to_the_bit",)),
         ("PAL: lambda from the first critic only", "prioritylab/deep/method_table.py",
          "L.pal_lambda(delta.detach().abs().amax(0),", "L.pal_lambda(delta.detach()[0].abs(),", AGENT_TESTS),
         # -- fused sampler kernels ------------------------------------------------------------------

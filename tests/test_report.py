@@ -542,6 +542,74 @@ def test_the_iqm_of_scores_with_a_nan_or_an_infinity_is_scipys():
         assert np.array_equal(ours, theirs, equal_nan=True), (bad, ours, theirs)
 
 
+def _rliables(score_dict: dict, func, reps: int) -> tuple[dict, dict]:
+    """rliable's own intervals of each entry, on its own stream: what the report computed before it batched them."""
+    from rliable import library as rly
+
+    return report_stats.on_own_streams(score_dict, lambda one: rly.get_interval_estimates(
+        one, func, reps=reps, random_state=np.random.RandomState(0)))  # fmt: skip
+
+
+def _aggregate(x: np.ndarray) -> np.ndarray:
+    from rliable import metrics
+
+    return np.array([report_stats.iqm(x), metrics.aggregate_mean(x), metrics.aggregate_median(x)])
+
+
+def _same_bits(ours: tuple[dict, dict], theirs: tuple[dict, dict]) -> bool:
+    return all(np.asarray(a[k]).shape == np.asarray(b[k]).shape and np.asarray(a[k]).tobytes() == np.asarray(
+        b[k]).tobytes() for a, b in zip(ours, theirs, strict=True) for k in b)  # fmt: skip
+
+
+_SCORE = st.one_of(st.floats(-1e3, 1e3), st.sampled_from([0.0, 1.0, 2.5]))  # ties among runs and tasks too
+_PAIRS = st.tuples(st.integers(2, 8), st.integers(1, 6)).flatmap(
+    lambda shape: st.tuples(*[hnp.arrays(np.float64, shape, elements=_SCORE, fill=st.nothing())] * 2))
+
+
+@given(_PAIRS)
+def test_the_batched_bootstrap_gives_rliables_intervals_to_the_bit(pair):
+    """The report's intervals of the IQM, mean and median and of P(X > Y), every replication at once
+    (``stats.batched_bootstrap``), are the ones rliable's replication-by-replication bootstrap gives, byte for byte:
+    the same resamples from the same stream, the same statistic, the same percentiles."""
+    x, y = pair
+    for score_dict, func, batched in (({"x": x}, _aggregate, report_stats.aggregates_batched),
+                                      ({"x": (x, y)}, report_stats.probability_of_improvement,
+                                       report_stats.probability_of_improvement_batched)):  # fmt: skip
+        ours = report_stats.interval_estimates(score_dict, func, 200, batched)
+        assert _same_bits(ours, _rliables(score_dict, func, 200)), (score_dict, ours)
+
+
+@given(st.tuples(st.integers(1, 4), st.integers(2, 12), st.integers(1, 12)).flatmap(
+    lambda shape: st.tuples(*[hnp.arrays(np.float64, shape, elements=_SCORE, fill=st.nothing())] * 2)))
+def test_the_batched_statistics_are_each_matrixs_to_the_bit(batch):
+    """Each replication's IQM, mean, median and P(X > Y) in the batched bootstrap is the one-matrix function's, bit
+    for bit (an interval, read from two order statistics of the replications, could hide a last-bit difference).
+    Up to 144 scores a matrix: NumPy's partition sorts a small array whole, so only a larger one tells it from a
+    sort."""
+    x, y = batch
+    together = report_stats.aggregates_batched(x)
+    p = report_stats.probability_of_improvement_batched(x, y)
+    for r in range(x.shape[0]):
+        assert together[r].tobytes() == _aggregate(x[r]).tobytes(), (x[r], together[r], _aggregate(x[r]))
+        assert p[r].tobytes() == np.float64(report_stats.probability_of_improvement(x[r], y[r])).tobytes()
+
+
+def test_scores_the_batched_bootstrap_cannot_take_go_to_rliables():
+    """Matrices of different shapes (their indices are drawn one shape after the other) or with a score that is
+    not finite are bootstrapped by rliable itself, so they too get rliable's intervals."""
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(5, 2)), rng.normal(size=(3, 2))
+    assert not report_stats.batchable((x, y))
+    pairs = {"x": (x, y)}
+    f, batched = report_stats.probability_of_improvement, report_stats.probability_of_improvement_batched
+    assert _same_bits(report_stats.interval_estimates(pairs, f, 100, batched), _rliables(pairs, f, 100))
+    x[1, 0] = np.inf
+    assert not report_stats.batchable((x,))
+    with np.errstate(invalid="ignore"):  # an infinite resample's percentiles: inf - inf, in rliable's path too
+        ours = report_stats.interval_estimates({"x": x}, _aggregate, 100, report_stats.aggregates_batched)
+        assert _same_bits(ours, _rliables({"x": x}, _aggregate, 100))
+
+
 def test_overhead_is_the_wall_time_increase_over_uniform(tmp_path):
     runs = tmp_path / "runs"
     for seed, (u, p) in enumerate(((600.0, 660.0), (600.0, 700.0))):

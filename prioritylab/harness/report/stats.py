@@ -356,13 +356,51 @@ def on_own_streams(score_dict: dict, estimate) -> tuple[dict, dict]:
     return point, ci
 
 
-def interval_estimates(score_dict: dict, func, reps: int) -> tuple[dict, dict]:
+def interval_estimates(score_dict: dict, func, reps: int, batched=None) -> tuple[dict, dict]:
     """rliable's ``get_interval_estimates`` of each entry of ``score_dict``, each on its own stream
-    (:func:`on_own_streams`)."""
+    (:func:`on_own_streams`).  With ``batched``, ``func`` of every replication at once, an entry whose scores
+    :func:`batched_bootstrap` can take is computed there instead: the same numbers."""
     from rliable import library as rly
 
-    return on_own_streams(score_dict, lambda one: rly.get_interval_estimates(
-        one, func, reps=reps, random_state=np.random.RandomState(0)))  # fmt: skip
+    def estimate(one: dict) -> tuple[dict, dict]:
+        ((key, scores),) = one.items()
+        arrays = (scores,) if isinstance(scores, np.ndarray) else tuple(scores)
+        if batched is not None and batchable(arrays):
+            return {key: func(*arrays)}, {key: batched_bootstrap(arrays, batched, reps)}
+        return rly.get_interval_estimates(one, func, reps=reps, random_state=np.random.RandomState(0))
+
+    return on_own_streams(score_dict, estimate)
+
+
+CI_SIZE = 0.95
+"""The coverage of the bootstrap intervals (rliable's default)."""
+
+
+def batchable(arrays: tuple[np.ndarray, ...]) -> bool:
+    """Whether :func:`batched_bootstrap` reproduces rliable's bootstrap of ``arrays``: runs x tasks matrices of one
+    shape (so that their indices come from one draw), every score finite (as :func:`iqm` needs)."""
+    return all(a.ndim == 2 and a.shape == arrays[0].shape and np.isfinite(a).all() for a in arrays)
+
+
+def batched_bootstrap(arrays: tuple[np.ndarray, ...], batched, reps: int) -> np.ndarray:
+    """rliable's stratified-bootstrap percentile interval (``get_interval_estimates``, through arch's ``conf_int``)
+    of a statistic of the runs x tasks matrices ``arrays``, every replication at once: ``batched`` takes arrays of
+    shape (reps, runs, tasks) and gives (reps, values).  rliable draws each replication's run indices with
+    ``np.random.choice(runs, (runs, tasks))`` from NumPy's global generator, one array after the other; with one
+    shape for all, those are one ``randint`` draw of shape (reps, arrays, runs, tasks), the same numbers in the
+    same order.  Each replication's statistic and arch's percentiles are then computed as arch computes them:
+    ``(2, values)``, the lower ends and the upper ends, the same bits (``tests/test_report.py``)."""
+    runs, tasks = arrays[0].shape
+    index = np.random.randint(0, runs, size=(reps, len(arrays), runs, tasks))  # noqa: NPY002 - rliable's stream
+    column = np.arange(tasks)
+    results = np.asarray(batched(*(a[index[:, i], column] for i, a in enumerate(arrays))), dtype=float)
+    results = results.reshape(reps, -1)
+    alpha = (1.0 - CI_SIZE) / 2
+    percentiles = [100 * alpha, 100 * (1.0 - alpha)]
+    lower, upper = np.zeros(results.shape[1]), np.zeros(results.shape[1])
+    for i in range(results.shape[1]):
+        lower[i], upper[i] = np.percentile(results[:, i], percentiles)
+    return np.vstack((lower, upper))
 
 
 def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
@@ -374,6 +412,15 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
     per_task = [(np.sum(x[:, t, None] > y[None, :, t]) + 0.5 * np.sum(x[:, t, None] == y[None, :, t])) / (n * m)
                 for t in range(x.shape[1])]  # fmt: skip
     return float(np.mean(per_task))
+
+
+def probability_of_improvement_batched(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """:func:`probability_of_improvement` of each of a batch of matrix pairs, ``x`` (reps, n, tasks) against ``y``
+    (reps, m, tasks): the same operations, the same values."""
+    n, m = x.shape[1], y.shape[1]
+    above = np.sum(x[:, :, None, :] > y[:, None, :, :], axis=(1, 2))
+    level = np.sum(x[:, :, None, :] == y[:, None, :, :], axis=(1, 2))
+    return np.mean((above + 0.5 * level) / (n * m), axis=1)
 
 
 def iqm(scores: np.ndarray) -> np.float64:
@@ -390,6 +437,18 @@ def iqm(scores: np.ndarray) -> np.float64:
     low = int(0.25 * a.size)
     high = a.size - low
     return np.mean(np.partition(a, (low, high - 1))[low:high])
+
+
+def aggregates_batched(scores: np.ndarray) -> np.ndarray:
+    """IQM (:func:`iqm`), mean and median (rliable's ``aggregate_mean`` and ``aggregate_median``: of the task means)
+    of each of a batch of runs x tasks matrices, ``scores`` (reps, runs, tasks), with the operations each does on
+    one matrix: (reps, 3)."""
+    flat = scores.reshape(scores.shape[0], -1)
+    low = int(0.25 * flat.shape[1])
+    high = flat.shape[1] - low
+    task_means = np.mean(scores, axis=1)
+    return np.stack([np.mean(np.partition(flat, (low, high - 1), axis=1)[:, low:high], axis=1),
+                     np.mean(task_means, axis=1), np.median(task_means, axis=1)], axis=1)  # fmt: skip
 
 
 def aggregates(matrices: dict, reps: int | None = None, partial: dict | None = None) -> list[dict]:
@@ -410,7 +469,7 @@ def aggregates(matrices: dict, reps: int | None = None, partial: dict | None = N
 
     rows = []
     for (agent, domain), score_dict in matrices.items():
-        point, ci = interval_estimates(score_dict, agg, reps or BOOTSTRAP_REPS)
+        point, ci = interval_estimates(score_dict, agg, reps or BOOTSTRAP_REPS, aggregates_batched)
         for s in sorted(score_dict):
             n, tasks = score_dict[s].shape
             row = {"agent": agent, "domain": domain, "sampler": s, "runs": n, "tasks": tasks,
@@ -639,7 +698,7 @@ def _improvement(cells: dict, reps: int, baseline: str, samplers: tuple[str, ...
                 left_out.append(f"{agent}, {domain}: {s} vs {baseline} ({why})")
         if not pairs:
             continue
-        point, ci = interval_estimates(pairs, probability_of_improvement, reps)
+        point, ci = interval_estimates(pairs, probability_of_improvement, reps, probability_of_improvement_batched)
         for s, (x, y) in pairs.items():
             rows.append({"agent": agent, "domain": domain, "sampler": s, "baseline": baseline, "runs": x.shape[0],
                          "baseline_runs": y.shape[0], "tasks": y.shape[1], "p_improvement": float(np.squeeze(point[s])),
