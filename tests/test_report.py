@@ -594,6 +594,18 @@ def test_the_batched_statistics_are_each_matrixs_to_the_bit(batch):
         assert p[r].tobytes() == np.float64(report_stats.probability_of_improvement(x[r], y[r])).tobytes()
 
 
+@given(_PAIRS, st.integers(1, 40))
+def test_the_performance_profiles_bands_are_rliables_to_the_bit(pair, thresholds):
+    """The profile and its band (``plots.profile_bands``, every replication at once) are rliable's
+    ``create_performance_profile``, byte for byte, at thresholds on and between the scores."""
+    from rliable import library as rly
+
+    x, _ = pair
+    taus = np.unique(np.concatenate([x.ravel()[:thresholds], np.linspace(x.min() - 1, x.max() + 1, thresholds)]))
+    theirs = report_stats.on_own_streams({"x": x}, lambda one: rly.create_performance_profile(one, taus, reps=100))
+    assert _same_bits(plots.profile_bands({"x": x}, taus, 100), theirs)
+
+
 def test_scores_the_batched_bootstrap_cannot_take_go_to_rliables():
     """Matrices of different shapes (their indices are drawn one shape after the other) or with a score that is
     not finite are bootstrapped by rliable itself, so they too get rliable's intervals."""

@@ -12,7 +12,7 @@ import numpy as np
 from ...results import save_figure
 from ...scores import SCORES, atari_game, minatar_random
 from .runs import aligned, last_values
-from .stats import TABLE3_KEYS, domain_and_task, mean_ci, on_own_streams
+from .stats import TABLE3_KEYS, batchable, batched_bootstrap, domain_and_task, mean_ci, on_own_streams
 
 SMOOTH = 5  # evaluations (LAP/PAL App. D)
 PROFILE_REPS = 2000
@@ -198,10 +198,26 @@ def score_label(domain: str) -> str:
 
 def profile_bands(score_dict: dict, taus: np.ndarray, reps: int) -> tuple[dict, dict]:
     """rliable's performance profile of each entry of ``score_dict`` with its 95 % band, each on its own stream
-    (:func:`~prioritylab.harness.report.stats.on_own_streams`), so that a sampler's band depends only on its runs."""
+    (:func:`~prioritylab.harness.report.stats.on_own_streams`), so that a sampler's band depends only on its runs.
+    The band's replications are computed at once where :func:`~prioritylab.harness.report.stats.batched_bootstrap`
+    can take the scores: rliable's numbers, bit for bit."""
     from rliable import library as rly
 
-    return on_own_streams(score_dict, lambda one: rly.create_performance_profile(one, taus, reps=reps))
+    def estimate(one: dict) -> tuple[dict, dict]:
+        ((key, scores),) = one.items()
+        if not batchable((scores,)):
+            return rly.create_performance_profile(one, taus, reps=reps)
+        band = batched_bootstrap((scores,), lambda batch: shares_above(batch, taus), reps)
+        return {key: rly.score_distributions(scores, taus)}, {key: band}
+
+    return on_own_streams(score_dict, estimate)
+
+
+def shares_above(batch: np.ndarray, taus: np.ndarray) -> np.ndarray:
+    """rliable's score distribution (``score_distributions``: the share of a matrix's scores above each threshold)
+    of each of a batch of runs x tasks matrices, ``batch`` (reps, runs, tasks): (reps, thresholds).  A share is a
+    count over the matrix's size, exact in any order, so it is rliable's to the bit."""
+    return np.mean(batch[:, None, :, :] > np.asarray(taus)[None, :, None, None], axis=(2, 3))
 
 
 def plot_profiles(score_dict: dict, agent: str, domain: str, out: Path) -> Path:
