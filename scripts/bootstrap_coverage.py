@@ -16,7 +16,8 @@ task, and computes the report's three intervals on them, through the report's ow
 It prints, per setting, the share of studies whose interval misses its truth (nominal 0.05) with its binomial
 standard error, and for P the share whose interval excludes 1/2. The bootstraps take ``--reps`` resamples
 (the report's are 50,000: the percentile interval's coverage hardly depends on the number of resamples once
-it is in the thousands, while each study costs ``reps`` calls). Normal scores are the kind a Welch interval
+it is in the thousands). The report's batched bootstrap computes them all at once, rliable's intervals to the
+bit (``stats.batched_bootstrap``). Normal scores are the kind a Welch interval
 assumes; other shapes can be tried with ``--dist``.
 """
 
@@ -54,12 +55,6 @@ def truths(shift: float, dist: str, rng: np.random.Generator) -> tuple[float, fl
     return float(np.mean(x > y)), float(x[(x >= lo) & (x <= hi)].mean())
 
 
-def iqm(scores: np.ndarray) -> float:
-    from rliable import metrics
-
-    return metrics.aggregate_iqm(scores)
-
-
 def coverage(n: int, shift: float, studies: int, reps: int, dist: str, seed: int) -> dict:
     """Miss rates of the three intervals over ``studies`` simulated studies of ``n`` runs a side."""
     rng = np.random.default_rng([seed, n, round(shift * 1000)])
@@ -68,11 +63,12 @@ def coverage(n: int, shift: float, studies: int, reps: int, dist: str, seed: int
     excludes_half = 0
     for _ in range(studies):
         x, y = draw(rng, n, dist) + shift, draw(rng, n, dist)
-        _, ci = stats.interval_estimates({"x": (x[:, None], y[:, None])}, stats.probability_of_improvement, reps)
+        _, ci = stats.interval_estimates({"x": (x[:, None], y[:, None])}, stats.probability_of_improvement, reps,
+                                         stats.probability_of_improvement_batched)  # fmt: skip
         lo, hi = np.squeeze(ci["x"])
         miss["p"] += not lo <= p_true <= hi
         excludes_half += not lo <= 0.5 <= hi
-        _, ci = stats.interval_estimates({"x": x[:, None]}, iqm, reps)
+        _, ci = stats.interval_estimates({"x": x[:, None]}, stats.iqm, reps, stats.iqm_batched)
         lo, hi = np.squeeze(ci["x"])
         miss["iqm"] += not lo <= iqm_true <= hi
         _, lo, hi = stats.welch_ci(x, y)

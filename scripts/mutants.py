@@ -231,7 +231,7 @@ MUTANTS = [
         ("Numba's cache not refreshed after a kernel edit", "prioritylab/__init__.py",
          "_kernel_cache.refresh(tree_update)\n", "pass\n", ("tests/test_kernel_cache.py",)),
         ("the report's IQM is the mean", "prioritylab/harness/report/stats.py",
-         "iqm(x), metrics.aggregate_mean(x)", "metrics.aggregate_mean(x), metrics.aggregate_mean(x)",
+         "np.array([iqm(scores),", "np.array([metrics.aggregate_mean(scores),",
          ("tests/test_report.py::test_the_iqm_is_the_interquartile_mean_of_the_runs_not_their_mean_or_median",)),
         ("the report's IQM sorts where SciPy partitions (a last-bit difference)", "prioritylab/harness/report/stats.py",
          "np.partition(a, (low, high - 1))[low:high]", "np.sort(a)[low:high]",

@@ -551,9 +551,10 @@ def _rliables(score_dict: dict, func, reps: int) -> tuple[dict, dict]:
 
 
 def _aggregate(x: np.ndarray) -> np.ndarray:
+    """rliable's own IQM, mean and median."""
     from rliable import metrics
 
-    return np.array([report_stats.iqm(x), metrics.aggregate_mean(x), metrics.aggregate_median(x)])
+    return np.array([metrics.aggregate_iqm(x), metrics.aggregate_mean(x), metrics.aggregate_median(x)])
 
 
 def _same_bits(ours: tuple[dict, dict], theirs: tuple[dict, dict]) -> bool:

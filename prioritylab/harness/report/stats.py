@@ -439,16 +439,28 @@ def iqm(scores: np.ndarray) -> np.float64:
     return np.mean(np.partition(a, (low, high - 1))[low:high])
 
 
-def aggregates_batched(scores: np.ndarray) -> np.ndarray:
-    """IQM (:func:`iqm`), mean and median (rliable's ``aggregate_mean`` and ``aggregate_median``: of the task means)
-    of each of a batch of runs x tasks matrices, ``scores`` (reps, runs, tasks), with the operations each does on
-    one matrix: (reps, 3)."""
+def iqm_batched(scores: np.ndarray) -> np.ndarray:
+    """:func:`iqm` of each of a batch of runs x tasks matrices, ``scores`` (reps, runs, tasks), with the operations
+    it does on one matrix, along an axis: (reps,)."""
     flat = scores.reshape(scores.shape[0], -1)
     low = int(0.25 * flat.shape[1])
     high = flat.shape[1] - low
+    return np.mean(np.partition(flat, (low, high - 1), axis=1)[:, low:high], axis=1)
+
+
+def aggregate_values(scores: np.ndarray) -> np.ndarray:
+    """IQM (:func:`iqm`), mean and median of a runs x tasks matrix (rliable's ``aggregate_mean`` and
+    ``aggregate_median``: of the task means): the values of ``aggregates.md``."""
+    from rliable import metrics
+
+    return np.array([iqm(scores), metrics.aggregate_mean(scores), metrics.aggregate_median(scores)])
+
+
+def aggregates_batched(scores: np.ndarray) -> np.ndarray:
+    """:func:`aggregate_values` of each of a batch of runs x tasks matrices, ``scores`` (reps, runs, tasks), with the
+    operations each does on one matrix: (reps, 3)."""
     task_means = np.mean(scores, axis=1)
-    return np.stack([np.mean(np.partition(flat, (low, high - 1), axis=1)[:, low:high], axis=1),
-                     np.mean(task_means, axis=1), np.median(task_means, axis=1)], axis=1)  # fmt: skip
+    return np.stack([iqm_batched(scores), np.mean(task_means, axis=1), np.median(task_means, axis=1)], axis=1)
 
 
 def aggregates(matrices: dict, reps: int | None = None, partial: dict | None = None) -> list[dict]:
@@ -462,14 +474,9 @@ def aggregates(matrices: dict, reps: int | None = None, partial: dict | None = N
     ``partial`` (:func:`matrix_partial_runs` of the cells the matrices were made from): each row ends with
     :data:`PARTIAL_RUNS`, the partial runs in its matrix.
     """
-    from rliable import metrics
-
-    def agg(x):
-        return np.array([iqm(x), metrics.aggregate_mean(x), metrics.aggregate_median(x)])
-
     rows = []
     for (agent, domain), score_dict in matrices.items():
-        point, ci = interval_estimates(score_dict, agg, reps or BOOTSTRAP_REPS, aggregates_batched)
+        point, ci = interval_estimates(score_dict, aggregate_values, reps or BOOTSTRAP_REPS, aggregates_batched)
         for s in sorted(score_dict):
             n, tasks = score_dict[s].shape
             row = {"agent": agent, "domain": domain, "sampler": s, "runs": n, "tasks": tasks,
