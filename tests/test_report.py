@@ -607,6 +607,21 @@ def test_the_performance_profiles_bands_are_rliables_to_the_bit(pair, thresholds
     assert _same_bits(plots.profile_bands({"x": x}, taus, 100), theirs)
 
 
+def test_the_batched_bootstrap_in_chunks_gives_the_same_intervals(monkeypatch):
+    """Replications taken in chunks (``stats.BATCH_ELEMENTS``, which bounds the memory of a large study's
+    bootstrap) draw the same stream in the same order: rliable's intervals, to the bit, chunk size whatever."""
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(6, 3)), rng.normal(size=(6, 3))
+    pairs, matrix = {"x": (x, y)}, {"x": x}
+    f, batched = report_stats.probability_of_improvement, report_stats.probability_of_improvement_batched
+    theirs = (_rliables(pairs, f, 300), _rliables(matrix, _aggregate, 300))
+    for elements in (1, 216, 2 * 6 * 6 * 3 * 7, 1 << 24):  # one replication a chunk, 1, 7 (300 = 42 x 7 + 6), all
+        monkeypatch.setattr(report_stats, "BATCH_ELEMENTS", elements)
+        assert _same_bits(report_stats.interval_estimates(pairs, f, 300, batched), theirs[0]), elements
+        ours = report_stats.interval_estimates(matrix, _aggregate, 300, report_stats.aggregates_batched)
+        assert _same_bits(ours, theirs[1]), elements
+
+
 def test_scores_the_batched_bootstrap_cannot_take_go_to_rliables():
     """Matrices of different shapes (their indices are drawn one shape after the other) or with a score that is
     not finite are bootstrapped by rliable itself, so they too get rliable's intervals."""

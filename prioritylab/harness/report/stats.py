@@ -375,6 +375,11 @@ def interval_estimates(score_dict: dict, func, reps: int, batched=None) -> tuple
 CI_SIZE = 0.95
 """The coverage of the bootstrap intervals (rliable's default)."""
 
+BATCH_ELEMENTS = 1 << 24
+"""About the most array elements :func:`batched_bootstrap` makes at once: it takes the replications in chunks of
+at most this over (matrices x runs x runs x tasks) each, the size of P(X > Y)'s comparisons of every pair of runs
+(16M: a few hundred MB; 50,000 replications of the studies here are one chunk)."""
+
 
 def batchable(arrays: tuple[np.ndarray, ...]) -> bool:
     """Whether :func:`batched_bootstrap` reproduces rliable's bootstrap of ``arrays``: runs x tasks matrices of one
@@ -388,13 +393,19 @@ def batched_bootstrap(arrays: tuple[np.ndarray, ...], batched, reps: int) -> np.
     shape (reps, runs, tasks) and gives (reps, values).  rliable draws each replication's run indices with
     ``np.random.choice(runs, (runs, tasks))`` from NumPy's global generator, one array after the other; with one
     shape for all, those are one ``randint`` draw of shape (reps, arrays, runs, tasks), the same numbers in the
-    same order.  Each replication's statistic and arch's percentiles are then computed as arch computes them:
-    ``(2, values)``, the lower ends and the upper ends, the same bits (``tests/test_report.py``)."""
+    same order, and so are consecutive draws of chunks of replications (:data:`BATCH_ELEMENTS`).  Each
+    replication's statistic and arch's percentiles are then computed as arch computes them: ``(2, values)``, the
+    lower ends and the upper ends, the same bits (``tests/test_report.py``)."""
     runs, tasks = arrays[0].shape
-    index = np.random.randint(0, runs, size=(reps, len(arrays), runs, tasks))  # noqa: NPY002 - rliable's stream
+    chunk = max(1, BATCH_ELEMENTS // (len(arrays) * runs * runs * tasks))
     column = np.arange(tasks)
-    results = np.asarray(batched(*(a[index[:, i], column] for i, a in enumerate(arrays))), dtype=float)
-    results = results.reshape(reps, -1)
+    parts = []
+    for start in range(0, reps, chunk):
+        size = min(chunk, reps - start)
+        index = np.random.randint(0, runs, size=(size, len(arrays), runs, tasks))  # noqa: NPY002 - rliable's stream
+        part = batched(*(a[index[:, i], column] for i, a in enumerate(arrays)))
+        parts.append(np.asarray(part, dtype=float).reshape(size, -1))
+    results = np.concatenate(parts)
     alpha = (1.0 - CI_SIZE) / 2
     percentiles = [100 * alpha, 100 * (1.0 - alpha)]
     lower, upper = np.zeros(results.shape[1]), np.zeros(results.shape[1])

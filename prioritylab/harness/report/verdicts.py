@@ -391,9 +391,10 @@ def check(registry: Path) -> list[tuple[str, list[str], list[Entry], str]]:
             owner[at].append(entry)
         for cells, mine in zip(rows, owner, strict=True):
             problem = ""
-            if unread(cells[-1]):
-                problem = (f"the verdict cell says {', '.join(map(repr, unread(cells[-1])))} where no verdict is "
-                           "read: a verdict opens the cell or a bold phrase")  # fmt: skip
+            loose = unread(cells[-1])
+            if loose:
+                problem = (f"the verdict cell says {', '.join(map(repr, loose))} where no verdict is read: a verdict "
+                           "opens the cell or a bold phrase")  # fmt: skip
             elif not mine and not exempt(cells):
                 problem = "no line of the registry names this row"
             elif mine:
