@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 from prioritylab.bench import replay as bench
+from prioritylab.bench import replay_check as check
+from prioritylab.bench import replay_contenders as contenders
 from prioritylab.cli import main
 
 OURS = ("prioritylab per", "prioritylab uniform", "prioritylab per +diagnostics", "prioritylab per (batch IS)")
@@ -32,7 +34,7 @@ def untimed(monkeypatch):
         return 1.0
 
     monkeypatch.setattr(bench, "measure", fake_measure)
-    monkeypatch.setattr(bench, "CHECK_DRAWS", 20 * bench.BATCH)  # a short self-check: these tests are of the run
+    monkeypatch.setattr(check, "CHECK_DRAWS", 20 * contenders.BATCH)  # a short self-check: these tests are of the run
     return calls
 
 
@@ -75,19 +77,19 @@ def test_step_returns_torch_batches_and_memory_matches_formula(untimed):
     import numpy as np
     import torch
 
-    layout = bench.LAYOUTS["atari"]
-    contenders = bench.build(layout, 2, 256, peers=[])
-    per = next(c for c in contenders if c.name == "prioritylab per")
-    with_diagnostics = next(c for c in contenders if c.name == "prioritylab per +diagnostics")
-    assert with_diagnostics.step().obs.shape == (bench.BATCH, 4, 84, 84)
+    layout = contenders.LAYOUTS["atari"]
+    built = bench.build(layout, 2, 256, peers=[])
+    per = next(c for c in built if c.name == "prioritylab per")
+    with_diagnostics = next(c for c in built if c.name == "prioritylab per +diagnostics")
+    assert with_diagnostics.step().obs.shape == (contenders.BATCH, 4, 84, 84)
     batch = per.step()
-    assert isinstance(batch.obs, torch.Tensor) and batch.obs.shape == (bench.BATCH, 4, 84, 84)
+    assert isinstance(batch.obs, torch.Tensor) and batch.obs.shape == (contenders.BATCH, 4, 84, 84)
     assert batch.obs.dtype == torch.uint8 and batch.weights.dtype == torch.float32
     assert np.all(batch.weights.numpy() <= 1.0)
     formula = bench.estimate_bytes(256, layout.obs_shape, layout.obs_dtype, layout.action_shape, layout.action_dtype, 4)
     assert abs(per.memory_bytes - formula) / formula < 0.05
-    rows = bench.memory_rows(bench._cell_results(layout, 2, 256, contenders, {c.name: [1.0] for c in contenders}))
-    assert [r["contender"] for r in rows] == [c.name for c in contenders]  # one row per contender, peers none
+    rows = bench.memory_rows(bench._cell_results(layout, 2, 256, built, {c.name: [1.0] for c in built}))
+    assert [r["contender"] for r in rows] == [c.name for c in built]  # one row per contender, peers none
     assert all(r["reported"] * 7 <= r["stacked_obs_and_next_obs"] for r in rows)
 
 
@@ -141,12 +143,12 @@ def test_a_resident_set_that_did_not_grow_is_not_printed_as_a_size():
 
 def _check(make_contender, layout="mujoco", n=1, **kw):
     """check_contender of ``make_contender(layout, n, capacity, steps)``, built on the checked layout."""
-    small = bench.check_layout(bench.LAYOUTS[layout])
-    return bench.check_contender(lambda cap, s: make_contender(small, n, cap, s), bench.LAYOUTS[layout], n, **kw)
+    small = check.check_layout(contenders.LAYOUTS[layout])
+    return check.check_contender(lambda cap, s: make_contender(small, n, cap, s), contenders.LAYOUTS[layout], n, **kw)
 
 
 def _ours(kind="per", **kw):
-    return lambda layout, n, cap, s: bench._prioritylab(kind, layout, n, cap, s, **kw)
+    return lambda layout, n, cap, s: contenders._prioritylab(kind, layout, n, cap, s, **kw)
 
 
 def _with_view(make_contender, change):
@@ -161,12 +163,12 @@ def _with_view(make_contender, change):
 
 
 def test_the_self_check_passes_every_prioritylab_contender_on_both_layouts():
-    checks = bench.self_check(["mujoco", "atari"], [1, 8], peers=[])
+    checks = check.self_check(["mujoco", "atari"], [1, 8], peers=[])
     assert [(c.layout, c.num_envs, c.contender) for c in checks] == [
         (layout, n, name) for layout in ("mujoco", "atari") for n in (1, 8) for name in OURS]
     for c in checks:
         assert c.passed, f"{c.contender} ({c.layout}, N={c.num_envs}): {c.reason}"
-        assert c.draws >= bench.CHECK_DRAWS and c.p_value > bench.CHECK_LEVEL and not c.differences
+        assert c.draws >= check.CHECK_DRAWS and c.p_value > check.CHECK_LEVEL and not c.differences
         assert c.rows == (255 if (c.layout, c.num_envs) == ("mujoco", 1) else 248 if c.layout == "mujoco"
                           else 252 if c.num_envs == 1 else 224)  # each environment's newest step waits; stacks
         if c.kind == "per":  # read an overwritten frame once the ring has wrapped
@@ -178,7 +180,7 @@ def test_the_self_check_passes_every_prioritylab_contender_on_both_layouts():
 
 def test_the_self_check_fails_a_contender_that_samples_uniformly_while_claiming_priorities():
     def make(layout, n, cap, s):
-        c = bench._prioritylab("uniform", layout, n, cap, s)
+        c = contenders._prioritylab("uniform", layout, n, cap, s)
         probe = replace(c.probe, update=lambda batch, td: None, eps=1e-6, normalise="buffer")
         return replace(c, kind="per", probe=probe)
 
@@ -189,19 +191,19 @@ def test_the_self_check_fails_a_contender_that_samples_uniformly_while_claiming_
 
 
 def test_the_self_check_fails_a_sampler_whose_alpha_is_not_the_benchmarks(monkeypatch):
-    make_sampler = bench.make_sampler
-    monkeypatch.setattr(bench, "make_sampler", lambda kind, cap, **kw: make_sampler(kind, cap, alpha=1.0, **kw))
+    make_sampler = contenders.make_sampler
+    monkeypatch.setattr(contenders, "make_sampler", lambda kind, cap, **kw: make_sampler(kind, cap, alpha=1.0, **kw))
     res = _check(_ours("per"))
     assert not res.passed and "frequencies do not follow" in res.reason and "IS weights differ" in res.reason
 
 
 def test_the_self_check_fails_weights_normalised_otherwise_than_claimed():
     def make(layout, n, cap, s):
-        c = bench._prioritylab("per", layout, n, cap, s)  # global normaliser, claimed to be the batch's
+        c = contenders._prioritylab("per", layout, n, cap, s)  # global normaliser, claimed to be the batch's
         return replace(c, probe=replace(c.probe, normalise="batch"))
 
     res = _check(make, "mujoco", 8)
-    assert not res.passed and res.p_value > bench.CHECK_LEVEL  # it draws right; its weights are another rule's
+    assert not res.passed and res.p_value > check.CHECK_LEVEL  # it draws right; its weights are another rule's
     assert res.reason.startswith("IS weights differ from (N P(i))^-0.4 over the batch's largest")
 
 
@@ -219,7 +221,7 @@ def _roll(fields):
 def test_the_self_check_fails_a_contender_that_hands_back_another_rows_fields(fields, layout, message):
     """Every field of a drawn row shifted to the next drawn row: another row than the index reported; one field
     shifted: the fields of two rows at once."""
-    res = _check(_with_view(_ours("per"), _roll(fields)), layout, 8, draws=10 * bench.BATCH)
+    res = _check(_with_view(_ours("per"), _roll(fields)), layout, 8, draws=10 * contenders.BATCH)
     assert not res.passed and message in res.reason
 
 
@@ -234,14 +236,14 @@ def test_a_difference_the_contender_declares_is_named_and_no_other_passes():
 
     def declared(layout, n, cap, s):
         c = _with_view(_ours("per"), corrupt)(layout, n, cap, s)
-        edge = bench.Edge(np.array([200]), frozenset({"next_obs"}), "hands back obs as next_obs on row 200")
+        edge = contenders.Edge(np.array([200]), frozenset({"next_obs"}), "hands back obs as next_obs on row 200")
         return replace(c, probe=replace(c.probe, edges=lambda written: {"row 200": edge}))
 
-    ok = _check(declared, "atari", 1, draws=20 * bench.BATCH)
+    ok = _check(declared, "atari", 1, draws=20 * contenders.BATCH)
     assert ok.passed, ok.reason
     assert ok.differences == {"row 200": "hands back obs as next_obs on row 200"}
-    assert 0 < ok.seen["row 200"] < ok.checked and ok.checked >= 20 * bench.BATCH
-    bad = _check(_with_view(_ours("per"), corrupt), "atari", 1, draws=20 * bench.BATCH)
+    assert 0 < ok.seen["row 200"] < ok.checked and ok.checked >= 20 * contenders.BATCH
+    bad = _check(_with_view(_ours("per"), corrupt), "atari", 1, draws=20 * contenders.BATCH)
     assert not bad.passed and "next_obs other than the one written" in bad.reason and "step 200 of env 0" in bad.reason
 
 
@@ -249,7 +251,7 @@ def test_every_installed_peer_passes_its_self_check_and_its_differences_are_name
     """The peers that import (all three with the ``bench`` extra; SB3 alone with ``make test``'s install)."""
     import torch
 
-    peers, _ = bench.available_peers()
+    peers, _ = contenders.available_peers()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the benchmark runs them (SB3's copy of a batch runs on torch's threads)
     try:
@@ -261,10 +263,10 @@ def test_every_installed_peer_passes_its_self_check_and_its_differences_are_name
 def _check_peers(peers):
     for layout in ("mujoco", "atari"):
         for n in (1, 8):
-            for name, make in bench.makers(bench.check_layout(bench.LAYOUTS[layout]), n, peers)[len(OURS):]:
-                res = bench.check_contender(make, bench.LAYOUTS[layout], n)
+            for name, make in contenders.makers(check.check_layout(contenders.LAYOUTS[layout]), n, peers)[len(OURS):]:
+                res = check.check_contender(make, contenders.LAYOUTS[layout], n)
                 assert res.passed, f"{name} ({layout}, N={n}): {res.reason}"
-                assert res.contender == name and res.p_value > bench.CHECK_LEVEL
+                assert res.contender == name and res.p_value > check.CHECK_LEVEL
                 if name == "tianshou" and layout == "atari":  # its documented edge rows with frame stacks
                     assert set(res.differences) == {"newest row's obs_next", "oldest rows' stacks"}
                 else:
@@ -300,7 +302,7 @@ def test_check_only_refuses_the_timing_options_in_one_line(capsys):
 
 def _claims_priorities(monkeypatch, kind):
     """Make ``prioritylab <kind>`` a uniform sampler that says it is prioritized."""
-    build = bench._prioritylab
+    build = contenders._prioritylab
 
     def fake(k, *args, **kw):
         c = build(k, *args, **kw)
@@ -308,14 +310,14 @@ def _claims_priorities(monkeypatch, kind):
             return c
         return replace(c, kind="per", probe=replace(c.probe, update=lambda b, td: None, normalise="buffer"))
 
-    monkeypatch.setattr(bench, "_prioritylab", fake)
+    monkeypatch.setattr(contenders, "_prioritylab", fake)
 
 
 def test_a_contender_failing_its_check_is_timed_but_gets_no_ratio_and_is_no_ones_peer(untimed, monkeypatch):
     def contender(name, ours, kind="per"):
-        return bench.Contender(name, ours, kind, lambda: None, "")
+        return contenders.Contender(name, ours, kind, lambda: None, "")
 
-    layout = bench.LAYOUTS["mujoco"]
+    layout = contenders.LAYOUTS["mujoco"]
     cell = [contender("prioritylab per", True), contender("cpprb", False), contender("tianshou", False)]
     rates = {"prioritylab per": [2.0], "cpprb": [4.0], "tianshou": [1.0]}
     trusted = bench._cell_results(layout, 1, 64, cell, rates)

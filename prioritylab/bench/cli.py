@@ -314,15 +314,17 @@ def run_replay(args: argparse.Namespace) -> int:
     device = _check_device(args)
     _check_json(args)
     from . import replay as bench
+    from .replay_check import format_checks, self_check
+    from .replay_contenders import BATCH, BETA, LAYOUTS, available_peers
 
     config = {"layouts": args.layouts, "envs": args.envs, "seconds": args.seconds, "repeats": args.repeats,
-              "seed": args.seed, "batch": bench.BATCH, "beta": bench.BETA, "device": device}  # fmt: skip
-    capacities = {name: bench.LAYOUTS[name].capacity for name in args.layouts}
+              "seed": args.seed, "batch": BATCH, "beta": BETA, "device": device}  # fmt: skip
+    capacities = {name: LAYOUTS[name].capacity for name in args.layouts}
     if args.quick:
         config.update(quick_settings(QUICK_REPLAY, args))
         capacities = {name: bench.QUICK_CAPACITY[name] for name in args.layouts}
     config["capacities"] = capacities
-    peers, skipped = bench.available_peers(args.peers)
+    peers, skipped = available_peers(args.peers)
     for name, why in skipped.items():
         print(f"skipping {name}: {why}")
     import torch
@@ -334,9 +336,9 @@ def run_replay(args: argparse.Namespace) -> int:
     config["threads"] = args.threads
     load_before = load()
     # every contender does the work it is timed for, or is given no ratio: checked before anything is timed
-    checks = bench.self_check(args.layouts, args.envs, peers, seed=args.seed, device=device,
-                              progress=not args.no_progress)  # fmt: skip
-    print(bench.format_checks(checks))
+    checks = self_check(args.layouts, args.envs, peers, seed=args.seed, device=device,
+                        progress=not args.no_progress)  # fmt: skip
+    print(format_checks(checks))
     print()
     if args.check_only:
         if args.json:
