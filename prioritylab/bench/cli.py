@@ -7,6 +7,9 @@ import re
 
 from .._cli import given, nonnegative_int, remember_defaults
 from . import OPS, PEERS, load
+from .replay_contenders import LAYOUTS as REPLAY_LAYOUTS
+from .replay_contenders import PEERS as REPLAY_PEERS
+from .replay_contenders import QUICK_CAPACITY as REPLAY_QUICK_CAPACITY
 
 QUICK = {"capacities": [2**16], "batches": [1, 256], "seconds": 0.05, "repeats": 1}
 
@@ -257,8 +260,13 @@ def run_sumtree(args: argparse.Namespace) -> int:
     return 0
 
 
-REPLAY_PEERS = ("cpprb", "tianshou", "sb3")
 QUICK_REPLAY = {"seconds": 0.02, "repeats": 1}
+
+
+def _capacities(capacities: dict[str, int]) -> str:
+    """``{"mujoco": 4096}`` as ``2^12 (mujoco)``, for a help line."""
+    return ", ".join(f"2^{c.bit_length() - 1} ({name})" if c & (c - 1) == 0 else f"{c:,} ({name})"
+                     for name, c in capacities.items())  # fmt: skip
 
 
 def _register_replay(sub) -> None:
@@ -272,7 +280,7 @@ def _register_replay(sub) -> None:
         "small buffer (fields of each drawn row, sampling frequencies, IS weights); one that fails is timed but "
         "given no ratio, and no ratio is taken against it.",
     )
-    p.add_argument("--layouts", nargs="+", choices=("mujoco", "atari"), default=["mujoco", "atari"],
+    p.add_argument("--layouts", nargs="+", choices=tuple(REPLAY_LAYOUTS), default=list(REPLAY_LAYOUTS),
                    help="observation layouts (default: both)")  # fmt: skip
     p.add_argument("--envs", type=parse_size, nargs="+", default=[1, 8],
                    help="numbers of environments adding per step (default: 1 8)")  # fmt: skip
@@ -283,7 +291,7 @@ def _register_replay(sub) -> None:
     p.add_argument("--peers", nargs="*", choices=REPLAY_PEERS, default=list(REPLAY_PEERS),
                    help="peer libraries to compare against (default: all that are installed)")  # fmt: skip
     p.add_argument("--quick", action="store_true",
-                   help="a smoke run: capacities 2^12 (MuJoCo), 2^10 (Atari), 0.02 s per cell, 1 repeat (an "
+                   help=f"a smoke run: capacities {_capacities(REPLAY_QUICK_CAPACITY)}, 0.02 s per cell, 1 repeat (an "
                         "option given beside it wins)")  # fmt: skip
     p.add_argument("--json", metavar="PATH", default=None, help="also write the results as JSON to PATH")
     p.add_argument("--seed", type=nonnegative_int, default=0,
@@ -315,14 +323,14 @@ def run_replay(args: argparse.Namespace) -> int:
     _check_json(args)
     from . import replay as bench
     from .replay_check import format_checks, self_check
-    from .replay_contenders import BATCH, BETA, LAYOUTS, available_peers
+    from .replay_contenders import BATCH, BETA, available_peers
 
     config = {"layouts": args.layouts, "envs": args.envs, "seconds": args.seconds, "repeats": args.repeats,
               "seed": args.seed, "batch": BATCH, "beta": BETA, "device": device}  # fmt: skip
-    capacities = {name: LAYOUTS[name].capacity for name in args.layouts}
+    capacities = {name: REPLAY_LAYOUTS[name].capacity for name in args.layouts}
     if args.quick:
         config.update(quick_settings(QUICK_REPLAY, args))
-        capacities = {name: bench.QUICK_CAPACITY[name] for name in args.layouts}
+        capacities = {name: REPLAY_QUICK_CAPACITY[name] for name in args.layouts}
     config["capacities"] = capacities
     peers, skipped = available_peers(args.peers)
     for name, why in skipped.items():

@@ -53,9 +53,6 @@ from .replay_check import CheckResult, self_check
 from .replay_contenders import LAYOUTS, PEERS, Contender, Layout, Steps, makers
 from .sumtree import measure
 
-QUICK_CAPACITY = {"mujoco": 2**12, "atari": 2**10}
-"""Slots of each layout's buffer in a quick run (`prioritylab bench replay --quick`)."""
-
 
 @dataclass
 class Result:

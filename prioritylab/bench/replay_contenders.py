@@ -71,6 +71,8 @@ LAYOUTS = {
     "mujoco": Layout("mujoco", (17,), np.float32, (6,), np.float32, 1, 10**6),
     "atari": Layout("atari", (4, 84, 84), np.uint8, (), np.int64, 4, 10**5),
 }
+QUICK_CAPACITY = {"mujoco": 2**12, "atari": 2**10}
+"""Slots of each layout's buffer in a quick run (``prioritylab bench replay --quick``)."""
 
 
 class Edge(NamedTuple):
