@@ -22,9 +22,9 @@ MIN_CI_RUNS = 5
 """Fewest runs per task for which a table shows a bootstrap interval (fewer: the point estimate alone)."""
 NOMINAL_RUNS = 10
 """Fewest runs per task from which rliable's percentile intervals came close to their nominal 95 % in simulated
-studies (``scripts/bootstrap_coverage.py``: at 5 runs a side they missed their truth 8-12 % of the time, and P's
-38 % where X's runs beat Y's with probability 0.88 (lognormal scores), at 10 runs 5-6 %); tables with shown
-intervals over fewer runs say so."""
+studies (``scripts/bootstrap_coverage.py --reps 50000``: at 5 runs a side they missed their truth 8-11 % of the
+time, and P's 38 % where X's runs beat Y's with probability 0.88 (lognormal scores), at 10 runs 5-7 %); tables
+with shown intervals over fewer runs say so."""
 BOOTSTRAP_REPS = 50_000
 """Stratified-bootstrap replications of rliable's intervals (IQM, mean, median, probability of improvement):
 rliable's own default (``get_interval_estimates``).  At 2,000 an endpoint moved by a few hundredths from one
