@@ -61,6 +61,19 @@ def test_missing_peer_is_skipped(monkeypatch):
     assert peers == ["numpy"] and "cpprb" in skipped
 
 
+def test_a_peer_that_breaks_on_import_is_skipped_with_its_error_and_an_unknown_one_is_refused(monkeypatch, tmp_path):
+    """Every benchmark finds its peers through ``bench.importable``: any error an import raises skips that peer,
+    named with the error's type, and the other peers are kept."""
+    from prioritylab.bench import importable
+
+    (tmp_path / "broken_peer.py").write_text("raise AttributeError('module numpy has no attribute float_')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ok, skipped = importable(["broken", "numpy"], {"broken": ("json", "broken_peer"), "numpy": ()})
+    assert ok == ["numpy"] and skipped == {"broken": "AttributeError: module numpy has no attribute float_"}
+    with pytest.raises(ValueError, match="unknown peer 'cprb'; known: broken, numpy"):
+        importable(["cprb"], {"broken": (), "numpy": ()})
+
+
 def test_cli_writes_json(tmp_path, capsys):
     path = tmp_path / "bench.json"
     argv = ["bench", "sumtree", "--capacities", "2^6", "--batches", "1", "4", "--seconds", "0.005", "--repeats", "1",

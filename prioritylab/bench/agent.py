@@ -50,6 +50,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from . import importable, record
+
 AGENTS = ("td3", "sac", "dqn", "ddqn")
 CONTINUOUS, ATARI = ("td3", "sac"), ("dqn", "ddqn")
 SAMPLERS = ("uniform", "per", "lap", "pal", "pser", "ners")
@@ -509,17 +511,7 @@ SB3_SAMPLERS = ("uniform", "per")
 
 def available_peers(wanted) -> tuple[list[str], dict[str, str]]:
     """The peers that import, and why the others were skipped."""
-    ok, skipped = [], {}
-    for name in wanted:
-        try:
-            if name == "sb3":
-                import stable_baselines3  # noqa: F401
-            elif name == "tianshou":
-                import tianshou.algorithm  # noqa: F401
-            ok.append(name)
-        except Exception as err:  # noqa: BLE001 - any import failure means skip
-            skipped[name] = f"{type(err).__name__}: {err}"
-    return ok, skipped
+    return importable(wanted, {"sb3": ("stable_baselines3",), "tianshou": ("tianshou.algorithm",)})
 
 
 def build(agents, samplers, peers, config: dict, tries=(), log: Callable[[str], None] = print) -> tuple[list, dict]:
@@ -638,26 +630,8 @@ def format_table(results: list[Result]) -> str:
 
 
 def to_json(results: list[Result], config: dict, skipped: dict[str, str], machine_load: dict) -> dict:
-    from importlib import metadata
-
-    from ..results import machine_info, package_versions
-    from . import code
-
-    versions = package_versions()
-    for name in ("stable-baselines3", "tianshou", "gymnasium", "mujoco", "torch"):
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
     out = [asdict(r) for r in results]
     for row in out:
         row["parts_ms_median"] = {p: statistics.median(v) for p, v in row["parts"].items()}
-    return {
-        "config": config,
-        "skipped_peers": skipped,
-        "machine": machine_info(),
-        "load": machine_load,
-        "packages": versions,
-        **code(),
-        "results": out,
-    }
+    return record(config, skipped, machine_load, out,
+                  peers=("stable-baselines3", "tianshou", "gymnasium", "mujoco", "torch"))  # fmt: skip

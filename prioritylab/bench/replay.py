@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..replay import estimate_bytes
+from . import record
 from .replay_check import CheckResult, self_check
 from .replay_contenders import LAYOUTS, PEERS, Contender, Layout, Steps, makers
 from .sumtree import measure
@@ -252,18 +253,6 @@ def format_memory(results: list[Result], per: int = 100_000) -> str:
 
 def to_json(results: list[Result], config: dict, skipped: dict[str, str], machine_load: dict,
             checks: list[CheckResult] | None = None) -> dict:  # fmt: skip
-    from ..results import machine_info, package_versions
-    from . import code
-
-    versions = package_versions(("cpprb", "tianshou", "stable-baselines3", "torch"))
-    return {
-        "config": config,
-        "skipped_peers": skipped,
-        "machine": machine_info(),
-        "load": machine_load,
-        "packages": versions,
-        **code(),
-        "results": [asdict(r) for r in results],
-        "self_check": [asdict(c) for c in checks or []],
-        "memory_per_100k": memory_rows(results),
-    }
+    return record(config, skipped, machine_load, [asdict(r) for r in results],
+                  peers=("cpprb", "tianshou", "stable-baselines3", "torch"),
+                  self_check=[asdict(c) for c in checks or []], memory_per_100k=memory_rows(results))  # fmt: skip

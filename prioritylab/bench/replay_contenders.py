@@ -43,6 +43,7 @@ import numpy as np
 
 from ..replay import ReplayBuffer
 from ..samplers import make_sampler
+from . import importable
 
 BATCH = 256
 BETA = 0.4
@@ -561,24 +562,8 @@ PEER_BUILDERS = {"cpprb": _cpprb, "tianshou": _tianshou, "sb3": _sb3}
 
 def available_peers(wanted: Iterable[str] = PEERS) -> tuple[list[str], dict[str, str]]:
     """The peers that import (with torch), and why the others were skipped."""
-    ok, skipped = [], {}
-    for name in wanted:
-        try:
-            import torch  # noqa: F401
-
-            if name == "cpprb":
-                import cpprb  # noqa: F401
-            elif name == "tianshou":
-                import tianshou.data  # noqa: F401
-            elif name == "sb3":
-                import stable_baselines3.common.buffers  # noqa: F401
-            else:
-                raise ValueError(f"unknown peer {name!r}")
-        except ImportError as err:
-            skipped[name] = f"not importable ({err})"
-            continue
-        ok.append(name)
-    return ok, skipped
+    modules = {"cpprb": ("cpprb",), "tianshou": ("tianshou.data",), "sb3": ("stable_baselines3.common.buffers",)}
+    return importable(wanted, {name: ("torch", *mods) for name, mods in modules.items()})
 
 
 def makers(layout: Layout, n: int, peers: Iterable[str], device: str = "cpu") -> list[tuple[str, Callable]]:

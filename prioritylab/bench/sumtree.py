@@ -57,7 +57,7 @@ from numba import njit
 
 from ..samplers import make_sampler
 from ..sumtree import SumTree, tree_sample_one, tree_set
-from . import OPS, PEERS
+from . import OPS, PEERS, importable, record
 from .numpy_tree import NumpySumTree
 
 POOL = 2**20
@@ -293,17 +293,7 @@ BUILDERS = {"prioritylab": _prioritylab, "tianshou": _tianshou, "cpprb": _cpprb,
 
 def available_peers(wanted: Iterable[str] = PEERS) -> tuple[list[str], dict[str, str]]:
     """The peers that import, and why the others were skipped."""
-    ok, skipped = [], {}
-    for name in wanted:
-        try:
-            if name == "tianshou":
-                import tianshou.data  # noqa: F401
-            elif name == "cpprb":
-                import cpprb  # noqa: F401
-            ok.append(name)
-        except ImportError as err:
-            skipped[name] = str(err)
-    return ok, skipped
+    return importable(wanted, {"tianshou": ("tianshou.data",), "cpprb": ("cpprb",), "numpy": ()})
 
 
 # ------------------------------------------------------------------------------------------- runs
@@ -408,19 +398,7 @@ def format_table(results: list[Result]) -> str:
 
 
 def to_json(results: list[Result], config: dict, skipped: dict[str, str], machine_load: dict) -> dict:
-    from ..results import machine_info, package_versions
-    from . import code
-
-    versions = package_versions(("cpprb", "tianshou"))
-    return {
-        "config": config,
-        "skipped_peers": skipped,
-        "machine": machine_info(),
-        "load": machine_load,
-        "packages": versions,
-        **code(),
-        "results": [asdict(r) for r in results],
-    }
+    return record(config, skipped, machine_load, [asdict(r) for r in results], peers=("cpprb", "tianshou"))
 
 
 # ----------------------------------------------------------------------------------------- drift
