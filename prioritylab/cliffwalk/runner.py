@@ -273,8 +273,10 @@ def replay_diagnostics(rep: L.ReplayArrays, on: bool = True) -> dict:
     }
 
 
-def run(cfg: RunConfig, seed) -> RunResult:
-    """One seeded run of ``cfg`` (see the module docstring for the random-call order)."""
+def kernel_args(cfg: RunConfig, seed) -> tuple:
+    """What :func:`run` hands ``run_kernel`` for one seeded run of ``cfg``, made in the module docstring's
+    random-call order: the transition table, Q*, theta, the settings, the replay, the generator and the curve
+    (theta, the replay and the curve are filled in place). The speed benchmark times the same call."""
     validate(cfg)
     rng = np.random.default_rng(seed)
     memory = build_memory(cfg.n, rng)
@@ -282,7 +284,14 @@ def run(cfg: RunConfig, seed) -> RunResult:
     rep = allocate(cfg, memory)
     curve = np.empty(-(-cfg.cap // cfg.record_every) + 1 if cfg.record_every else 0)
     table = L.transition_table(memory, cfg.n)
-    conv, steps = L.run_kernel(table, q_star(cfg.n), theta, settings(cfg), rep, rng, curve)
+    return table, q_star(cfg.n), theta, settings(cfg), rep, rng, curve
+
+
+def run(cfg: RunConfig, seed) -> RunResult:
+    """One seeded run of ``cfg`` (see the module docstring for the random-call order)."""
+    args = kernel_args(cfg, seed)
+    conv, steps = L.run_kernel(*args)
+    _, _, theta, _, rep, _, curve = args
     return RunResult(int(conv), int(steps), curve, theta, replay_diagnostics(rep, cfg.diagnostics))
 
 

@@ -35,9 +35,8 @@ import numpy as np
 
 from .._cli import Parser
 from . import learners as L
-from .env import build_memory, q_star
 from .reference import Reference
-from .runner import SCHEMES, RunConfig, allocate, initial_theta, run, settings, validate
+from .runner import SCHEMES, RunConfig, kernel_args, run
 
 CASES = (("uniform", {}), ("per", {"alpha": 0.7}))
 COLUMNS = [
@@ -49,15 +48,8 @@ SCHEME_COLUMNS = ["n", "learner", "scheme", "ns_per_update", "ns_min", "ns_max"]
 
 def _jit_job(cfg: RunConfig, seed) -> Callable[[], None]:
     """Everything :func:`run` does before its kernel call; the returned closure is the kernel call."""
-    validate(cfg)
-    rng = np.random.default_rng(seed)
-    memory = build_memory(cfg.n, rng)
-    theta = initial_theta(cfg, rng)
-    rep = allocate(cfg, memory)
-    curve = np.empty(-(-cfg.cap // cfg.record_every) + 1 if cfg.record_every else 0)
-    table = L.transition_table(memory, cfg.n)
-    qs, s = q_star(cfg.n), settings(cfg)
-    return lambda: L.run_kernel(table, qs, theta, s, rep, rng, curve)
+    args = kernel_args(cfg, seed)
+    return lambda: L.run_kernel(*args)
 
 
 def _reference_job(cfg: RunConfig, seed, updates: int) -> Callable[[], None]:
