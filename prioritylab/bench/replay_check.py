@@ -310,7 +310,8 @@ def _check(c: Contender, result: CheckResult, pool: MarkedSteps, capacity: int, 
 def self_check(layouts: Iterable[str] = tuple(LAYOUTS), num_envs: Iterable[int] = (1, 8),
                peers: Iterable[str] = PEERS, seed: int = 0, draws: int | None = None, device: str = "cpu",
                progress: bool = False) -> list[CheckResult]:  # fmt: skip
-    """:func:`check_contender` for every contender of every (layout, N) cell, as :func:`run` would build them.
+    """:func:`check_contender` for every contender of every (layout, N) cell, as
+    :func:`prioritylab.bench.replay.run` would build them.
 
     A contender whose check raises fails with the error as its reason.  Within a cell, a
     prioritized contender whose batches are stratified where ``prioritylab per``'s are

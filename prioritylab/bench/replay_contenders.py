@@ -87,7 +87,8 @@ class Edge(NamedTuple):
 
 @dataclass
 class Probe:
-    """A contender's own calls, as its timed step makes them, for :func:`check_contender`.
+    """A contender's own calls, as its timed step makes them, for the self-check
+    (:func:`prioritylab.bench.replay_check.check_contender`).
 
     Rows are numbered as :class:`MarkedSteps` writes them: after ``written`` steps of ``n``
     environments, row ``t * n + e`` is step ``t`` of environment ``e``.
@@ -153,7 +154,8 @@ class Steps:
 
 
 class MarkedSteps:
-    """Environment steps whose content names the row they are written as, for :func:`check_contender`.
+    """Environment steps whose content names the row they are written as, for the self-check
+    (:func:`prioritylab.bench.replay_check.check_contender`).
 
     Row ``t * n + e`` is step ``t`` of environment ``e``, one episode per environment that
     never ends.  Its observation encodes ``(t, e)``: on the MuJoCo layout ``obs = t * n + e
