@@ -196,6 +196,19 @@ def test_a_setting_the_sampler_does_not_read_is_still_refused_out_of_its_range(n
         Method(name, ReplaySettings(**setting), DEFAULTS, total_steps=100)
 
 
+@pytest.mark.parametrize("sampler", ["per", "uniform"])
+def test_a_beta0_that_is_not_a_number_is_named_as_the_flag_given(sampler, tmp_path, capsys):
+    """Not as the argument of the schedule built from it ("start must be ...")."""
+    from prioritylab.cli import main as cli_main
+
+    code = cli_main(["train", "td3", "--env", "Pendulum-v1", "--sampler", sampler, "--replay.beta0", "nan",
+                     "--steps", "300", "--start-steps", "10", "--out", str(tmp_path), "--no-progress"])  # fmt: skip
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and lines[-1] == (f"prioritylab train td3: error: --sampler {sampler}: --replay.beta0 must be "
+                                       "in [0.0, 1.0], got nan")  # fmt: skip
+    assert not any(tmp_path.iterdir())
+
+
 def test_a_batch_larger_than_the_replay_at_the_first_update_is_named_before_the_run(tmp_path, capsys):
     from prioritylab.cli import main as cli_main
 

@@ -112,10 +112,18 @@ def test_a_buffer_size_too_small_for_its_environments_is_refused_naming_the_valu
                               "needs (n_steps + frame_stack + 2): give buffer_size=24 or more")
 
 
-@pytest.mark.parametrize(("kw", "message"), [({"size": 0}, "buffer_size=0 must be a positive integer"),
-                                             ({"sampler": "uniform", "alpha": -1.0}, "alpha must be in"),
-                                             ({"sampler": "per", "beta0": 2.0}, "beta0 must be in [0.0, 1.0], got 2.0"),
-                                             ({"n_steps": 0}, "n_steps=0 must be a positive integer")])
+BAD_BUFFER_SETTINGS = [
+    ({"size": 0}, "buffer_size=0 must be a positive integer"),
+    ({"sampler": "uniform", "alpha": -1.0}, "alpha must be in"),
+    ({"sampler": "per", "beta0": 2.0}, "beta0 must be in [0.0, 1.0], got 2.0"),
+    ({"sampler": "per", "beta0": np.nan}, "beta0 must be in [0.0, 1.0], got nan"),  # not the schedule's "start"
+    ({"sampler": "uniform", "beta0": np.inf}, "beta0 must be in [0.0, 1.0]"),
+    ({"gamma": "0.9"}, "gamma='0.9' must be a number in (0, 1]"),
+    ({"n_steps": 0}, "n_steps=0 must be a positive integer"),
+]
+
+
+@pytest.mark.parametrize(("kw", "message"), BAD_BUFFER_SETTINGS)
 def test_a_bad_buffer_size_or_an_unread_setting_out_of_range_is_refused_naming_it(kw, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _buffer(**kw)
@@ -273,8 +281,8 @@ def test_save_and_load_keep_the_sampler_and_continue_sampling(tmp_path):
 
 
 def test_a_replay_buffer_built_with_other_settings_is_refused_on_load_and_the_models_buffer_kept(tmp_path):
-    """Its n-step returns discounted with another gamma, or drawn by another sampler, it would train the model on
-    other targets than the model's settings give."""
+    """Its n-step returns discounted with another gamma, or drawn by another sampler or with other sampler
+    settings, it would train the model on other targets, or draw otherwise, than the model's settings give."""
     saved = DQN("MlpPolicy", "CartPole-v1", gamma=0.9, n_steps=3, replay_buffer_kwargs=dict(sampler="per"),
                 **_dqn_kwargs())  # fmt: skip
     saved.learn(100)
@@ -286,12 +294,21 @@ def test_a_replay_buffer_built_with_other_settings_is_refused_on_load_and_the_mo
         with pytest.raises(ValueError, match=f"holds a replay buffer built with {message}"):
             model.load_replay_buffer(tmp_path / "replay")
         assert model.replay_buffer is before
+    for rb, message in ((dict(alpha=0.9), "alpha=0.5 where the model has alpha=0.9"),
+                        (dict(beta0=0.2), "beta0=0.5 where the model has beta0=0.2"),
+                        (dict(normalise="global"), "normalise='batch' where the model has normalise='global'")):
+        model = DQN("MlpPolicy", "CartPole-v1", gamma=0.9, n_steps=3, replay_buffer_kwargs=dict(sampler="per", **rb),
+                    **_dqn_kwargs())  # fmt: skip
+        before = model.replay_buffer
+        with pytest.raises(ValueError, match=f"holds a replay buffer built with {message}"):
+            model.load_replay_buffer(tmp_path / "replay")
+        assert model.replay_buffer is before
     lap = DQN("MlpPolicy", "CartPole-v1", gamma=0.9, n_steps=3, replay_buffer_kwargs=dict(sampler="lap"),
               **_dqn_kwargs())  # fmt: skip
     with pytest.raises(ValueError, match="built with sampler='per' where the model has sampler='lap'"):
         lap.load_replay_buffer(tmp_path / "replay")
-    same = DQN("MlpPolicy", "CartPole-v1", gamma=0.9, n_steps=3, replay_buffer_kwargs=dict(sampler="per"),
-               **_dqn_kwargs())  # fmt: skip
+    same = DQN("MlpPolicy", "CartPole-v1", gamma=0.9, n_steps=3, replay_buffer_kwargs=dict(sampler="per", alpha=0.5),
+               **_dqn_kwargs())  # fmt: skip  (alpha given as the default the saved buffer took: the same setting)
     same.load_replay_buffer(tmp_path / "replay")
     assert same.replay_buffer.size() == saved.replay_buffer.size()
 
@@ -517,6 +534,97 @@ def test_critic_loss_weights_items_and_reports_priorities():
     got = sampler.priorities(batch.indices)
     last = {int(i): k for k, i in enumerate(batch.indices)}  # a slot drawn twice keeps its last update
     np.testing.assert_allclose(got, expected[[last[int(i)] for i in batch.indices]], rtol=1e-6)
+
+
+def _huber(delta: th.Tensor, kappa: float) -> th.Tensor:
+    """LAP/PAL eq. 29."""
+    return th.where(delta.abs() <= kappa, 0.5 * delta**2, kappa * (delta.abs() - 0.5 * kappa))
+
+
+def _pal(delta: th.Tensor, alpha: float, kappa: float) -> th.Tensor:
+    """LAP/PAL eq. 31, with lambda over each item's largest |delta| across the critics (LAP App. D's priority)."""
+    lam = th.clamp(delta.abs().amax(0), min=kappa).pow(alpha).mean()
+    small = delta.abs() <= kappa
+    return th.where(small, 0.5 * kappa**alpha * delta**2, kappa * delta.abs() ** (1 + alpha) / (1 + alpha)) / lam
+
+
+# algorithm, environment, settings, critics, and the factor between SB3's loss and the method's 0.5 delta^2:
+# TD3 sums mean(delta^2) over its critics, SAC 0.5 mean(delta^2), DQN takes Huber(1)
+ALGORITHMS = [(DQN, "CartPole-v1", _dqn_kwargs, 1, 1.0), (TD3, "Pendulum-v1", _continuous_kwargs, 2, 2.0),
+              (SAC, "Pendulum-v1", _continuous_kwargs, 2, 1.0)]  # fmt: skip
+
+
+@pytest.mark.parametrize("algo, env_id, kwargs, critics, scale", ALGORITHMS)
+@pytest.mark.parametrize("sampler", ["per", "lap", "pal"])
+def test_each_algorithms_critic_loss_is_the_methods_loss_as_the_papers_write_it(algo, env_id, kwargs, critics,
+                                                                                  scale, sampler):  # fmt: skip
+    """PER: the agent's TD loss weighted by the IS weights (here at beta = 1, so they differ); LAP: Huber(kappa)
+    unweighted (eq. 29); PAL: eq. 31. Summed over the critics, averaged over the batch, at the algorithm's
+    scale; TD errors on both sides of kappa."""
+    rb = dict(sampler=sampler, beta0=1.0) if sampler == "per" else dict(sampler=sampler)
+    model = algo("MlpPolicy", env_id, replay_buffer_kwargs=rb, **kwargs())
+    model.learn(150)
+    model._current_progress_remaining = 1.0
+    batch = model._sample(32)
+    method = model.replay_buffer.method
+    delta = th.stack([th.linspace(-3, 3, 32) * (k + 1) for k in range(critics)])  # (critics, batch)
+    q = tuple(d.reshape(-1, 1) for d in delta)
+    loss = model._critic_loss(q if critics > 1 else q[0], th.zeros(32, 1), batch)
+    if sampler == "per":
+        assert batch.weights.std() > 0
+        per_item = (_huber(delta, 1.0) if algo is DQN else 0.5 * delta**2) * batch.weights
+    elif sampler == "lap":
+        per_item = _huber(delta, method.kappa)
+    else:
+        per_item = _pal(delta, method.alpha, method.kappa)
+    th.testing.assert_close(loss, scale * per_item.mean(-1).sum(), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("algo, env_id, kwargs, critics, scale", ALGORITHMS)
+def test_train_minimises_the_loss_that_the_critic_loss_returns(algo, env_id, kwargs, critics, scale):
+    """train() takes its critic's gradient from _critic_loss's value, once per gradient step: a factor s = 1
+    on that value receives the value as its gradient."""
+    model = algo("MlpPolicy", env_id, replay_buffer_kwargs=dict(sampler="lap"), **kwargs())
+    model.learn(150)
+    model.set_logger(Logger(None, []))
+    original, returned = model._critic_loss, []
+    s = th.ones((), requires_grad=True)
+
+    def spy(*args):
+        loss = original(*args)
+        returned.append(loss.detach())
+        return loss * s
+
+    model._critic_loss = spy
+    model.train(gradient_steps=1, batch_size=32)
+    assert len(returned) == 1 and s.grad is not None
+    th.testing.assert_close(s.grad, returned[0])
+
+
+def test_the_annealed_beta_reaches_the_sampler():
+    """At the run's start the IS exponent is beta0 = 0 (every weight 1); at its end, 1 (weights that differ)."""
+    model = TD3("MlpPolicy", "Pendulum-v1", replay_buffer_kwargs=dict(sampler="per", beta0=0.0),
+                **_continuous_kwargs())  # fmt: skip
+    model.learn(150)
+    model._current_progress_remaining = 1.0
+    assert th.all(model._sample(32).weights == 1)
+    model._current_progress_remaining = 0.0
+    assert model._sample(32).weights.std() > 0
+
+
+def test_the_samplers_stream_is_not_the_one_sb3_explores_with():
+    """SB3 seeds the action space (the first, random actions) and the first environment with the seed itself:
+    the sampler draws from a stream spawned from it, here and after set_random_seed."""
+    model = TD3("MlpPolicy", "Pendulum-v1", replay_buffer_kwargs=dict(sampler="per"), **_continuous_kwargs(seed=3))
+    sampler = model.replay_buffer.replay.sampler
+    fresh = np.random.default_rng(3).bit_generator.state
+    assert model.action_space.np_random.bit_generator.state == fresh  # how SB3 seeds it
+    assert sampler.rng.bit_generator.state != fresh
+    assert sampler.rng.bit_generator.state == _buffer(seed=3, sampler="per").replay.sampler.rng.bit_generator.state
+    model.set_random_seed(7)
+    assert model.action_space.np_random.bit_generator.state == np.random.default_rng(7).bit_generator.state
+    assert sampler.rng.bit_generator.state == _buffer(seed=7, sampler="per").replay.sampler.rng.bit_generator.state
+    assert sampler.rng.bit_generator.state != np.random.default_rng(7).bit_generator.state
 
 
 @pytest.mark.parametrize("algo", [TD3, SAC])

@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 
 import torch
 
+from ..losses import check_beta
 from ..samplers import Sampler
 from ..samplers import pser as PSER
 from ..samplers.per import check_normalise
@@ -147,6 +148,7 @@ class Method:
         self.settings = s
         self.uses_weights = entry.uses_weights
         self.beta_end = self.beta0 if defaults.per_beta_end is None else defaults.per_beta_end
+        check_beta(self.beta0)  # named as the samplers name it (beta0 to the caller), not as the schedule's start
         self.beta = LinearSchedule(self.beta0, self.beta_end, total_steps)
         self.td_kappa = defaults.td_kappa
         check_normalise(s.normalise)  # refused even where the sampler does not read it

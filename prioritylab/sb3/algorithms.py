@@ -23,16 +23,36 @@ from .buffer import PrioritizedReplayBuffer, PrioritizedSamples
 MODEL_SETTINGS = ("sampler", "n_steps", "frame_stack", "n_envs", "buffer_size", "handle_timeout_termination",
                   "observation_space", "action_space")
 """What a loaded replay buffer must share with the model it is loaded into (and ``gamma`` where returns are
-n-step): the model built its own buffer with them, and a buffer built otherwise would train it on other data."""
+n-step, and the settings its sampler reads): the model built its own buffer with them, and a buffer built
+otherwise would train it on other data, or draw it otherwise."""
 
 
-def _settings_differ(loaded: dict, model: dict) -> str:
-    """The first :data:`MODEL_SETTINGS` (then ``gamma``) on which a loaded buffer's constructor arguments and the
-    model's buffer's differ, as text (``"n_steps=3 where the model has n_steps=1"``); empty if none."""
-    keys = [*MODEL_SETTINGS, *(("gamma",) if max(loaded.get("n_steps", 1), model.get("n_steps", 1)) > 1 else ())]
+def _method_settings(buffer: PrioritizedReplayBuffer) -> dict:
+    """The settings its replay method reads (``METHOD_TABLE``'s ``reads``), as resolved: a default given
+    explicitly and one left unset are the same setting."""
+    method = buffer.method
+    return {key: getattr(method, key) if key in RESOLVED else getattr(method.settings, key)
+            for key in method.entry.reads}  # fmt: skip
+
+
+RESOLVED = ("alpha", "beta0", "eps", "kappa")
+"""The method's settings that :class:`~prioritylab.deep.methods.Method` resolves against the agent's table."""
+
+
+def _settings_differ(loaded: PrioritizedReplayBuffer, model: PrioritizedReplayBuffer) -> str:
+    """The first :data:`MODEL_SETTINGS` (then ``gamma``, then the settings the sampler reads) on which a loaded
+    buffer and the model's buffer differ, as text (``"n_steps=3 where the model has n_steps=1"``); empty if
+    none.  A loaded buffer keeps its own sampler's settings, so one built with another ``alpha`` would train
+    the model with that ``alpha`` while its ``replay_buffer_kwargs`` say otherwise."""
+    ours, theirs = loaded._init, model._init
+    keys = [*MODEL_SETTINGS, *(("gamma",) if max(ours.get("n_steps", 1), theirs.get("n_steps", 1)) > 1 else ())]
     for key in keys:
-        if loaded.get(key) != model.get(key):
-            return f"{key}={loaded.get(key)!r} where the model has {key}={model.get(key)!r}"
+        if ours.get(key) != theirs.get(key):
+            return f"{key}={ours.get(key)!r} where the model has {key}={theirs.get(key)!r}"
+    ours, theirs = _method_settings(loaded), _method_settings(model)
+    for key in theirs:
+        if ours[key] != theirs[key]:
+            return f"{key}={ours[key]!r} where the model has {key}={theirs[key]!r}"
     return ""
 
 
@@ -94,7 +114,7 @@ class _Prioritized:
             raise ValueError(f"{path} holds an SB3 {loaded}, not a prioritylab.sb3.PrioritizedReplayBuffer; its "
                              "transitions carry no priorities: load it into a stable_baselines3 model")  # fmt: skip
         if isinstance(before, PrioritizedReplayBuffer):
-            differ = _settings_differ(self.replay_buffer._init, before._init)
+            differ = _settings_differ(self.replay_buffer, before)
             if differ:
                 self.replay_buffer = before
                 raise ValueError(f"{path} holds a replay buffer built with {differ}: load it into a model with "

@@ -33,6 +33,13 @@ UNREPORTED_BATCHES = 100
 not being trained as it should: a plain SB3 algorithm neither reports TD errors nor uses LAP's or PAL's loss."""
 
 
+def sampler_stream(seed: int | None) -> np.random.Generator:
+    """The sampler's generator for ``seed``: a stream spawned from it, so not ``default_rng(seed)``, the stream
+    that SB3 and gymnasium give the action space (the exploration's random actions) and the first environment,
+    which the replay's draws would otherwise repeat.  ``None``: fresh entropy."""
+    return np.random.default_rng(None if seed is None else np.random.SeedSequence(seed).spawn(1)[0])
+
+
 class PrioritizedSamples(ReplayBufferSamples):
     """SB3's :class:`ReplayBufferSamples` (SB3 code reads it as its own), with the sampler's figures as
     attributes: ``weights`` (IS weights, shape ``(batch,)``; not used by methods without them),
@@ -71,7 +78,8 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
       and padded with the episode's first frame (gymnasium's ``FrameStackObservation``, the Atari
       preprocessing of :mod:`prioritylab.deep.atari`); every write is checked to be such a stack (SB3's
       ``VecFrameStack`` stacks on the last axis and pads with zeros: leave it at 1 there);
-    * ``seed``: the sampler's generator (the prioritylab algorithms pass the model's seed);
+    * ``seed``: the sampler's generator, a stream spawned from the seed (:func:`sampler_stream`; the
+      prioritylab algorithms pass the model's seed);
     * ``diagnostics``: keep prioritylab's replay diagnostics (off: they cost time).
 
     ``optimize_memory_usage`` must stay ``False``: observations are stored once anyway.
@@ -115,8 +123,9 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
                              "leave it False")  # fmt: skip
         if isinstance(observation_space, spaces.Dict):
             raise ValueError("Dict observation spaces are not supported; use a Box or Discrete observation space")
-        if not 0.0 < gamma <= 1.0:
-            raise ValueError(f"gamma={gamma!r} must be in (0, 1]")
+        if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer, np.floating)) \
+                or not 0.0 < gamma <= 1.0:
+            raise ValueError(f"gamma={gamma!r} must be a number in (0, 1]")
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
             raise ValueError(f"buffer_size={buffer_size!r} must be a positive integer")
         if not isinstance(n_envs, int) or n_envs < 1 or buffer_size // n_envs < 1:
@@ -147,8 +156,9 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         self.optimize_memory_usage = False
         capacity = self.buffer_size * n_envs
         action_dtype = self._maybe_cast_dtype(action_space.dtype)
+        drawn_by = self.method.make_sampler(capacity, sampler_stream(seed))
         self.replay = ReplayBuffer(
-            capacity, self.obs_shape, (self.action_dim,), sampler=self.method.make_sampler(capacity, seed),
+            capacity, self.obs_shape, (self.action_dim,), sampler=drawn_by,
             num_envs=n_envs, obs_dtype=observation_space.dtype, action_dtype=action_dtype, n_step=n_steps,
             gamma=gamma, frame_stack=frame_stack, diagnostics=diagnostics,
         )  # fmt: skip
@@ -234,7 +244,7 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
 
     def reseed(self, seed: int) -> None:
         """Re-seed the sampler's generator (the prioritylab algorithms' ``set_random_seed``)."""
-        self.replay.sampler.rng.bit_generator.state = np.random.default_rng(seed).bit_generator.state
+        self.replay.sampler.rng.bit_generator.state = sampler_stream(seed).bit_generator.state
 
     def reset(self) -> None:
         raise ValueError("PrioritizedReplayBuffer cannot be reset; build a new one")
