@@ -656,6 +656,59 @@ def test_n_step_returns_follow_the_models_n_steps_and_gamma():
     assert (given.replay_buffer.replay.n_step, given.replay_buffer.replay.gamma) == (3, 0.5)
 
 
+@pytest.mark.parametrize("n_envs, n_steps, gamma, timeouts", [(2, 3, 0.9, True), (3, 4, 0.8, False)])
+def test_n_step_samples_past_the_wrap_equal_a_reference_from_the_step_log(n_envs, n_steps, gamma, timeouts):
+    """Episodes end at random, terminated or cut by a time limit, in each environment, and the ring is written
+    over several times: every sampled item's action, n-step return, discount, next observation and done equal
+    those computed from the log of every step (a cut episode bootstraps, unless timeouts are not handled)."""
+    buf = _buffer(n_envs, size=24 * n_envs, sampler="per", seed=0, n_steps=n_steps, gamma=gamma,
+                  handle_timeout_termination=timeouts)  # fmt: skip
+    rng = np.random.default_rng(1)
+    log = [[] for _ in range(n_envs)]  # per environment: (obs, action, reward, next_obs, terminal, ended)
+    episode, step = np.zeros(n_envs, int), np.zeros(n_envs, int)
+    obs = np.array([[e, 0, 0] for e in range(n_envs)], np.float32)
+    for _ in range(150):
+        action = rng.uniform(-1, 1, (n_envs, 2)).astype(np.float32)
+        reward = rng.normal(size=n_envs).astype(np.float32)
+        step += 1
+        next_obs = np.array([[e, step[e], episode[e]] for e in range(n_envs)], np.float32)
+        done = rng.random(n_envs) < 0.12
+        cut = done & (rng.random(n_envs) < 0.5)
+        buf.add(obs, next_obs, action, reward, done, [{"TimeLimit.truncated": bool(c)} for c in cut])
+        for e in range(n_envs):
+            terminal = bool(done[e]) and not (bool(cut[e]) and timeouts)
+            log[e].append((obs[e].copy(), action[e], float(reward[e]), next_obs[e].copy(), terminal, bool(done[e])))
+        episode += done
+        step[done] = 0
+        obs = np.where(done[:, None], np.array([[e, 0, episode[e]] for e in range(n_envs)], np.float32), next_obs)
+    reference = {}
+    for steps in log:
+        for i in range(len(steps)):
+            ret, j = 0.0, i
+            while True:
+                ret += gamma ** (j - i) * steps[j][2]
+                if steps[j][5] or j - i + 1 == n_steps or j + 1 == len(steps):
+                    break
+                j += 1
+            complete = steps[j][5] or j - i + 1 == n_steps
+            discount = 0.0 if steps[j][4] else gamma ** (j - i + 1)
+            reference[tuple(steps[i][0])] = (steps[i][1], ret, discount, steps[j][3], complete)
+    batch = buf.sample(1024)
+    kinds = set()
+    for k in range(1024):
+        action, ret, discount, next_obs, complete = reference[tuple(batch.observations[k].numpy())]
+        assert complete
+        np.testing.assert_array_equal(batch.actions[k].numpy(), action)
+        assert batch.rewards[k, 0].item() == pytest.approx(ret, rel=1e-5, abs=1e-5)
+        assert batch.discounts[k, 0].item() == pytest.approx(discount, rel=1e-6)
+        np.testing.assert_array_equal(batch.next_observations[k].numpy(), next_obs)
+        assert batch.dones[k, 0].item() == float(discount == 0.0)
+        kinds.add(discount)
+    assert 0.0 in kinds and gamma**n_steps in kinds  # terminated and full returns
+    assert (len(kinds) > 2) == timeouts  # returns shortened by a cut that bootstraps, only where timeouts are handled
+    assert len(log[0]) > buf.buffer_size  # the ring was written over
+
+
 def test_one_step_models_take_any_gamma_sb3_takes():
     """gamma = 0 (a bandit's target) is valid in SB3; one-step returns never discount, so the buffer never sees it."""
     model = DQN("MlpPolicy", "CartPole-v1", gamma=0.0, replay_buffer_kwargs=dict(sampler="per"), **_dqn_kwargs())
