@@ -93,7 +93,12 @@ def adam(params, lr: float) -> torch.optim.Adam:
 
 
 def critic_step(critic: torch.nn.Module, opt, batch, target: torch.Tensor, method: Method):
-    """One step on the twin critics' loss: returns their values ``(2, batch)``, TD errors and the loss."""
+    """One step on the twin critics' loss: returns their values ``(2, batch)``, TD errors and the loss.
+
+    The loss is the method's, summed over the critics: for uniform and PER the MSE as LAP/PAL Sec. 3 writes it,
+    ``0.5 delta^2``, which is half the authors' code's ``F.mse_loss`` (and the scale at which Huber(1), LAP's
+    loss, equals it below ``kappa``).  Under Adam a constant factor on the loss changes a step only through
+    Adam's ``eps`` (1e-8) against the gradients' scale."""
     q = critic(batch.obs, batch.action)
     delta = q - target  # (2, batch): LAP/PAL eq. 1
     loss = method.critic_loss(delta, batch.weights)
