@@ -181,8 +181,9 @@ def per_eta(delta, alpha: float = 0.6, beta: float = 0.4, eps: float = 0.0) -> f
     is PER's priority ``|delta| + eps`` as prioritylab's PER sampler stores it.
     With ``eps = 0`` and ``beta > 0``, a zero TD error makes ``eta = 0``: that
     item has probability 0 and an infinite IS weight, which drives every
-    normalised weight to 0 (the ``eps -> 0`` limit of PER).  ``0^0 = 1``, so
-    ``beta = 0`` or ``alpha = 0`` leave zeros harmless.  A data set whose every
+    normalised weight to 0 (the ``eps -> 0`` limit of PER), however small ``beta``
+    is (:func:`min_power`).  ``0^0 = 1``, so ``beta = 0`` or ``alpha = 0`` leave
+    zeros harmless.  A data set whose every
     priority is 0 (all ``delta = 0``, ``eps = 0``, ``alpha > 0``) cannot be
     sampled by PER and raises ``ValueError``.
     """
@@ -192,7 +193,15 @@ def per_eta(delta, alpha: float = 0.6, beta: float = 0.4, eps: float = 0.0) -> f
     total = float(np.sum(np.power(p, a)))
     if not total > 0.0:
         raise ValueError("PER is undefined here: every priority |delta| + eps is 0 (all delta = 0 with eps = 0)")
-    return float(np.power(p.min(), a * b) / total)
+    return float(min_power(float(p.min()), a, b) / total)
+
+
+def min_power(p_min: float, alpha: float, beta: float) -> float:
+    """``p_min^(alpha beta)``, with ``0^x = 0`` for every ``x > 0``: a subnormal ``beta`` (or ``alpha``)
+    whose product with the other underflows to 0 must not turn a zero priority's ``0^x`` into ``0^0 = 1``."""
+    if p_min == 0.0 and alpha > 0.0 and beta > 0.0:
+        return 0.0
+    return float(np.power(p_min, alpha * beta))
 
 
 def _per_scale(d: np.ndarray, alpha: float, beta: float, eps: float, eta_n) -> float:

@@ -20,7 +20,7 @@ import math
 import torch
 
 from ._checks import check_range
-from .losses import check_alpha, check_beta, check_eps, check_kappa, check_tau
+from .losses import check_alpha, check_beta, check_eps, check_kappa, check_tau, min_power
 
 __all__ = [
     "huber",
@@ -122,7 +122,7 @@ def per_eta(delta: torch.Tensor, alpha: float = 0.6, beta: float = 0.4, eps: flo
     total = (p**a).sum()
     if not bool(total > 0):
         raise ValueError("PER is undefined here: every priority |delta| + eps is 0 (all delta = 0 with eps = 0)")
-    return p.min() ** (a * b) / total
+    return min_power(float(p.min()), a, b) / total  # 0^x = 0 for x > 0, even where alpha beta underflows
 
 
 def _per_scale(d, a, b, e, eta_n):

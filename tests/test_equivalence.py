@@ -105,6 +105,9 @@ def test_zero_td_errors_with_eps0_make_per_gradient_vanish():
     assert p[0] == 0.0 and np.all(w == 0.0)
     assert eq.per_expectation(delta, losses.mse(delta)[1], 0.6, 0.4, 0.0)[0] == 0.0
     assert np.all(losses.per_equivalent(delta, 0.6, 0.4, 2.0)[1] == 0.0)
+    # however small beta: at the smallest subnormal, alpha * beta underflows to 0, yet 0^(alpha beta) is 0
+    tiny = np.nextafter(0.0, 1.0)
+    assert eq.per_expectation(delta, losses.mse(delta)[1], 0.5, tiny, 0.0)[0] == 0.0
     # with PER's eps the zero item is drawn and the equivalence is the eps form of eq. 7
     lhs = eq.per_expectation(delta, losses.mse(delta)[1], 0.6, 0.4, 1e-6)[0]
     rhs = np.mean(losses.per_equivalent(delta, 0.6, 0.4, 2.0, eps=1e-6)[1])

@@ -117,6 +117,8 @@ def test_per_alpha0_and_beta1_reduce():
     _, g = losses.per_equivalent(d, 0.6, 1.0, 2.0)
     np.testing.assert_allclose(g, 3 * 0.5**0.6 / np.sum(np.abs(d) ** 0.6) * d, rtol=1e-14)
     assert losses.per_eta([0.0, 1.0, 2.0], 0.6, 0.4) == 0.0
+    tiny = np.nextafter(0.0, 1.0)  # alpha * beta underflows to 0 here, yet 0^(alpha beta) is 0 for beta > 0
+    assert losses.per_eta([0.0, 1.0, 2.0], 0.5, tiny) == 0.0
     assert losses.per_eta([0.0, 1.0, 2.0], 0.6, 0.0) == pytest.approx(1 / (1 + 2**0.6))
 
 
@@ -205,6 +207,14 @@ def test_torch_matches_numpy_values_and_autograd(torch, data, kappa, alpha, beta
         # same formulas, the order of a few products may differ: a few ulps
         np.testing.assert_allclose(loss_t.detach().numpy(), loss_np, rtol=1e-13, atol=0, err_msg=name)
         np.testing.assert_allclose(t.grad.numpy(), grad_np, rtol=1e-13, atol=0, err_msg=name)
+
+
+def test_torch_eta_of_a_zero_priority_is_zero_however_small_beta(torch):
+    from prioritylab import losses_torch
+
+    tiny = np.nextafter(0.0, 1.0)  # alpha * beta underflows to 0 here, yet 0^(alpha beta) is 0 for beta > 0
+    assert float(losses_torch.per_eta(torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64), 0.5, tiny)) == 0.0
+    assert float(losses_torch.per_eta(torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64), 0.5, 0.0)) > 0.0
 
 
 def test_torch_data_set_constants_are_detached(torch):

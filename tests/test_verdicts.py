@@ -422,7 +422,7 @@ def test_registry_lines_follow_the_page_order(tmp_path):
         V.check(registry)
 
 
-def test_the_command_prints_each_verdict_and_fails_on_a_disagreement(tmp_path, capsys):
+def test_the_command_prints_each_verdict_and_fails_on_a_disagreement(tmp_path, capsys, monkeypatch):
     assert cli_main(["verdicts", "--registry", str(REGISTRY)]) == 0
     out = capsys.readouterr().out
     assert re.search(r"dqn MinAtar/Asterix-v1: per − uniform, minatar_study_long: \[\+38\.\d\d, \+95\.\d\d\] %, "
@@ -439,6 +439,11 @@ def test_the_command_prints_each_verdict_and_fails_on_a_disagreement(tmp_path, c
         cli_main(["verdicts", "--registry", str(tmp_path / "nothing.csv")])
     assert stop.value.code != 0
     assert f"--registry {tmp_path / 'nothing.csv'} is not a file" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)  # outside the repository, the default registry is not found: said so
+    with pytest.raises(SystemExit):
+        cli_main(["verdicts"])
+    assert "docs/results/verdicts.csv is not a file (the repository's own registry, relative to its root: run " \
+        "from there, or give --registry)" in capsys.readouterr().err
 
 
 def test_a_report_gets_the_verdict_of_each_of_the_papers_comparisons(tmp_path, capsys):

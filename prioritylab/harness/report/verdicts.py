@@ -528,7 +528,9 @@ def _main(args) -> int:
         return 0
     registry = REGISTRY if args.registry is None else args.registry
     if not registry.is_file():
-        fail("prioritylab verdicts", f"--registry {registry} is not a file")
+        where = (" (the repository's own registry, relative to its root: run from there, or give --registry)"
+                 if args.registry is None else "")  # fmt: skip
+        fail("prioritylab verdicts", f"--registry {registry} is not a file{where}")
     try:
         result = check(registry)
     except (OSError, ValueError) as err:
