@@ -147,6 +147,9 @@ MUTANTS = [
          "k * (a - 0.5 * k))", "(a - 0.5 * k))", ("tests/test_losses.py",)),
         ("Huber switches at 1 whatever kappa", "prioritylab/losses.py",
          "    small = a <= k\n", "    small = a <= 1.0\n", ("tests/test_losses.py",)),
+        ("PER's eta takes 0^(alpha beta) as computed, 1 where the product underflows", "prioritylab/losses.py",
+         "    if p_min == 0.0 and alpha > 0.0 and beta > 0.0:\n", "    if False:\n",
+         ("tests/test_losses.py", "tests/test_equivalence.py")),
         # -- testbed -------------------------------------------------------------------------------
         ("testbed PER priority drops eps", "prioritylab/cliffwalk/learners.py",
          "        return raw_priority(PER_RULE, abs_delta, cfg.eps)\n",
