@@ -183,9 +183,8 @@ def per_eta(delta, alpha: float = 0.6, beta: float = 0.4, eps: float = 0.0) -> f
     item has probability 0 and an infinite IS weight, which drives every
     normalised weight to 0 (the ``eps -> 0`` limit of PER), however small ``beta``
     is (:func:`min_power`).  ``0^0 = 1``, so ``beta = 0`` or ``alpha = 0`` leave
-    zeros harmless.  A data set whose every
-    priority is 0 (all ``delta = 0``, ``eps = 0``, ``alpha > 0``) cannot be
-    sampled by PER and raises ``ValueError``.
+    zeros harmless.  A data set whose every priority is 0 (all ``delta = 0``,
+    ``eps = 0``, ``alpha > 0``) cannot be sampled by PER and raises ``ValueError``.
     """
     d = _delta(delta, nonempty=True)
     a, b, e = check_alpha(alpha), check_beta(beta), check_eps(eps)

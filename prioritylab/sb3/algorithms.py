@@ -27,16 +27,16 @@ n-step, and the settings its sampler reads): the model built its own buffer with
 otherwise would train it on other data, or draw it otherwise."""
 
 
+RESOLVED = ("alpha", "beta0", "eps", "kappa")
+"""The method's settings that :class:`~prioritylab.deep.methods.Method` resolves against the agent's table."""
+
+
 def _method_settings(buffer: PrioritizedReplayBuffer) -> dict:
     """The settings its replay method reads (``METHOD_TABLE``'s ``reads``), as resolved: a default given
     explicitly and one left unset are the same setting."""
     method = buffer.method
     return {key: getattr(method, key) if key in RESOLVED else getattr(method.settings, key)
             for key in method.entry.reads}  # fmt: skip
-
-
-RESOLVED = ("alpha", "beta0", "eps", "kappa")
-"""The method's settings that :class:`~prioritylab.deep.methods.Method` resolves against the agent's table."""
 
 
 def _settings_differ(loaded: PrioritizedReplayBuffer, model: PrioritizedReplayBuffer) -> str:
