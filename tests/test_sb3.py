@@ -440,25 +440,36 @@ def _stacked_cartpole(padding):
     return gym.wrappers.FrameStackObservation(gym.make("CartPole-v1"), 3, padding_type=padding)
 
 
-def test_frame_stack_stores_frames_once_and_rebuilds_the_stacks():
-    """frame_stack=3 over gymnasium's FrameStackObservation: one frame per slot, and every sampled stack
-    (observation and next observation) is one the environment produced."""
-    model = DQN("MlpPolicy", _stacked_cartpole("reset"), replay_buffer_kwargs=dict(sampler="per", frame_stack=3),
-                **_dqn_kwargs())  # fmt: skip
-    seen = set()
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_frame_stack_stores_frames_once_and_rebuilds_the_stacks(n_envs):
+    """frame_stack=3 over gymnasium's FrameStackObservation: one frame per slot, and every sampled item (stack,
+    action, reward, next stack, done) is a step the environments produced, past the ring's wrap, with episodes
+    ending in it."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    env = make_vec_env(lambda: _stacked_cartpole("reset"), n_envs=n_envs, seed=0)
+    model = DQN("MlpPolicy", env, replay_buffer_kwargs=dict(sampler="per", frame_stack=3),
+                **{**_dqn_kwargs(), "buffer_size": 200})  # fmt: skip
+    steps, ends = set(), 0
     real_add = model.replay_buffer.add
 
-    def add(obs, next_obs, *rest):
-        seen.update(tuple(o.reshape(-1)) for o in np.concatenate([obs, next_obs]))
-        real_add(obs, next_obs, *rest)
+    def add(obs, next_obs, action, reward, done, infos):
+        nonlocal ends
+        for i in range(n_envs):
+            steps.add((obs[i].tobytes(), int(action[i]), float(reward[i]), next_obs[i].tobytes(), float(done[i])))
+        ends += int(done.sum())
+        real_add(obs, next_obs, action, reward, done, infos)
 
     model.replay_buffer.add = add
-    model.learn(300)
-    assert model.replay_buffer.replay.storage["obs"].shape == (2000, 4)
-    batch = model.replay_buffer.sample(128)
-    assert batch.observations.shape == (128, 3, 4)
-    for stacks in (batch.observations, batch.next_observations):
-        assert all(tuple(s.reshape(-1).tolist()) in seen for s in stacks.numpy())
+    model.learn(600)
+    assert ends >= 10 and len(steps) == 600  # episodes ended, and the 200 slots were written over
+    assert model.replay_buffer.replay.storage["obs"].shape[1:] == (4,)
+    batch = model.replay_buffer.sample(256)
+    assert batch.observations.shape == (256, 3, 4)
+    sampled = zip(batch.observations.numpy(), batch.actions.numpy(), batch.rewards.numpy(),
+                  batch.next_observations.numpy(), batch.dones.numpy(), strict=True)  # fmt: skip
+    for obs, action, reward, next_obs, done in sampled:
+        assert (obs.tobytes(), int(action[0]), float(reward[0]), next_obs.tobytes(), float(done[0])) in steps
 
 
 def test_frame_stack_refuses_other_stacks():
