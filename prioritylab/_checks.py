@@ -23,7 +23,10 @@ def check_bool(name: str, value) -> bool:
 
 
 def check_range(name: str, value, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> float:
-    """Check ``lo <(=) value <(=) hi``; infinite bounds are allowed."""
+    """Check ``lo <(=) value <(=) hi``; infinite bounds are allowed.  A boolean or a string is not a number here,
+    though ``float()`` reads ``True`` as 1 and ``"0.4"`` as 0.4."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -50,8 +53,11 @@ def as_float_array(name: str, values) -> np.ndarray:
 
 
 def check_finite_array(name: str, values, nonnegative: bool = False) -> np.ndarray:
-    """Return ``values`` as a 1-D float64 array; reject NaN/inf (and negatives)."""
-    arr = as_float_array(name, values).reshape(-1)
+    """Return ``values`` (one-dimensional, or a scalar) as a 1-D float64 array; reject NaN/inf (and negatives)."""
+    arr = as_float_array(name, values)
+    if arr.ndim > 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    arr = arr.reshape(-1)
     bad = ~np.isfinite(arr)
     if nonnegative:
         bad |= arr < 0

@@ -165,6 +165,10 @@ def test_gradient_is_zero_at_zero():
         (lambda: losses.pal([1.0], lam=0.0), r"lam .* 0.0"),
         (lambda: losses.pal([]), r"at least one"),
         (lambda: losses.per_equivalent([0.0, 0.0]), r"every priority"),
+        (lambda: losses.lap_mass([[1.0, 2.0]]), r"delta must be one-dimensional, got shape \(1, 2\)"),
+        (lambda: losses.pal(np.ones((2, 3))), r"delta must be one-dimensional, got shape \(2, 3\)"),
+        (lambda: losses.per_eta([1.0], True), r"alpha must be a number, got True"),
+        (lambda: losses.huber([1.0], kappa="1"), r"kappa must be a number, got '1'"),
     ],
 )
 def test_bad_input_raises_value_error(call, message):

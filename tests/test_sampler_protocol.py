@@ -88,12 +88,33 @@ def test_set_priorities_takes_the_update_path_and_skips_stale_items(name):
     s.add(np.arange(6), episode_start=True)
     gens = s.generations(np.arange(3))
     s.add(np.array([1]), episode_start=True)  # slot 1 overwritten: its score is stale
-    s.set_priorities(np.arange(3), np.array([0.5, 7.0, 2.0]), gens)
+    s.set_priorities(np.arange(3), np.array([1.5, 7.0, 2.0]), gens)  # at least LAP's kappa = 1
     if name != "uniform":
-        assert s.priorities([0, 2]).tolist() == [0.5, 2.0]
+        assert s.priorities([0, 2]).tolist() == [1.5, 2.0]
         assert s.priorities([1])[0] != 7.0
     with pytest.raises(ValueError, match="non-negative"):
         s.set_priorities(np.arange(2), np.array([1.0, -1.0]))
+
+
+@pytest.mark.parametrize("kappa", [1.0, 0.01])
+def test_lap_keeps_set_and_loaded_priorities_at_kappa_or_above(kappa):
+    """LAP's rule max(|delta|, kappa) never gives a priority below kappa (LAP eq. 30), nor may a priority set
+    directly or a loaded state: each is refused in one line naming the value, and the sampler is unchanged."""
+    s = make_sampler("lap", 8, kappa=kappa, seed=0)
+    s.add(np.arange(4), episode_start=True)
+    s.set_priorities(np.arange(2), np.array([kappa, 3.0]))  # kappa itself is LAP's least priority
+    before = pickle.dumps(s.state_dict())
+    with pytest.raises(ValueError) as err:
+        s.set_priorities(np.arange(3), np.array([2.0, kappa / 2, 5.0]))
+    assert str(err.value) == f"priorities[1] = {kappa / 2} is below kappa={kappa}, the least priority lap's rule gives"
+    assert pickle.dumps(s.state_dict()) == before
+    state = s.state_dict()
+    state["raw"][2] = kappa * 0.999
+    other = make_sampler("lap", 8, kappa=kappa, seed=1)
+    fresh = pickle.dumps(other.state_dict())
+    with pytest.raises(ValueError, match=rf"state\['raw'\] holds {kappa * 0.999} on written slot 2, below kappa="):
+        other.load_state_dict(state)
+    assert pickle.dumps(other.state_dict()) == fresh
 
 
 def test_history_records_draws_since_it_started_and_survives_a_checkpoint():

@@ -359,6 +359,8 @@ def test_same_seed_same_results():
         (lambda s: s.sample(0), "batch_size"),
         (lambda s: s.sample(-2), "batch_size"),
         (lambda s: s.sample(2, beta=1.5), "beta"),
+        (lambda s: s.sample(2, beta=True), "beta must be a number, got True"),  # float() would read it as 1
+        (lambda s: s.sample(2, beta="0.5"), "beta must be a number, got '0.5'"),
     ],
 )
 def test_bad_input_raises_and_leaves_state_unchanged(name, call, match):
@@ -381,6 +383,9 @@ def test_bad_input_raises_and_leaves_state_unchanged(name, call, match):
         ("per", {"beta": -0.1}, "beta"),
         ("per", {"normalise": "max"}, "normalise"),
         ("lap", {"kappa": 0.0}, "kappa"),
+        ("per", {"alpha": True}, "alpha must be a number, got True"),
+        ("lap", {"kappa": "1"}, "kappa must be a number, got '1'"),
+        ("pser", {"rho": np.True_}, "rho must be a number, got "),
         ("lap", {"kappa": -1.0}, "kappa"),
         ("lap", {"kappa": 2.0, "initial_priority": 0.5}, r"initial_priority=0.5 is below kappa=2.0"),
         ("per", {"stratified": "no"}, "stratified must be True or False, got 'no'"),

@@ -102,6 +102,8 @@ class Sampler(SlotBookkeeping):
     _rule_param = 0.0
     _alpha_for_checks = 1.0
     _positive_priorities = False  # whether the rule keeps every priority above 0 (set_priorities must too)
+    _least_priority = 0.0  # the least raw priority the rule gives (LAP's kappa): set_priorities and states keep to it
+    _least_priority_named = "0"  # how an error names it
     update_inputs: tuple[str, ...] = ()
     """Extra per-item inputs :meth:`update` takes by keyword besides the TD errors (NERS: ``("q_values",)``);
     a sampler that names some computes its priorities from them in :meth:`_priorities_from`."""

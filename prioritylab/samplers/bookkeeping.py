@@ -339,8 +339,9 @@ class SlotBookkeeping:
         """Set raw priorities directly (a learned sampler's scores), stale items skipped.
 
         Takes the same path as :meth:`update` with the identity rule; priorities
-        must be finite and non-negative, and positive where the sampler's rule
-        keeps every priority positive (PER and PSER with eps > 0, LAP).
+        must be finite and non-negative, positive where the sampler's rule
+        keeps every priority positive (PER and PSER with eps > 0, LAP), and at
+        least LAP's kappa for LAP, the least priority its rule gives.
         """
         idx, p, gen = self._check_call(indices, priorities, generations, "priorities")
         neg = p < 0
@@ -351,6 +352,11 @@ class SlotBookkeeping:
             i = int(np.flatnonzero(p == 0)[0])
             raise ValueError(f"priorities[{i}] = 0.0 must be positive: {self.name}'s rule gives every slot a "
                              "positive priority")  # fmt: skip
+        below = p < self._least_priority
+        if below.any():
+            i = int(np.flatnonzero(below)[0])
+            raise ValueError(f"priorities[{i}] = {p[i]} is below {self._least_priority_named}, the least "
+                             f"priority {self.name}'s rule gives")  # fmt: skip
         code, pos, keep, raw, mass, _ = prepare_update(idx, p, gen, self._generation, ABS, 0.0, self._alpha_for_checks)
         if code != OK:
             raise self._update_error(code, pos, idx, p, "priorities")

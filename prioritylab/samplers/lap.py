@@ -29,6 +29,7 @@ class LAPSampler(PrioritySampler):
             raise ValueError(f"initial_priority={self.initial_priority} is below kappa={self.kappa}, LAP's least "
                              "priority max(|delta|, kappa); give one of at least kappa")  # fmt: skip
         self._rule_param = self.kappa
+        self._least_priority, self._least_priority_named = self.kappa, f"kappa={self.kappa}"
 
     def config(self) -> dict:
         return {**super().config(), "kappa": self.kappa}

@@ -266,6 +266,11 @@ class PrioritySampler(Sampler):
         if self._positive_priorities and (raw[values["_generation"] >= 0] == 0).any():
             s = int(np.flatnonzero((raw == 0) & (values["_generation"] >= 0))[0])
             raise StateError(f"state['raw'] holds 0 on written slot {s}; {self.name}'s priorities are positive")
+        low = (raw < self._least_priority) & (values["_generation"] >= 0)
+        if low.any():
+            s = int(np.flatnonzero(low)[0])
+            raise StateError(f"state['raw'] holds {raw[s]} on written slot {s}, below {self._least_priority_named}, "
+                             f"the least priority {self.name}'s rule gives")  # fmt: skip
         max_raw = state_value(state, "max_raw")
         if not isinstance(max_raw, (float, int, np.floating, np.integer)) or isinstance(max_raw, bool):
             raise StateError(f"state['max_raw'] must be a number, got {max_raw!r}")
