@@ -103,11 +103,18 @@ def check_output_dir(path, option: str = "--out", program: str | None = None) ->
     Refuses an existing regular file and a folder that cannot be written, so that no work is done
     whose results could not be saved.  With ``program`` (the name a results folder's ``manifest.json``
     records as its ``program``), also a folder holding another program's results: its manifest would be
-    replaced while its other files stayed, described by none.
+    replaced while its other files stayed, described by none; and a training run's folder, or a folder
+    inside one: its manifest is what a resume reads, and the run's own files are no place for results.
     """
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{option} {path} is an existing file, not a folder")
+    if program is not None:  # before any folder is made
+        run = next((f for f in (path.resolve(), *path.resolve().parents) if is_run_folder(f)), None)
+        if run is not None:
+            where = "is" if run == path.resolve() else f"is inside {run}, which is"
+            raise ValueError(f"{option} {path} {where} a training run's folder (its manifest.json is the run's); "
+                             "give another folder")  # fmt: skip
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=path, prefix=".write-probe.")
@@ -124,6 +131,16 @@ def check_output_dir(path, option: str = "--out", program: str | None = None) ->
             raise ValueError(f"{option} {path} holds the results of {other} (its manifest.json); give another "
                              "folder, or move them away")  # fmt: skip
     return path
+
+
+def is_run_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a training run: a ``manifest.json`` with the run's ``command`` and ``config`` and no
+    ``program``, which the results of ``prioritylab report``, ``cliffwalk`` and the theory scripts record."""
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and "program" not in manifest and {"command", "config"} <= manifest.keys()
 
 
 def missing_dirs(path) -> list[Path]:

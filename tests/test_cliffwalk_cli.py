@@ -126,3 +126,34 @@ def test_a_folder_holding_another_programs_results_is_refused_before_any_run(tmp
     (tmp_path / "manifest.json").unlink()
     assert main(argv) == 0 and main(argv) == 0  # its own results it replaces
     assert json.loads((tmp_path / "manifest.json").read_text())["program"] == "prioritylab cliffwalk"
+
+
+@pytest.mark.parametrize("command", ["cliffwalk", "report"])
+def test_a_training_runs_folder_or_one_inside_it_is_refused_before_anything_is_written(tmp_path, capsys, command):
+    """A run's manifest.json is what its resume reads: results written over it would lose the run.  The refusal
+    comes before any folder is made, for the run's own folder and for a new folder inside it."""
+    import hashlib
+    import shutil
+    from pathlib import Path
+
+    committed = Path(__file__).parent.parent / "docs/results/minatar_study_long/runs/dqn_MinAtar-Seaquest-v1_lap_s2"
+    run = tmp_path / "runs" / committed.name
+    shutil.copytree(committed, run)
+
+    def files():
+        return {p.relative_to(tmp_path): hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.rglob("*")
+                if p.is_file()}  # fmt: skip
+
+    before = files()
+    for out in (run, run / "report" / "deeper"):
+        argv = {"cliffwalk": ["cliffwalk", "--n", "4", "--seeds", "1", "--no-progress", "--out", str(out)],
+                "report": ["report", str(tmp_path / "runs"), "--out", str(out)]}[command]  # fmt: skip
+        try:
+            code = main(argv)
+        except SystemExit as exit_:  # the report refuses through SystemExit, the cliffwalk by returning
+            code = exit_.code
+        assert code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        where = "is" if out == run else f"is inside {run}, which is"
+        assert len(err) == 1 and f"--out {out} {where} a training run's folder" in err[0], err
+        assert files() == before and not (run / "report").exists()
