@@ -25,7 +25,7 @@ def check_bool(name: str, value) -> bool:
 def check_range(name: str, value, lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> float:
     """Check ``lo <(=) value <(=) hi``; infinite bounds are allowed.  A boolean or a string is not a number here,
     though ``float()`` reads ``True`` as 1 and ``"0.4"`` as 0.4."""
-    if isinstance(value, (bool, np.bool_, str, bytes)):
+    if type(value) is not float and isinstance(value, (bool, np.bool_, str, bytes)):  # a float: the usual case
         raise ValueError(f"{name} must be a number, got {value!r}")
     try:
         v = float(value)

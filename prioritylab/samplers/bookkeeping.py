@@ -352,9 +352,9 @@ class SlotBookkeeping:
             i = int(np.flatnonzero(p == 0)[0])
             raise ValueError(f"priorities[{i}] = 0.0 must be positive: {self.name}'s rule gives every slot a "
                              "positive priority")  # fmt: skip
-        below = p < self._least_priority if self._least_priority > 0 else None  # 0: the check above
-        if below is not None and below.any():
-            i = int(np.flatnonzero(below)[0])
+        least = self._least_priority  # 0 for every rule but LAP's: the checks above cover it
+        if least > 0 and (p < least).any():
+            i = int(np.flatnonzero(p < least)[0])
             raise ValueError(f"priorities[{i}] = {p[i]} is below {self._least_priority_named}, the least "
                              f"priority {self.name}'s rule gives")  # fmt: skip
         code, pos, keep, raw, mass, _ = prepare_update(idx, p, gen, self._generation, ABS, 0.0, self._alpha_for_checks)
