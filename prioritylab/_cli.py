@@ -45,7 +45,8 @@ class Parser(argparse.ArgumentParser):
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Descriptions kept as written; an option's help ends with its default unless it names one already."""
+    """Descriptions kept as written; an option's help ends with its default unless it names one already, or the
+    default is empty (``""``, ``[]``), which would read ``(default: )``."""
 
     def _get_help_string(self, action):
         text = plain(action.help) or ""
@@ -53,8 +54,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         if ("default" in text or any(default is x for x in (None, False, argparse.SUPPRESS))  # 0 is shown
                 or not action.option_strings or isinstance(action, argparse._HelpAction)):  # fmt: skip
             return text
-        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else default
-        return f"{text} (default: {shown})"
+        shown = " ".join(map(str, default)) if isinstance(default, (list, tuple)) else str(default)
+        return f"{text} (default: {shown})" if shown.strip() else text
 
 
 def fail(prog: str, message: str):
@@ -106,9 +107,14 @@ def check_output_dir(path, option: str = "--out", program: str | None = None) ->
     replaced while its other files stayed, described by none; and a training run's folder, or a folder
     inside one: its manifest is what a resume reads, and the run's own files are no place for results.
     """
+    if isinstance(path, str) and not path.strip():  # Path("") is the current folder: an empty value is a slip
+        raise ValueError(f"{option} is empty; give a folder (. for the current one)")
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{option} {path} is an existing file, not a folder")
+    above = next((f for f in path.parents if f.exists()), None)  # the folder it would be made in
+    if above is not None and not above.is_dir():
+        raise ValueError(f"{option} {path}: {above} is an existing file, not a folder")
     if program is not None:  # before any folder is made
         run = next((f for f in (path.resolve(), *path.resolve().parents) if is_run_folder(f)), None)
         if run is not None:

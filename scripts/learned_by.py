@@ -44,7 +44,9 @@ def learned_by(steps: np.ndarray, returns: np.ndarray, random: float) -> tuple[i
 
 def main(argv: list[str] | None = None) -> int:
     p = Parser(description=__doc__.splitlines()[0])
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_FOLDER")
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_FOLDER",
+                   help="a MinAtar run's folder as prioritylab train writes it (manifest.json, "
+                        "evaluations.csv)")  # fmt: skip
     args = p.parse_args(argv)
     rows = []
     try:

@@ -30,7 +30,8 @@ def random_returns(game: str, episodes: int, rng: np.random.Generator, version: 
 
 def main() -> None:
     p = Parser(description=__doc__.splitlines()[0])
-    p.add_argument("--episodes", type=positive_int, default=200)
+    p.add_argument("--episodes", type=positive_int, default=200,
+                   help="episodes of each game (environment seeds 0 .. episodes - 1)")  # fmt: skip
     p.add_argument("--version", choices=("v1", "v0"), default="v1",
                    help="v1: each game's minimal action set (the table's); v0: all 6 actions")
     args = p.parse_args()

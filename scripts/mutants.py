@@ -14,6 +14,7 @@ or if a mutant's target text is not found exactly once (so the list follows the 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -338,6 +339,11 @@ def main(argv=None) -> int:
     p.add_argument("--list", action="store_true", help="list the mutants and check their targets, run nothing")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per pytest run")
     args = p.parse_args(argv)
+    if not (math.isfinite(args.timeout) and args.timeout > 0):  # nan never times out, inf waits for ever
+        p.error(f"--timeout must be a finite number of seconds above 0, got {args.timeout}")
+    for pattern in args.only or ():  # one that matches nothing would list nothing, or run the tests for nothing
+        if not any(pattern in m.name for m in MUTANTS):
+            p.error(f"--only {pattern} matches no mutant (--list names them)")
     mutants = MUTANTS if args.only is None else [m for m in MUTANTS if any(s in m.name for s in args.only)]
     problems = check_targets(MUTANTS)
     for line in problems:

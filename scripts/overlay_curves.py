@@ -29,12 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from prioritylab._cli import Parser
+from prioritylab._cli import Parser, check_output_file, missing_dirs, remove_empty_dirs
 from prioritylab.harness.report.plots import SMOOTH, smooth
 from prioritylab.harness.report.runs import aligned, differing, read_run
 from prioritylab.harness.report.stats import MIN_CI_RUNS, mean_ci
 from prioritylab.provenance import unread_by
-from prioritylab.results import save_figure
+from prioritylab.results import atomic_write
 
 
 def parse_sets(specs: list[str]) -> list[tuple[str, list[Path]]]:
@@ -80,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log", action="store_true", help="a log scale (mean and band over the logarithms)")
     p.add_argument("--each", action="store_true", help="draw each run's curve too")
     args = p.parse_args(argv)
+    made = missing_dirs(args.out.parent)  # what the check of --out makes, taken back if the command stops short
     try:
+        check_output_file(args.out, "--out")  # before the runs are read and the figure drawn
         sets = parse_sets(args.sets)
         loaded = []
         for label, folders in sets:
@@ -107,9 +109,20 @@ def main(argv: list[str] | None = None) -> int:
                     raise ValueError(f"{r['folder']}: {args.column} reaches {low!r}, which a log scale cannot show")
             loaded.append((label, runs, steps, np.log10(values) if args.log else values))
     except ValueError as err:
+        remove_empty_dirs(made)
         print(f"overlay_curves: error: {err}", file=sys.stderr)
         return 2
+    try:
+        draw(args, loaded)
+    except BaseException:
+        remove_empty_dirs(made)
+        raise
+    print(f"wrote {args.out}")
+    return 0
 
+
+def draw(args, loaded: list) -> None:
+    """The figure of the ``loaded`` sets, written to ``args.out`` (:func:`save_figure`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -141,10 +154,16 @@ def main(argv: list[str] | None = None) -> int:
     note += " (both over the logarithms: a geometric mean)" if args.log else ""
     note += "; thin: each run." if args.each else "."
     fig.text(0.01, -0.02, note, fontsize=7, ha="left", va="top")
-    save_figure(fig, args.out)
-    plt.close(fig)
-    print(f"wrote {args.out}")
-    return 0
+    try:
+        save_figure(fig, args.out)
+    finally:
+        plt.close(fig)
+
+
+def save_figure(fig, path: Path) -> None:
+    """``fig`` as a PNG at ``path``, through a temporary file in its folder that no failure leaves behind
+    (:func:`prioritylab.results.atomic_write`)."""
+    atomic_write(path, lambda fh: fig.savefig(fh, format="png", dpi=120, bbox_inches="tight"), binary=True)
 
 
 if __name__ == "__main__":

@@ -34,11 +34,12 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from prioritylab._cli import Parser
+from prioritylab._cli import Parser, check_output_file, missing_dirs, remove_empty_dirs
 from prioritylab.deep.run import SettingsError, pick_device
 from prioritylab.replay import ReplayBuffer
 from prioritylab.samplers import make_sampler
@@ -179,25 +180,49 @@ def copy_strategies(layout: str, device: str, n: int, repeats: int, seed: int = 
 
 def main(argv=None) -> int:
     p = Parser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
+                   help="torch device: cpu, cuda, cuda:1, ..., or auto (default: cuda where there is one, "
+                        "else cpu)")  # fmt: skip
     p.add_argument("--batches", type=int, nargs="+", default=[256], help="batch sizes (default: 256)")
     p.add_argument("--capacity", type=int, default=10**6, help="slots (default: 10^6)")
     p.add_argument("--calls", type=int, default=500, help="timed batches per repeat (default: 500)")
     p.add_argument("--repeats", type=int, default=5, help="repeats; the median is reported (default: 5)")
     p.add_argument("--copies", action="store_true", help="time only the three ways to copy a batch (see above)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1, as the agents)")
-    p.add_argument("--json", default=None, help="also write the rows as JSON here")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the rows as JSON here")
     args = p.parse_args(argv)
-    for name in ("calls", "repeats", "capacity"):
+    for name in ("calls", "repeats", "capacity", "threads"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be at least 1, got {getattr(args, name)}")
     if min(args.batches) < 1:
         p.error(f"--batches must each be at least 1, got {min(args.batches)}")
-    torch.set_num_threads(args.threads)
     try:  # a bad or absent device fails here, before any buffer is filled
         args.device = str(pick_device(args.device))
     except SettingsError as err:
         p.error(str(err))
+    made = missing_dirs(Path(args.json).parent) if args.json else []
+    try:  # the last check, before any timing: a folder it makes is taken back, while empty, if the command stops
+        if args.json is not None and not args.json.strip():
+            raise ValueError("--json is empty; give a file")
+        if args.json is not None:
+            check_output_file(args.json, "--json")
+    except ValueError as err:
+        remove_empty_dirs(made)
+        p.error(str(err))
+    try:
+        torch.set_num_threads(args.threads)
+        rows = _run(args)
+        if args.json is not None:
+            with open(args.json, "w") as fh:
+                json.dump(rows, fh, indent=1)
+    except BaseException:
+        remove_empty_dirs(made)
+        raise
+    return 0
+
+
+def _run(args) -> list[dict]:
+    """The rows of the timings ``args`` ask for, each printed as it is taken."""
     rows = []
     if args.copies:
         for layout in BATCHES:
@@ -210,10 +235,7 @@ def main(argv=None) -> int:
         a, b = r["host_storage_us"], r["device_storage_us"]
         print(f"batch {batch:>4} on {r['device']}: A host storage {a:8.1f} us, B device storage {b:8.1f} us "
               f"(B/A {b / a:.2f}); draw + host gather alone {r['draw_and_host_gather_us']:.1f} us")  # fmt: skip
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
-    return 0
+    return rows
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -159,6 +160,20 @@ def test_bad_settings_fail_before_any_work_with_one_line(args, message, tmp_path
     (["sac", "--log-prob-of", "raw"], "--log-prob-of must be 'unit' or 'scaled', got 'raw'"),
     (["td3", "--buffer-size", "3"], "--buffer-size 3 gives a replay of 3 slots, fewer than the 4 it needs"),
     (["td3", "--steps", "1e5000"], "--steps"),  # left for tyro to refuse, not written out digit by digit
+    # sizes without a bound of their own, which failed at the first update or evaluation, the run folder written
+    (["td3", "--batch-size", str(2**40)], f"--batch-size {2**40}: a batch needs at least 52,776.6 GB but only"),
+    (["td3", "--eval-episodes", str(2**62)], f"--eval-episodes {2**62}: an evaluation's returns need at least"),
+    (["td3", "--hidden", str(2**40)], f"--hidden {2**40}: the networks are too large to build"),
+    (["sac", "--hidden", "100000"], "--hidden 100000: the networks need at least"),  # 10^10 weights per layer
+    (["td3", "--sampler", "ners", "--replay.ners-local", str(2**40)],
+     f"--replay.ners-local {2**40}: NERS's scorer needs at least"),
+    (["td3", "--env", "nosuchmodule:Foo-v0"], "unknown environment 'nosuchmodule:Foo-v0': no module named "
+                                              "'nosuchmodule' to import it from"),
+    (["sac", "--log-std-min", "3"], "--log-std-min 3.0 must be below --log-std-max 2.0"),
+    (["td3", "--stop-after", "600"], "--stop-after 600 is not before the run's last step (--steps 600)"),
+    (["td3", "--device", "cpu:3"], "device 'cpu:3': torch has one CPU device (cpu, or cpu:0)"),
+    (["dqn", "--env", "MinAtar/Breakout-v1", "--start-steps", "599", "--update-every", "7"],
+     "the first update would come at step 602 (the first multiple of --update-every 7 from --start-steps 599 on)"),
 ])  # fmt: skip
 def test_settings_that_would_fail_late_are_refused_before_any_work(args, message, tmp_path, capsys):
     try:
@@ -186,8 +201,37 @@ def test_output_folder_that_cannot_be_created_is_refused(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     assert cli_main(["train", "td3", "--out", str(blocker / "runs"), "--no-progress"]) == 2
-    assert "cannot be written" in capsys.readouterr().err
-    assert blocker.read_text() == "not a folder"
+    assert f"--out {blocker / 'runs'}: {blocker} is an existing file, not a folder" in capsys.readouterr().err
+    assert cli_main(["train", "td3", "--out", str(blocker), "--no-progress"]) == 2
+    assert f"--out {blocker} is an existing file, not a folder" in capsys.readouterr().err
+    assert blocker.read_text() == "not a folder" and [p.name for p in tmp_path.iterdir()] == ["a-file"]
+
+
+@pytest.mark.parametrize("given", [["--out", ""], ["--out="], ["--out", " "]])
+def test_an_empty_out_is_refused_not_read_as_the_current_folder(given, tmp_path, capsys, monkeypatch):
+    """``Path("")`` is the current folder: an empty ``--out`` (a variable that was not set) would write the run
+    where the command was typed."""
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["train", "td3", "--env", "Pendulum-v1", *given, "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "prioritylab train td3: error: --out is empty; give the folder that holds the runs (. for the " \
+                  "current one)", err  # fmt: skip
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("inside", [".", "tb/more"])
+def test_out_at_or_inside_a_run_folder_is_refused(inside, tmp_path, capsys):
+    """A run written into another run's folder would be found with it by ``report`` and ``collect``."""
+    run = tmp_path / "td3_Pendulum-v1_uniform_s0"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"command": "prioritylab train td3", "config": {}}))
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    out = run / inside
+    assert cli_main(["train", "td3", "--env", "Pendulum-v1", "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    where = "is" if inside == "." else f"is inside {run}, which is"
+    assert err.endswith(f"--out {out} {where} a training run's folder; give the folder that holds the runs"), err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
 def test_finished_run_is_not_overwritten_without_a_flag(tmp_path, capsys):
@@ -195,8 +239,11 @@ def test_finished_run_is_not_overwritten_without_a_flag(tmp_path, capsys):
             "--eval-episodes", "1", "--hidden", "16", "--batch-size", "8", "--out", str(tmp_path), "--no-progress"]
     assert cli_main(args) == 0
     capsys.readouterr()
+    lock = tmp_path / "td3_Pendulum-v1_uniform_s0" / ".lock"
+    lock.write_text("4242\n")  # the pid of the process that ran it, long gone
     assert cli_main(args) == 2
     assert "already holds a finished run" in capsys.readouterr().err
+    assert lock.read_text() == "4242\n"  # the refused run wrote nothing into the folder, its lock file included
     assert cli_main(["train", "sac", *args[2:], "--resume"]) == 2  # no sac run there
     assert cli_main([*args, "--overwrite"]) == 0
 

@@ -112,6 +112,114 @@ def test_bench_sumtree_refuses_a_capacity_whose_trees_cannot_fit_before_any_work
     assert len(err) == 1 and "--capacities 65,536: its trees alone need at least" in err[0]
 
 
+@pytest.mark.parametrize("bench_name", ["sumtree", "replay"])
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "abc"])
+def test_cli_refuses_seconds_that_are_not_a_finite_positive_number(bench_name, value, capsys, monkeypatch):
+    """``--seconds inf`` would time one cell for ever; the message names the option's kind, not a function."""
+    from prioritylab.bench import replay_check
+
+    monkeypatch.setattr(bench, "run", lambda *a, **k: pytest.fail("the benchmark ran"))
+    monkeypatch.setattr(replay_check, "self_check", lambda *a, **k: pytest.fail("the benchmark ran"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", bench_name, "--seconds", value])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and err == [f"prioritylab bench {bench_name}: error: argument --seconds: must be "
+                                                 f"a finite number of seconds above 0, got {value!r}"]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["sumtree", "--capacities", "2^63"], "argument --capacities: size must be at most 2^62, got '2^63'"),
+    (["sumtree", "--batches", "9^999999999"], "argument --batches: size must be at most 2^62, got '9^999999999'"),
+    (["sumtree", "--batches", "1" + "0" * 5000], "argument --batches: size must be at most 2^62, got '100"),
+    (["agent", "--buffer-size", "10**20"], "argument --buffer-size: size must be at most 2^62, got '10**20'"),
+    (["agent", "--threads", "4097"], "argument --threads: must be at most 4096 threads, got '4097'"),
+    (["replay", "--threads", "10**6"], "argument --threads: must be at most 4096 threads, got '10**6'"),
+])  # fmt: skip
+def test_cli_refuses_a_size_past_its_bound_when_parsing(argv, message, capsys, monkeypatch):
+    """A size is an int64 count: one past 2^62 is refused before it is computed (9^999999999 would take minutes)."""
+    from prioritylab.bench import agent as bench_agent
+    from prioritylab.bench import replay_check
+
+    for module, name in ((bench, "run"), (bench_agent, "build"), (replay_check, "self_check")):
+        monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("the benchmark ran"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(err) == 1 and message in err[0]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--buffer-size", "3"], "--buffer-size 3: td3's replay needs at least 4 slots (n_step + frame_stack + 2)"),
+    (["--agents", "dqn", "--atari-buffer-size", "6"],
+     "--atari-buffer-size 6: dqn's replay needs at least 7 slots (n_step + frame_stack + 2)"),
+    (["--buffer-size", "10**15"], "--buffer-size 1,000,000,000,000,000: a replay of 1,000,000,000,000,000 slots needs "
+                                  "at least"),
+    (["--batch", "10**12"], "--batch 1,000,000,000,000: a batch needs at least"),
+    (["--agents", "dqn", "--atari-batch", "10**9"], "--atari-batch 1,000,000,000: a batch needs at least"),
+    (["--hidden", "10**6"], "--hidden 1,000,000: the networks of 7 contenders need at least"),
+    (["--hidden", "2**40"], "--hidden 1,099,511,627,776: td3's networks are too large to build"),
+])  # fmt: skip
+def test_bench_agent_refuses_sizes_it_cannot_hold_before_any_work(args, message, tmp_path, capsys, monkeypatch):
+    """Below the replay's least size, or past the memory available (at least: the replay by its formula, the
+    networks' weights, a batch), a size is one line before anything is built, and --json's folder is not made."""
+    from prioritylab import _checks
+    from prioritylab.bench import agent as bench_agent
+
+    monkeypatch.setattr(_checks, "available_bytes", lambda: 8 * 2**30)
+    monkeypatch.setattr(bench_agent, "build", lambda *a, **k: pytest.fail("a contender was built"))
+    path = tmp_path / "new" / "bench.json"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "agent", "--quick", "--peers", "--no-progress", "--json", str(path), *args])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--quick", "--layouts", "atari", "--envs", "1", "147"],
+     "--envs 147: the atari buffer's 1,024 slots give 6 an environment, fewer than the 7 a replay needs"),
+    (["--check-only", "--layouts", "atari", "--envs", "257"],
+     "--envs 257: the self-check marks the atari frames of at most 256 environments"),
+    (["--quick", "--layouts", "mujoco", "--envs", "1000"], "--envs 1,000: the contenders' pre-made steps need at "
+                                                           "least"),
+])  # fmt: skip
+def test_bench_replay_refuses_more_environments_than_its_buffers_hold_before_any_work(argv, message, tmp_path,
+                                                                                      capsys, monkeypatch):  # fmt: skip
+    from prioritylab import _checks
+    from prioritylab.bench import replay_check
+
+    monkeypatch.setattr(_checks, "available_bytes", lambda: 2**20)
+    monkeypatch.setattr(replay_check, "self_check", lambda *a, **k: pytest.fail("a contender was checked"))
+    path = tmp_path / "new" / "bench.json"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "replay", "--no-progress", "--json", str(path), *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_refusal_after_the_json_check_takes_back_the_folders_it_made(tmp_path, capsys, monkeypatch):
+    """``--json PATH``'s folder is made when it is checked, the last check; a command that then stops (a setting
+    the agents refuse while built, an error, Ctrl-C) leaves no empty folder behind, and one it wrote into stays."""
+    from prioritylab.bench import agent as bench_agent
+    from prioritylab.deep.run import SettingsError
+
+    def refused(*args, **kwargs):
+        assert (tmp_path / "new" / "deeper").is_dir()  # made by the check, before the build
+        raise SettingsError("a setting refused while the contenders are built")
+
+    monkeypatch.setattr(bench_agent, "build", refused)
+    path = tmp_path / "new" / "deeper" / "bench.json"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "agent", "--quick", "--peers", "--no-progress", "--json", str(path)])
+    assert exit_info.value.code == 2 and not (tmp_path / "new").exists()
+    assert capsys.readouterr().err.strip() == ("prioritylab bench agent: error: a setting refused while the "
+                                               "contenders are built")  # fmt: skip
+    with pytest.raises(SystemExit):
+        main(["bench", "sumtree", "--json", ""])
+    assert capsys.readouterr().err.strip() == "prioritylab bench sumtree: error: --json is empty; give a file"
+
+
 @pytest.mark.parametrize(("args", "message"),
                          [(["--env", "Hoper-v5"], "unknown environment 'Hoper-v5'"),
                           (["--env", "CartPole-v1"], "needs a continuous (Box) action space"),

@@ -127,6 +127,32 @@ def test_transfer_ab_refuses_a_zero_count_in_one_line(capsys, args, message):
     assert stop.value.code == 2 and capsys.readouterr().err.strip().splitlines()[-1].endswith(message)
 
 
+def test_transfer_ab_checks_its_json_path_before_any_timing_and_leaves_no_folder_behind(tmp_path, capsys,
+                                                                                        monkeypatch):  # fmt: skip
+    """An existing folder as ``--json`` is one line before any buffer is filled (it failed after the timings); a
+    folder the check made is taken back when the timings then fail; every option has its help."""
+    from theory_scripts import load_script
+
+    script = load_script("transfer_ab")
+    monkeypatch.setattr(script, "measure", lambda *a, **k: pytest.fail("timed before the checks"))
+    with pytest.raises(SystemExit) as stop:
+        script.main(["--device", "cpu", "--json", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and err[0].endswith(f"--json {tmp_path} is a folder, not a file")
+
+    def failing(*args, **kwargs):
+        assert (tmp_path / "new").is_dir()
+        raise RuntimeError("a failing timing")
+
+    monkeypatch.setattr(script, "measure", failing)
+    with pytest.raises(RuntimeError, match="a failing timing"):
+        script.main(["--device", "cpu", "--json", str(tmp_path / "new" / "ab.json")])
+    assert not (tmp_path / "new").exists()
+    with pytest.raises(SystemExit):
+        script.main(["--help"])
+    assert "--device DEVICE torch device: cpu, cuda" in " ".join(capsys.readouterr().out.split())
+
+
 def test_a_resident_set_that_did_not_grow_is_not_printed_as_a_size():
     """The RSS column is the growth of the process's resident set while a buffer was built: a build that reused
     memory freed before it shows no growth, which is not a size of 0 MB."""

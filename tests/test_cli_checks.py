@@ -3,12 +3,17 @@ a non-zero exit, nothing written.  Result files get the usual permissions, and -
 
 from __future__ import annotations
 
+import argparse
 import os
+import runpy
 import stat
+import sys
+from pathlib import Path
 
 import pytest
-from theory_scripts import load_theory_script
+from theory_scripts import ROOT, load_theory_script
 
+from prioritylab._cli import HelpFormatter
 from prioritylab.cli import main
 from prioritylab.results import write_csv, write_json
 
@@ -63,7 +68,7 @@ def test_an_existing_file_as_out_is_refused_before_any_work(command, a_file, cap
 def test_an_unwritable_out_is_refused_before_any_work(capsys, a_file):
     bad = a_file / "below"  # a folder below a regular file can never be created
     code, err = outcome(capsys, cli("cliffwalk", "--n", "3", "--seeds", "1", "--no-progress", "--out", str(bad)))
-    assert code == 2 and len(err) == 1 and str(bad) in err[0] and "cannot be written" in err[0]
+    assert code == 2 and len(err) == 1 and f"--out {bad}: {a_file} is an existing file, not a folder" in err[0]
 
 
 def test_bench_json_path_is_checked_before_timing(capsys, a_file):
@@ -173,6 +178,60 @@ def test_a_default_of_zero_is_shown_in_the_help(capsys):
         with pytest.raises(SystemExit):
             main([*command, "--help"])
         assert line in " ".join(capsys.readouterr().out.split())
+
+
+def _actions(parser: argparse.ArgumentParser, prog: str):
+    """``(prog, action, parser)`` of every option and positional of ``parser`` and of its subcommands."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _actions(sub, f"{prog} {name}")
+        elif not isinstance(action, argparse._HelpAction):
+            yield prog, action, parser
+
+
+SCRIPTS = sorted((ROOT / "scripts").glob("*.py")) + sorted((ROOT / "theory").glob("*.py"))
+
+
+def _script_parser(path: Path, monkeypatch) -> argparse.ArgumentParser:
+    """The parser ``path`` builds when run as a script: caught where it would parse ``sys.argv``."""
+    caught = []
+
+    def catch(self, args=None, namespace=None):
+        caught.append(self)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", catch)
+    monkeypatch.setattr(sys, "argv", [str(path)])
+    with pytest.raises(SystemExit):
+        runpy.run_path(str(path), run_name="__main__")
+    monkeypatch.undo()
+    return caught[0]
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_every_option_of_a_script_has_help_and_no_empty_default(path, monkeypatch):
+    """An option without help (minatar_random.py's --episodes, learned_by.py's RUN_FOLDER, transfer_ab.py's --device)
+    says nothing in --help; an empty default ("" or []) read "(default: )" there."""
+    parser = _script_parser(path, monkeypatch)
+    assert [f"{prog}: {a.option_strings or a.metavar or a.dest}" for prog, a, _ in _actions(parser, path.name)
+            if not a.help] == []  # fmt: skip
+    assert "(default: )" not in parser.format_help()
+
+
+def test_every_option_of_a_subcommand_has_help_and_no_empty_default():
+    from prioritylab.cli import build_parser
+
+    parsers = {}
+    for prog, action, parser in _actions(build_parser(), "prioritylab"):
+        assert action.help, f"{prog}: {action.option_strings or action.dest}"
+        parsers[prog] = parser
+    for prog, parser in parsers.items():
+        assert "(default: )" not in parser.format_help(), prog
+    for default in ("", []):
+        p = argparse.ArgumentParser(formatter_class=HelpFormatter)
+        p.add_argument("--x", default=default, help="an option")
+        assert "  --x X       an option\n" in p.format_help()
 
 
 def test_a_manifest_records_the_cpu_its_vector_units_and_the_kernels_torch_takes(tmp_path):

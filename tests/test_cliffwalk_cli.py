@@ -26,7 +26,7 @@ def test_cli_runs_and_writes_files(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,named", [
     (["--n", "0"], "n must"), (["--alpha", "-1"], "alpha"), (["--cap", "0"], "'0'"), (["--rho", "2"], "rho"),
-    (["--init-std", "inf"], "init_std must be in [0.0, inf), got inf"), (["--alpha", "inf"], "alpha"),
+    (["--init-std", "inf"], "--init-std must be in [0.0, inf), got inf"), (["--alpha", "inf"], "alpha"),
     (["--eps", "inf"], "eps"), (["--n", "4", "5", "4"], "--n lists a size twice (4 5 4)"),
     (["--benchmark", "--n", "0"], "--benchmark measures fixed settings (docs/benchmarks.md) and takes no other "
                                   "option, got --n --seeds"),  # --no-progress: it draws no bar anyway
@@ -39,6 +39,26 @@ def test_cli_bad_input_exits_with_a_message(argv, named, capsys):
     err = capsys.readouterr().err.strip()
     assert code == 2 and err.startswith("prioritylab cliffwalk: error:") and named in err
     assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--n", "0"], "--n must be an integer in [1, "),
+    (["--init-std", "-1"], "--init-std must be in [0.0, inf), got -1.0"),
+    (["--window", "0"], "--window must be a positive integer, got 0"), (["--rho", "1"], "--rho must be in (0.0, 1.0)"),
+    (["--sampler", "per", "--eps", "0", "--init", "td"], "--eps = 0 with --init 'small' or 'td' can leave no"),
+    (["--out", ""], "--out is empty; give a folder (. for the current one)"),
+])  # fmt: skip
+def test_a_bad_setting_is_named_by_the_option_typed(argv, message, tmp_path, capsys, monkeypatch):
+    """The messages named the settings' fields ("init_std", "n"), not the options typed; ``--out ''`` was taken for
+    no --out and the runs went unsaved."""
+    from prioritylab.cliffwalk import experiments
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(experiments, "run_grid", lambda *a, **k: pytest.fail("the runs started"))
+    assert main(["cliffwalk", "--n", "4", "--seeds", "1", "--no-progress", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"prioritylab cliffwalk: error: {message}"), err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_speed_benchmark_runs_and_reports_its_columns(tmp_path, capsys):

@@ -236,3 +236,31 @@ def test_a_missing_source_or_an_into_that_is_a_file_is_a_one_line_error(tmp_path
     (tmp_path / "file").write_text("x")
     line = refused(["collect", str(tmp_path / "runs"), "--into", str(tmp_path / "file")], capsys)
     assert f"--into {tmp_path / 'file'} is not a folder" in line
+
+
+def training_run(folder: Path) -> Path:
+    """A training run's folder as train writes it: its manifest records the command and the config."""
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text('{"command": ["prioritylab", "train", "td3"], "config": {"agent": "td3"}}')
+    return folder
+
+
+@pytest.mark.parametrize("inside", ["", "kept"])
+def test_an_into_that_is_a_training_runs_folder_or_inside_one_is_refused(tmp_path, capsys, inside):
+    """Its manifest is what a resume reads; the copies would be found as runs of their own (as report refuses)."""
+    fake_run(tmp_path / "runs", "per", 0, [1.0] * 12)
+    run = training_run(tmp_path / "elsewhere" / "td3_Hopper-v5_per_s7")
+    into = run / inside if inside else run
+    line = refused(["collect", str(tmp_path / "runs"), "--into", str(into)], capsys)
+    where = "is" if not inside else f"is inside {run}, which is"
+    assert line == (f"prioritylab collect: error: --into {into} {where} a training run's folder (its manifest.json is "
+                    "the run's); give another folder")  # fmt: skip
+    assert sorted(p.name for p in run.iterdir()) == ["manifest.json"]
+
+
+def test_an_empty_into_is_refused_not_read_as_the_current_folder(tmp_path, capsys, monkeypatch):
+    fake_run(tmp_path / "runs", "per", 0, [1.0] * 12)
+    monkeypatch.chdir(tmp_path)
+    line = refused(["collect", "runs", "--into", ""], capsys)
+    assert line == "prioritylab collect: error: --into is empty; give a folder (. for the current one)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]

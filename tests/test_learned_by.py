@@ -76,3 +76,10 @@ def test_the_long_studys_budgets_reach_past_where_the_probe_learned_each_game():
         "agent": "dqn", **{k: v for k, v in study.REDUCED.items() if k != "steps"}, **pinned.get(r["sampler"], {})}
         for r in runs)  # fmt: skip
     assert long.KAPPA == {"lap": 1.0, "pal": 1.0}
+
+
+def test_the_help_says_what_a_run_folder_is(capsys):
+    with pytest.raises(SystemExit) as stop:
+        load_script("learned_by").main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert stop.value.code == 0 and "RUN_FOLDER a MinAtar run's folder as prioritylab train writes it" in text

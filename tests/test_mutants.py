@@ -28,3 +28,34 @@ def test_every_mutant_finds_its_target_once_and_names_existing_tests():
         assert mutant.old != mutant.new, mutant.name
         for test in mutant.tests:
             assert (ROOT / test.split("::")[0]).exists(), (mutant.name, test)
+
+
+def test_an_only_pattern_that_matches_no_mutant_is_refused_before_anything_runs(capsys, monkeypatch):
+    """It listed nothing with --list, and without it ran the whole unmutated suite before failing."""
+    import pytest
+
+    m = _mutants_module()
+    monkeypatch.setattr(m, "copy_repository", lambda dest: pytest.fail("the repository was copied"))
+    for argv in (["--list"], []):
+        with pytest.raises(SystemExit) as stop:
+            m.main(["--only", "tree_update", "NOMATCH", *argv])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and len(err) == 1
+        assert err[0].endswith(": error: --only NOMATCH matches no mutant (--list names them)")
+    assert m.main(["--only", "tree_update", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed and all(line.startswith("tree_update: ") for line in listed)
+
+
+def test_a_timeout_that_is_not_a_finite_positive_number_is_refused_before_anything_runs(capsys, monkeypatch):
+    """nan never times a pytest run out, and inf or a negative number waits for ever or not at all."""
+    import pytest
+
+    m = _mutants_module()
+    monkeypatch.setattr(m, "copy_repository", lambda dest: pytest.fail("the repository was copied"))
+    for value in ("nan", "inf", "-1", "0"):
+        with pytest.raises(SystemExit) as stop:
+            m.main(["--only", "tree_update", "--timeout", value])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and len(err) == 1
+        assert err[0].endswith(f": error: --timeout must be a finite number of seconds above 0, got {float(value)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from theory_scripts import load_script
 
 
@@ -134,3 +135,28 @@ def test_evaluations_before_a_diagnostic_has_a_value_are_left_out(tmp_path, monk
         with_column(run_folder(tmp_path, f"td3_s{s}", [1.0] * 6), "ess_mean", ["nan"] * first + [0.9] * (6 - first))
     assert script.main([f"x={tmp_path}/td3_s*", "--out", str(tmp_path / "f.png"), "--column", "ess_mean"]) == 0
     assert list(drawn["x"][0]) == [400, 500, 600]  # from the first evaluation at which both runs have a value
+
+
+def test_an_out_that_cannot_be_written_is_refused_first_and_no_temporary_file_stays(tmp_path, capsys, monkeypatch):
+    """``--out FOLDER`` failed after the figure, leaving its half-written temporary PNG beside the folder: it is one
+    line before any run is read; a figure that fails while written leaves neither a temporary file nor a folder."""
+    from matplotlib.figure import Figure
+
+    script = load_script("overlay_curves")
+    run_folder(tmp_path / "runs", "lap_s0", [1.0] * 6)
+    (tmp_path / "fig").mkdir()
+    monkeypatch.setattr(script, "read_run", lambda folder: pytest.fail("a run was read"))
+    assert script.main([f"a={tmp_path}/runs/lap_s*", "--out", str(tmp_path / "fig")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"overlay_curves: error: --out {tmp_path / 'fig'} is a folder, not a file"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig", "runs"] and not any((tmp_path / "fig").iterdir())
+    monkeypatch.undo()
+
+    def failing_savefig(self, fh, **kwargs):
+        fh.write(b"\x89PNG half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Figure, "savefig", failing_savefig)
+    with pytest.raises(OSError, match="disk full"):
+        script.main([f"a={tmp_path}/runs/lap_s*", "--out", str(tmp_path / "new" / "fig.png")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig", "runs"]

@@ -410,6 +410,17 @@ def test_the_script_refuses_a_bad_option_before_any_work(tmp_path, argv, message
     assert not (tmp_path / "out").exists()
 
 
+def test_a_refused_write_doc_in_a_new_folder_leaves_no_folder_behind(tmp_path, capsys):
+    """The check of ``--write-doc`` made its folder before it found no page there; the refusal took nothing back."""
+    script = load_script()
+    page = tmp_path / "new" / "deeper" / "page.md"
+    with pytest.raises(SystemExit) as err:
+        script.main(["--quick", "--out", str(tmp_path / "out"), "--write-doc", str(page)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and f"--write-doc {page} cannot be read" in lines[0], lines
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_run_smaller_than_the_defaults_says_its_verdicts_can_differ(tmp_path, capsys):
     """Settings below the defaults, without --quick, can flip a verdict (too few seeds for a z-test): the verdict
     table is followed by one line naming each option that shrank the run, and a default-sized option is not

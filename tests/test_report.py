@@ -1841,7 +1841,7 @@ def test_a_copy_whose_manifest_gives_its_seed_as_text_is_still_a_copy(tmp_path):
     for seed in range(3):
         fake_run(runs, "uniform", seed, [1.0 + seed] * 12)
         fake_run(runs, "per", seed, [3.0 + seed] * 12)
-    copy = runs / "td3_Hopper-v5_per_s1_copy"
+    copy = runs / "copy" / "td3_Hopper-v5_per_s1"  # named as its manifest names it (the seed "1" as 1)
     shutil.copytree(runs / "td3_Hopper-v5_per_s1", copy)
     manifest = json.loads((copy / "manifest.json").read_text())
     (copy / "manifest.json").write_text(json.dumps({**manifest, "config": {**manifest["config"], "seed": "1"}}))
@@ -1849,3 +1849,36 @@ def test_a_copy_whose_manifest_gives_its_seed_as_text_is_still_a_copy(tmp_path):
     text = (tmp_path / "out" / "table.md").read_text()
     assert "the same evaluations under several seeds (one run's files copied under another seed?)" in text
     assert result["differences"] == []
+
+
+def test_a_run_whose_manifest_was_edited_to_another_environment_is_left_out_and_named(tmp_path, capsys):
+    """Asterix's scores under a manifest that says Breakout would be listed as Breakout's: the folder, named by train
+    from the manifest it was written with, tells (as collect refuses such a run)."""
+    runs = tmp_path / "runs"
+    for seed in range(2):
+        fake_run(runs, "per", seed, [1.0 + seed] * 12, agent="dqn", env="MinAtar/Breakout-v1")
+    fake_run(runs, "per", 2, [50.0] * 12, agent="dqn", env="MinAtar/Asterix-v1")
+    edited = runs / "dqn_MinAtar-Asterix-v1_per_s2"
+    manifest = json.loads((edited / "manifest.json").read_text())
+    manifest["config"]["env"] = "MinAtar/Breakout-v1"
+    (edited / "manifest.json").write_text(json.dumps(manifest))
+    assert cli_main(["report", str(runs), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    said = (f"left out: {edited}: corrupt ({edited} is named dqn_MinAtar-Asterix-v1_per_s2, but its manifest is that "
+            "of dqn_MinAtar-Breakout-v1_per_s2 (a renamed folder, or an edited manifest.json))")  # fmt: skip
+    assert said in out
+    assert "2 runs in 1 groups" in out
+    assert str(edited) not in json.loads((tmp_path / "out" / "manifest.json").read_text())["run_folders"]
+    assert "| dqn | MinAtar/Breakout-v1 | per | 2 (few seeds) |" in (tmp_path / "out" / "table.md").read_text()
+
+
+def test_an_empty_out_is_refused_not_read_as_the_current_folder(tmp_path, capsys, monkeypatch):
+    runs = tmp_path / "runs"
+    fake_run(runs, "per", 0, [1.0] * 12)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as err:
+        cli_main(["report", str(runs), "--out", ""])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and lines == ["prioritylab report: error: --out is empty; give a folder (. for the "
+                                             "current one)"]  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]

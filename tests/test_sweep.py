@@ -91,7 +91,8 @@ def test_runs_at_once_whose_replays_do_not_fit_together_stop_the_sweep_before_an
 
     spec = tmp_path / "spec.py"  # Pendulum: 12 + 4 + 31 + 90 + 8 = 145 bytes a slot; 2 x steps slots a replay
     spec.write_text("def runs(budget):\n    return [{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': x, "
-                    "'steps': s, 'start_steps': 20} for x, s in (('uniform', 1_000), ('per', 2_000), ('lap', 500))]\n")
+                    "'steps': s, 'start_steps': 20, 'hidden': 8} for x, s in (('uniform', 1_000), ('per', 2_000), "
+                    "('lap', 500))]\n")  # the networks (6 kB), a batch (12 kB) and the returns fit in the margins below
     needs = [145 * 2 * steps for steps in (1_000, 2_000, 500)]
     monkeypatch.setattr(_checks, "available_bytes", lambda: needs[0] + needs[1] - 10_000)
     out = tmp_path / "runs"
@@ -106,7 +107,7 @@ def test_runs_at_once_whose_replays_do_not_fit_together_stop_the_sweep_before_an
     assert not out.exists()
     monkeypatch.setattr(_checks, "available_bytes", lambda: needs[0] + needs[1])  # just enough
     assert cli_main(["sweep", str(spec), "--out", str(out), "--jobs", "2", "--dry-run"]) == 0
-    monkeypatch.setattr(_checks, "available_bytes", lambda: needs[1])  # one at a time
+    monkeypatch.setattr(_checks, "available_bytes", lambda: needs[1] + 20_000)  # one at a time
     assert cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 0
 
 
@@ -117,8 +118,9 @@ def test_a_local_ray_instance_is_checked_for_the_runs_it_runs_at_once(tmp_path, 
 
     spec = tmp_path / "spec.py"
     spec.write_text("def runs(budget):\n    return [{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': x, "
-                    "'steps': s, 'start_steps': 20} for x, s in (('uniform', 1_000), ('per', 2_000))]\n")  # fmt: skip
-    monkeypatch.setattr(_checks, "available_bytes", lambda: 145 * 2 * 2_000 + 10_000)  # the larger alone fits
+                    "'steps': s, 'start_steps': 20, 'hidden': 8} for x, s in (('uniform', 1_000), "
+                    "('per', 2_000))]\n")  # fmt: skip
+    monkeypatch.setattr(_checks, "available_bytes", lambda: 145 * 2 * 2_000 + 30_000)  # the larger alone fits
     monkeypatch.setattr(sweep, "ray_slots", lambda address: 2 if address is None else 1)
     with pytest.raises(SystemExit) as exit_:
         cli_main(["sweep", str(spec), "--out", str(tmp_path / "runs"), "--backend", "ray", "--dry-run"])
@@ -801,3 +803,100 @@ def test_the_ray_address_check_reads_host_and_port_and_leaves_other_forms_to_ray
         with pytest.raises(ValueError, match=re.escape(f"--address {address}: nothing accepted a connection at "
                                                        f"127.0.0.1:{closed}")):
             sweep.check_reachable(address)
+
+
+def refused(argv: list[str], capsys) -> str:
+    """The one line a command refused before any work prints."""
+    with pytest.raises(SystemExit) as exit_:
+        cli_main(argv)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (["--seeds", "100000000000"], "--seeds 100000000000 from --first-seed 0 would use seeds up to 99999999999, above "
+                                  "the largest seed train takes, 4294967195"),
+    (["--seeds", "2", "--first-seed", "4294967195"], "would use seeds up to 4294967196, above the largest seed"),
+    (["--seeds", "4294967000"], "--seeds 4294967000 for the 2 runs of the specification gives 8589934000 runs, more "
+                                "than a sweep takes (10000)"),
+])  # fmt: skip
+def test_a_seed_count_too_large_is_refused_before_the_runs_are_expanded(tmp_path, capsys, monkeypatch, options,
+                                                                         message):  # fmt: skip
+    """The list of runs is as long as the seeds are many: it must not be built (a dry run would fill the memory)."""
+    from prioritylab.deep.run import MAX_SEED
+
+    assert MAX_SEED == 4294967195
+    spec = tmp_path / "spec.py"
+    spec.write_text(VALID)
+    monkeypatch.setattr(sweep, "expand", lambda *a, **k: pytest.fail("the runs were expanded"))
+    started = time.monotonic()
+    line = refused(["sweep", str(spec), *options, "--out", str(tmp_path / "runs"), "--dry-run"], capsys)
+    assert message in line and time.monotonic() - started < 30
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("def runs(budget)\n    return []\n", "spec.py: SyntaxError at line 1: expected ':'"),
+    ("x = 1\n  y = 2\n", "spec.py: IndentationError at line 2: unexpected indent"),
+    ("LIMIT = 3\nassert LIMIT > 5, 'too few'\n", "spec.py: AssertionError at line 2 as it loads: too few"),
+    ("import nosuchmodule_here\n", "spec.py: ModuleNotFoundError at line 1 as it loads: No module named "
+                                   "'nosuchmodule_here'"),
+    ("def runs(budget):\n    raise ValueError(f'no budget {budget}')\n",
+     "spec.py: ValueError at line 2 in runs('reduced'): no budget reduced"),
+    ("def runs(budget):\n    return {'a': 1}[budget]\n", "spec.py: KeyError at line 2 in runs('reduced'): 'reduced'"),
+    ("import sys\nsys.exit(3)\n", "spec.py exited with 3 as it loads (sys.exit); a specification defines "
+                                  "runs(budget) and must not exit"),
+    ("import sys\ndef runs(budget):\n    sys.exit()\n", "spec.py exited in runs('reduced') (sys.exit)"),
+])  # fmt: skip
+def test_a_specification_that_fails_is_a_one_line_error_naming_it(tmp_path, capsys, text, message):
+    spec = tmp_path / "spec.py"
+    spec.write_text(text)
+    line = refused(["sweep", str(spec), "--out", str(tmp_path / "runs"), "--dry-run"], capsys)
+    assert line.startswith(f"prioritylab sweep: error: sweep specification {spec}") and message in line, line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("'steps': True", "run 0: steps must be an integer, got True"),
+    ("'replay.alpha': False", "run 0: replay.alpha must be a number, got False"),
+])  # fmt: skip
+def test_a_true_or_false_for_a_setting_of_another_kind_is_refused_naming_it(tmp_path, capsys, setting, message):
+    """A boolean is written as a bare flag (--steps), which left train with a flag missing its value."""
+    spec = tmp_path / "spec.py"
+    spec.write_text("def runs(budget):\n    return [{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': 'per', "
+                    f"'start_steps': 20, 'steps': 40, {setting}}}]\n")  # fmt: skip
+    line = refused(["sweep", str(spec), "--out", str(tmp_path / "runs"), "--dry-run"], capsys)
+    assert f"{spec}: {message} (only a True/False setting takes True or False)" in line and "Missing" not in line
+
+
+def test_an_empty_out_is_refused_not_read_as_the_current_folder(tmp_path, capsys, monkeypatch):
+    spec = tmp_path / "spec.py"
+    spec.write_text(VALID)
+    monkeypatch.chdir(tmp_path)
+    line = refused(["sweep", str(spec), "--out", "", "--dry-run"], capsys)
+    assert line == "prioritylab sweep: error: --out is empty; give a folder (. for the current one)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.py"]
+
+
+def test_an_env_whose_module_does_not_exist_is_a_one_line_error(tmp_path, capsys):
+    """gymnasium imports the module named before the colon of an id: a missing one is train's refusal, not a
+    traceback."""
+    spec = tmp_path / "spec.py"
+    spec.write_text(VALID.replace("MountainCarContinuous-v0", "nosuchmodule:Foo-v0"))
+    line = refused(["sweep", str(spec), "--out", str(tmp_path / "runs"), "--dry-run"], capsys)
+    assert "nosuchmodule" in line and line.startswith("prioritylab sweep: error: run td3_nosuchmodule:Foo-v0")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_out_inside_a_training_runs_folder_is_refused_before_any_run(tmp_path, capsys):
+    """Every run would be refused by train for it, one by one: the sweep refuses it first, naming the run folder."""
+    run = tmp_path / "td3_Pendulum-v1_uniform_s0"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"command": "prioritylab train td3", "config": {}}))
+    spec = tmp_path / "spec.py"
+    spec.write_text(VALID)
+    line = refused(["sweep", str(spec), "--out", str(run / "more"), "--dry-run"], capsys)
+    assert line.endswith(f"--out {run / 'more'} is inside {run}, which is a training run's folder; give the folder "
+                         "that holds the runs"), line  # fmt: skip
+    assert [p.name for p in run.iterdir()] == ["manifest.json"]

@@ -493,3 +493,30 @@ def test_a_report_gets_the_verdict_of_each_of_the_papers_comparisons(tmp_path, c
     with pytest.raises(SystemExit):
         cli_main(["verdicts", "--report", str(report)])
     assert f"{report} holds no speed.csv: is it a prioritylab report?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kept", ["README.md", "minatar_lap_eps/README.md"])
+def test_a_registry_cut_at_a_pages_boundary_is_refused_naming_the_page(tmp_path, capsys, kept):
+    """A cut inside a page's lines leaves a row no line names; a cut at a page's boundary leaves a page the registry
+    no longer names, which must be found all the same: the summary's lines alone, or a study page's lines gone."""
+    registry, page = _copy_study(tmp_path)
+    lines = registry.read_text(encoding="utf-8").splitlines(keepends=True)
+    if kept == "README.md":
+        lines = [lines[0], *(line for line in lines[1:] if line.startswith("README.md,"))]
+        gone = registry.parent / "lap_halfcheetah" / "README.md"  # the first page left without its lines
+    else:
+        lines = [line for line in lines if not line.startswith(f"{kept},")]
+        gone = registry.parent / kept
+    registry.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"no line names the page {gone}, which has")):
+        V.check(registry)
+    with pytest.raises(SystemExit) as stop:
+        cli_main(["verdicts", "--registry", str(registry)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and f"the page {gone}, which has" in err[0]
+
+
+def test_the_study_page_without_registry_lines_is_only_ners_table_3s():
+    """The one page with verdict rows that the check lets stand without lines is NERS Table 3's."""
+    assert V.unnamed_pages(REGISTRY, V.read_registry(REGISTRY)) == []
+    assert [page for page in V.UNREGISTERED_PAGES if V.page_rows(REGISTRY.parent / page)] == list(V.UNREGISTERED_PAGES)

@@ -34,7 +34,15 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from prioritylab._cli import Parser, check_output_dir, check_output_file, fail, nonnegative_int
+from prioritylab._cli import (
+    Parser,
+    check_output_dir,
+    check_output_file,
+    fail,
+    missing_dirs,
+    nonnegative_int,
+    remove_empty_dirs,
+)
 from prioritylab.results import save_figure, write_csv, write_manifest
 from prioritylab.theory import pser_model as pm
 from prioritylab.theory.pser_theorem import (  # the claims, their verdicts and the summary
@@ -290,6 +298,7 @@ def config_from_args(args) -> Config:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    made = missing_dirs(args.write_doc.parent) if args.write_doc is not None else []
     try:
         cfg = config_from_args(args)
         if args.write_doc is not None:  # before the work, not after it
@@ -297,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
             check_doc(args.write_doc)
         check_output_dir(args.out, program="pser_theorem1.py")
     except ValueError as err:
+        remove_empty_dirs(made)  # the folders the check of --write-doc made: a refusal leaves none behind
         fail("pser_theorem1.py", str(err))
     t0 = time.perf_counter()
     with tqdm(total=len(cfg.ns) * len(cfg.rhos), desc="PSER Theorem 1", unit="point") as bar:

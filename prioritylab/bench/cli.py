@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
+from contextlib import contextmanager
+from pathlib import Path
 
 from .._cli import given, nonnegative_int, remember_defaults
 from . import OPS, PEERS, load
@@ -12,25 +15,51 @@ from .replay_contenders import PEERS as REPLAY_PEERS
 from .replay_contenders import QUICK_CAPACITY as REPLAY_QUICK_CAPACITY
 
 QUICK = {"capacities": [2**16], "batches": [1, 256], "seconds": 0.05, "repeats": 1}
+MAX_SIZE = 2**62
+"""The largest size any option takes: slots, counts and steps are int64 counters (the samplers' bound)."""
+MAX_THREADS = 4096
+"""The most torch threads ``--threads`` takes (as ``prioritylab train``'s)."""
+
+
+def _digits(text: str) -> int | None:
+    """A decimal integer, or None past the 19 digits of :data:`MAX_SIZE` (``int()`` refuses 4,300 and more)."""
+    text = text.lstrip("0") or "0"
+    return int(text) if len(text) <= 19 else None
 
 
 def parse_size(text: str) -> int:
-    """A positive integer written as ``1048576``, ``2^20`` or ``2**20``."""
+    """A positive integer written as ``1048576``, ``2^20`` or ``2**20``, at most :data:`MAX_SIZE` (2^62)."""
     m = re.fullmatch(r"\s*(\d+)\s*(?:(?:\^|\*\*)\s*(\d+))?\s*", text)
     if not m and re.fullmatch(r"\s*-\s*\d+\s*", text):
         raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
     if not m:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 1048576, 2^20 or 2**20)")
-    value = int(m.group(1)) ** int(m.group(2)) if m.group(2) else int(m.group(1))
+    base, power = _digits(m.group(1)), _digits(m.group(2) or "1")
+    too_large = base is None or (base > 1 and (power is None or power > 62))  # not computed: 9^10^9 takes minutes
+    value = 0 if too_large else base ** (1 if power is None else power)  # power None: a base of 0 or 1
+    if too_large or value > MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"size must be at most 2^62, got {text!r}")
     if value <= 0:
         raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
     return value
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+def finite_seconds(text: str) -> float:
+    """A finite number of seconds above 0 (``inf`` would time a cell for ever)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds above 0, got {text!r}")
+    return value
+
+
+def thread_count(text: str) -> int:
+    """A thread count: a size (:func:`parse_size`) of at most :data:`MAX_THREADS`."""
+    value = parse_size(text)
+    if value > MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_THREADS} threads, got {text!r}")
     return value
 
 
@@ -48,7 +77,7 @@ def register(subparsers) -> None:
                    help="tree capacities (slots), e.g. 2^20 2^22 (default: 2^20 2^22)")  # fmt: skip
     p.add_argument("--batches", type=parse_size, nargs="+", default=[1, 32, 256, 1024],
                    help="batch sizes per call (default: 1 32 256 1024)")  # fmt: skip
-    p.add_argument("--seconds", type=_positive_float, default=0.5,
+    p.add_argument("--seconds", type=finite_seconds, default=0.5,
                    help="timed seconds per contender and cell in each repeat (default: 0.5)")  # fmt: skip
     p.add_argument("--repeats", type=parse_size, default=3,
                    help="repeats; contenders are interleaved and the median is reported (default: 3)")  # fmt: skip
@@ -113,7 +142,7 @@ def _register_agent(sub) -> None:
     p.add_argument("--prefill", type=parse_size, default=5000,
                    help="uniformly random steps stored before timing (default: 5000)")  # fmt: skip
     p.add_argument("--warmup", type=parse_size, default=50, help="untimed training steps per contender (default: 50)")
-    p.add_argument("--threads", type=parse_size, default=1, help="torch.set_num_threads (default: 1)")
+    p.add_argument("--threads", type=thread_count, default=1, help="torch.set_num_threads (default: 1)")
     p.add_argument("--hidden", type=parse_size, default=256, help="hidden layer width (default: 256)")
     p.add_argument("--batch", type=parse_size, default=256, help="batch size (default: 256)")
     p.add_argument("--buffer-size", type=parse_size, default=10**6, help="replay capacity (default: 10^6)")
@@ -142,18 +171,38 @@ def _check_device(args) -> str:
 
 def _check_json(args) -> None:
     """``--json`` must be writable: checked before any timing."""
-    if getattr(args, "json", None):
+    if getattr(args, "json", None) is not None:
         from .._cli import check_output_file, fail
 
+        if not args.json.strip():  # Path("") is the current folder
+            fail(f"prioritylab bench {args.bench}", "--json is empty; give a file")
         try:
             check_output_file(args.json, "--json")
         except ValueError as err:
             fail(f"prioritylab bench {args.bench}", str(err))
 
 
+@contextmanager
+def _json_output(args):
+    """``--json``'s folder checked writable (made where missing) for the work inside; the folders made are taken
+    back, while empty, when the command stops before writing its file: a refusal, an error or Ctrl-C."""
+    from .._cli import missing_dirs, remove_empty_dirs
+
+    made = missing_dirs(Path(args.json).parent) if getattr(args, "json", None) else []
+    try:
+        _check_json(args)
+        yield
+    except BaseException:
+        remove_empty_dirs(made)
+        raise
+
+
 TREE_BYTES_PER_SLOT = 32
 """The least memory a slot of ``bench sumtree`` takes: the ``+minmax`` contender's three trees, each 4/3 x 8 bytes a
 slot (``SumTree``'s arrays); the other contenders add more."""
+POOL_BYTES_PER_ROW = 4 * 24
+"""The least memory a row of the largest batch of ``bench sumtree`` takes: its pool of pre-drawn slots, values and
+TD errors (8 bytes each) holds four draws a row (:data:`prioritylab.bench.sumtree.POOL`)."""
 
 
 def _load_line(machine_load: dict) -> str:
@@ -164,16 +213,83 @@ def _load_line(machine_load: dict) -> str:
     return f"{threads}load average (1 min) {before:.2f} before, {after:.2f} after, on {cores} cores"
 
 
-def _check_tree_memory(capacity: int) -> None:
-    """Refuse, before any contender is built, a capacity whose trees alone cannot fit in the memory available."""
+def _gib(size: int) -> str:
+    return f"{size / 2**30:,.1f} GiB"
+
+
+def _check_tree_memory(capacity: int, batch: int = 1) -> None:
+    """Refuse, before any contender is built, a capacity whose trees alone cannot fit in the memory available, and
+    a batch whose pool of pre-drawn values cannot fit beside them."""
     from .._checks import available_bytes
     from .._cli import fail
 
-    need, have = TREE_BYTES_PER_SLOT * capacity, available_bytes()
-    if have is not None and need > have:
-        fail("prioritylab bench sumtree", f"--capacities {capacity:,}: its trees alone need at least "
-                                          f"{need / 2**30:,.1f} GiB, and {have / 2**30:,.1f} GiB of memory is "
-                                          f"available")  # fmt: skip
+    trees, pool, have = TREE_BYTES_PER_SLOT * capacity, POOL_BYTES_PER_ROW * batch, available_bytes()
+    if have is not None and trees > have:
+        fail("prioritylab bench sumtree", f"--capacities {capacity:,}: its trees alone need at least {_gib(trees)}, "
+                                          f"and {_gib(have)} of memory is available")  # fmt: skip
+    if have is not None and trees + pool > have:
+        fail("prioritylab bench sumtree", f"--batches {batch:,}: its pre-drawn slots, values and TD errors need at "
+                                          f"least {_gib(pool)} beside the trees' {_gib(trees)} (--capacities "
+                                          f"{capacity:,}), and {_gib(have)} of memory is available")  # fmt: skip
+
+
+def _check_agent_sizes(config: dict, agents, samplers) -> None:
+    """Before any contender is built, for each agent: its environment, the least replay its stacks and returns need,
+    and what its sizes need at least against the memory available: a replay of ``--buffer-size`` slots (the peers'
+    and the SB3 + prioritylab rows' capacity; by the replay's formula), the networks of each of our contenders with
+    Adam's moments (``--hidden``, :func:`~prioritylab.deep.loop.network_bytes`), and a batch's rows and two hidden
+    activations a row (``--batch``)."""
+    import numpy as np
+
+    from .._checks import available_bytes
+    from .._cli import fail
+    from ..deep.loop import network_bytes
+    from ..deep.run import SettingsError
+    from ..replay import estimate_bytes, least_slots
+    from .agent import ATARI, _settings
+
+    prog = "prioritylab bench agent"
+    for agent in agents:
+        size, batch = ("--atari-buffer-size", "--atari-batch") if agent in ATARI else ("--buffer-size", "--batch")
+        spec, cfg = _settings(agent, "uniform", config)
+        try:
+            env = spec.make_env(cfg.env, cfg)
+        except SettingsError as err:
+            fail(prog, str(err))
+        kw = spec.buffer_args(cfg, env)
+        least = least_slots(kw.get("n_step", 1), kw.get("frame_stack", 1))
+        if cfg.buffer_size < least:
+            fail(prog, f"{size} {cfg.buffer_size:,}: {agent}'s replay needs at least {least} slots (n_step + "
+                       f"frame_stack + 2)")  # fmt: skip
+        have = available_bytes()
+        try:
+            nets = network_bytes(spec, cfg, env)  # weights and Adam's moments, counted on torch's meta device
+        except SettingsError:
+            fail(prog, f"--hidden {cfg.hidden:,}: {agent}'s networks are too large to build")
+        finally:
+            env.close()
+        if have is None:  # pragma: no cover - not Linux
+            continue
+        obs = int(np.prod(kw["obs_shape"], dtype=np.int64)) * np.dtype(kw["obs_dtype"]).itemsize
+        action_dtype, frame_stack = kw.get("action_dtype", np.float32), kw.get("frame_stack", 1)
+        act = int(np.prod(kw.get("action_shape", ()), dtype=np.int64)) * np.dtype(action_dtype).itemsize
+        parts = [  # (option, value, what it sizes, bytes)
+            (size, cfg.buffer_size, f"a replay of {cfg.buffer_size:,} slots needs",
+             estimate_bytes(cfg.buffer_size, kw["obs_shape"], kw["obs_dtype"], kw.get("action_shape", ()),
+                            action_dtype, frame_stack)),
+            ("--hidden" if agent not in ATARI else None, cfg.hidden,
+             f"the networks of {1 + len(samplers)} contenders need", (1 + len(samplers)) * nets),
+            (batch, cfg.batch_size, "a batch needs", cfg.batch_size * (2 * obs + act + 20 + 2 * 4 * cfg.hidden)),
+        ]  # fmt: skip
+        for option, value, what, need in parts:
+            if option is not None and need > have:
+                fail(prog, f"{option} {value:,}: {what} at least {_gib(need)} ({agent}), and {_gib(have)} of memory "
+                           "is available")  # fmt: skip
+        if sum(need for *_, need in parts) > have:
+            option, value, *_ = max((p for p in parts if p[0] is not None), key=lambda p: p[3])
+            fail(prog, f"{agent} needs at least {_gib(sum(need for *_, need in parts))} in all ("
+                       + ", ".join(f"{what.rsplit(' ', 1)[0]} {_gib(need)}" for _, _, what, need in parts)
+                       + f"), and {_gib(have)} of memory is available; lower {option} {value:,}")  # fmt: skip
 
 
 def run_agent(args: argparse.Namespace) -> int:
@@ -192,37 +308,36 @@ def run_agent(args: argparse.Namespace) -> int:
     if args.quick:
         config.update(quick_settings(AGENT_QUICK, args))
     config["device"] = _check_device(args)
-    _check_json(args)
-    torch.set_num_threads(config["threads"])
-    load_before = load()
-    peers, skipped = bench.available_peers(args.peers)
-    for name, why in skipped.items():
-        print(f"skipping {name}: {why}")
-    from ..deep.run import SettingsError
+    _check_agent_sizes(config, args.agents, args.samplers)
+    with _json_output(args):  # last of the checks: a folder it makes is taken back if the command stops short
+        torch.set_num_threads(config["threads"])
+        load_before = load()
+        peers, skipped = bench.available_peers(args.peers)
+        for name, why in skipped.items():
+            print(f"skipping {name}: {why}")
+        from ..deep.run import SettingsError
 
-    try:  # an environment id or action space the agents cannot take: one line, before any timing
-        contenders, not_built = bench.build(args.agents, args.samplers, peers, config, args.tries)
-    except SettingsError as err:
-        from .._cli import fail
+        try:  # a setting the agents cannot take: one line, before any timing
+            contenders, not_built = bench.build(args.agents, args.samplers, peers, config, args.tries)
+        except SettingsError as err:
+            from .._cli import fail
 
-        fail("prioritylab bench agent", str(err))
-    skipped.update(not_built)
-    torch.set_num_threads(config["threads"])  # whatever a peer's set-up did
-    results = bench.run(contenders, config["steps"], config["repeats"], config["warmup"],
-                        progress=not args.no_progress)  # fmt: skip
-    machine_load = {"before": load_before, "after": load(), "torch_threads": torch.get_num_threads()}
-    print(_load_line(machine_load))
-    print(bench.format_table(results))
-    if args.json:
-        write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped, machine_load))
-        print(f"wrote {args.json}")
+            fail("prioritylab bench agent", str(err))
+        skipped.update(not_built)
+        torch.set_num_threads(config["threads"])  # whatever a peer's set-up did
+        results = bench.run(contenders, config["steps"], config["repeats"], config["warmup"],
+                            progress=not args.no_progress)  # fmt: skip
+        machine_load = {"before": load_before, "after": load(), "torch_threads": torch.get_num_threads()}
+        print(_load_line(machine_load))
+        print(bench.format_table(results))
+        if args.json is not None:
+            write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped, machine_load))
+            print(f"wrote {args.json}")
     return 0
 
 
 def run_sumtree(args: argparse.Namespace) -> int:
     from ..results import write_json
-
-    _check_json(args)
     from . import sumtree as bench
 
     if args.drift is not None:
@@ -242,21 +357,22 @@ def run_sumtree(args: argparse.Namespace) -> int:
     }  # fmt: skip
     if args.quick:
         config.update(quick_settings(QUICK, args))
-    _check_tree_memory(max(config["capacities"]))
-    peers, skipped = bench.available_peers(args.peers)
-    for name, why in skipped.items():
-        print(f"skipping {name}: {why}")
-    load_before = load()
-    results = bench.run(
-        config["capacities"], config["batches"], config["seconds"], config["repeats"],
-        peers=peers, ops=args.ops, seed=args.seed, progress=not args.no_progress,
-    )  # fmt: skip
-    machine_load = {"before": load_before, "after": load()}
-    print(bench.format_table(results))
-    print(_load_line(machine_load))
-    if args.json:
-        write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped, machine_load))
-        print(f"wrote {args.json}")
+    _check_tree_memory(max(config["capacities"]), max(config["batches"]))
+    with _json_output(args):  # last of the checks: a folder it makes is taken back if the command stops short
+        peers, skipped = bench.available_peers(args.peers)
+        for name, why in skipped.items():
+            print(f"skipping {name}: {why}")
+        load_before = load()
+        results = bench.run(
+            config["capacities"], config["batches"], config["seconds"], config["repeats"],
+            peers=peers, ops=args.ops, seed=args.seed, progress=not args.no_progress,
+        )  # fmt: skip
+        machine_load = {"before": load_before, "after": load()}
+        print(bench.format_table(results))
+        print(_load_line(machine_load))
+        if args.json is not None:
+            write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped, machine_load))
+            print(f"wrote {args.json}")
     return 0
 
 
@@ -284,7 +400,7 @@ def _register_replay(sub) -> None:
                    help="observation layouts (default: both)")  # fmt: skip
     p.add_argument("--envs", type=parse_size, nargs="+", default=[1, 8],
                    help="numbers of environments adding per step (default: 1 8)")  # fmt: skip
-    p.add_argument("--seconds", type=_positive_float, default=1.0,
+    p.add_argument("--seconds", type=finite_seconds, default=1.0,
                    help="timed seconds per contender and cell in each repeat (default: 1)")  # fmt: skip
     p.add_argument("--repeats", type=parse_size, default=3,
                    help="repeats; contenders are interleaved and the median is reported (default: 3)")  # fmt: skip
@@ -299,7 +415,7 @@ def _register_replay(sub) -> None:
     p.add_argument("--device", default="cpu",
                    help="torch device of the sampled batches (each contender's tensors are copied there): "
                         "cpu (default), cuda, cuda:1, ..., or auto (CUDA when present)")  # fmt: skip
-    p.add_argument("--threads", type=parse_size, default=1,
+    p.add_argument("--threads", type=thread_count, default=1,
                    help="torch.set_num_threads for every contender (default: 1; SB3's copy of a batch runs on "
                         "torch's threads)")  # fmt: skip
     p.add_argument("--check-only", action="store_true",
@@ -310,9 +426,40 @@ def _register_replay(sub) -> None:
     remember_defaults(p, func=run_replay)
 
 
-def run_replay(args: argparse.Namespace) -> int:
-    from ..results import write_json
+def _check_replay_envs(envs: int, capacities: dict[str, int], timed: bool = True) -> None:
+    """``--envs``, before any contender is built: each environment's share of a timed buffer holds the least a replay
+    needs (the self-check builds its own, 32 slots an environment or more), the self-check marks the frames of at
+    most :data:`~prioritylab.bench.replay_contenders.MARKED_ENVS` environments, and our four contenders' pools of
+    pre-made steps (``POOL_STEPS`` steps of every environment, observations and next ones) fit in the memory
+    available."""
+    import numpy as np
 
+    from .._checks import available_bytes
+    from .._cli import fail
+    from ..replay import least_slots
+    from .replay_check import check_layout
+    from .replay_contenders import MARKED_ENVS, POOL_STEPS
+
+    prog, need = "prioritylab bench replay", 0
+    for name, capacity in capacities.items():
+        layout = REPLAY_LAYOUTS[name]
+        least = least_slots(1, layout.frame_stack)
+        if timed and capacity // envs < least:
+            fail(prog, f"--envs {envs:,}: the {name} buffer's {capacity:,} slots give {capacity // envs:,} an "
+                       f"environment, fewer than the {least} a replay needs (n_step + frame_stack + 2)")  # fmt: skip
+        if layout.frame_stack > 1 and envs > MARKED_ENVS:
+            fail(prog, f"--envs {envs:,}: the self-check marks the {name} frames of at most {MARKED_ENVS} "
+                       "environments")  # fmt: skip
+        act = int(np.prod(layout.action_shape, dtype=np.int64)) * np.dtype(layout.action_dtype).itemsize
+        step = 2 * (layout.stacked_obs_bytes if timed else check_layout(layout).stacked_obs_bytes) + act
+        need = max(need, 4 * POOL_STEPS * envs * step)
+    have = available_bytes()
+    if have is not None and need > have:
+        fail(prog, f"--envs {envs:,}: the contenders' pre-made steps need at least {_gib(need)}, and {_gib(have)} "
+                   "of memory is available")  # fmt: skip
+
+
+def run_replay(args: argparse.Namespace) -> int:
     if args.check_only:
         unused = [f"--{k}" for k in given(args, ("seconds", "repeats", "quick"))]
         if unused:  # the self-check times nothing and builds its own small buffers
@@ -320,10 +467,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
             fail("prioritylab bench replay", f"--check-only times nothing, got {' '.join(unused)}")
     device = _check_device(args)
-    _check_json(args)
-    from . import replay as bench
-    from .replay_check import format_checks, self_check
-    from .replay_contenders import BATCH, BETA, available_peers
+    from .replay_contenders import BATCH, BETA
 
     config = {"layouts": args.layouts, "envs": args.envs, "seconds": args.seconds, "repeats": args.repeats,
               "seed": args.seed, "batch": BATCH, "beta": BETA, "device": device}  # fmt: skip
@@ -332,6 +476,17 @@ def run_replay(args: argparse.Namespace) -> int:
         config.update(quick_settings(QUICK_REPLAY, args))
         capacities = {name: REPLAY_QUICK_CAPACITY[name] for name in args.layouts}
     config["capacities"] = capacities
+    _check_replay_envs(max(args.envs), capacities, timed=not args.check_only)
+    with _json_output(args):  # last of the checks: a folder it makes is taken back if the command stops short
+        return _replay(args, config, capacities, device)
+
+
+def _replay(args: argparse.Namespace, config: dict, capacities: dict, device: str) -> int:
+    from ..results import write_json
+    from . import replay as bench
+    from .replay_check import format_checks, self_check
+    from .replay_contenders import available_peers
+
     peers, skipped = available_peers(args.peers)
     for name, why in skipped.items():
         print(f"skipping {name}: {why}")
@@ -349,7 +504,7 @@ def run_replay(args: argparse.Namespace) -> int:
     print(format_checks(checks))
     print()
     if args.check_only:
-        if args.json:
+        if args.json is not None:
             machine_load = {"before": load_before, "after": load(), "torch_threads": torch.get_num_threads()}
             write_json(args.json, bench.to_json([], {**config, "peers": peers, "check_only": True}, skipped,
                                                 machine_load, checks))  # fmt: skip
@@ -364,7 +519,7 @@ def run_replay(args: argparse.Namespace) -> int:
     print()
     print(bench.format_memory(results))
     print(_load_line(machine_load))
-    if args.json:
+    if args.json is not None:
         write_json(args.json, bench.to_json(results, {**config, "peers": peers}, skipped, machine_load, checks))
         print(f"wrote {args.json}")
     return 0

@@ -50,6 +50,8 @@ BETA = 0.4
 ALPHA = 0.6
 POOL_STEPS = 16
 """Pre-made environment steps per contender, cycled through."""
+MARKED_ENVS = 256
+"""The most environments :class:`MarkedSteps` marks frames for: a frame names its environment in one uint8 pixel."""
 PEERS = ("cpprb", "tianshou", "sb3")
 
 
@@ -173,8 +175,8 @@ class MarkedSteps:
         if layout.frame_stack > 1:
             k, frame_shape = layout.frame_stack, layout.obs_shape[1:]
             pixels = int(np.prod(frame_shape))
-            if pixels < 3 or size >= 2**16 or n > 256:
-                raise ValueError(f"marked frames need 3 pixels, < 2^16 steps and <= 256 environments, got "
+            if pixels < 3 or size >= 2**16 or n > MARKED_ENVS:
+                raise ValueError(f"marked frames need 3 pixels, < 2^16 steps and <= {MARKED_ENVS} environments, got "
                                  f"{pixels} pixels, {size} steps, {n} environments")  # fmt: skip
             t = np.arange(size + 1)[:, None, None]
             e = np.arange(n)[None, :, None]

@@ -13,6 +13,7 @@ plain NumPy reference instead.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
@@ -60,6 +61,14 @@ def register(subparsers) -> None:
     remember_defaults(p, func=main)
 
 
+def flags(args) -> dict[str, str]:
+    """The option that sets each :class:`RunConfig` field, as the messages name it: the field's own name (the
+    parser's ``dest``), but ``scheme``'s ``--sampler`` (:func:`config_from`)."""
+    fields = {f.name for f in dataclasses.fields(RunConfig)}
+    names = {dest: "--" + dest.replace("_", "-") for dest in args.given_defaults if dest in fields}
+    return {**names, "scheme": "--sampler"}
+
+
 def config_from(args) -> RunConfig:
     return RunConfig(
         n=args.n[0], learner=args.learner, scheme=args.sampler, alpha=args.alpha, beta=args.beta, eps=args.eps,
@@ -87,8 +96,8 @@ def main(args) -> int:
             raise ValueError(f"--n lists a size twice ({' '.join(map(str, args.n))}): its runs would be pooled")
         cfg = config_from(args)
         for n in args.n:
-            validate(cfg.replace(n=n))
-        if args.out:
+            validate(cfg.replace(n=n), names=flags(args))
+        if args.out is not None:  # as typed: "" is refused, not taken for "no --out"
             check_output_dir(args.out, program=PROGRAM)
     except ValueError as err:
         print(f"prioritylab cliffwalk: error: {err}", file=sys.stderr)
@@ -111,7 +120,7 @@ def main(args) -> int:
         print("\nreplay diagnostics (medians over seeds; docs/diagnostics.md):")
         print(format_table(summary, list(DIAGNOSTIC_COLUMNS)))
     print(f"{len(rows)} runs in {wall:.1f} s")
-    if args.out:
+    if args.out is not None:
         _write(args.out, rows, summary, cfg, vars(args), wall)
     return 0
 

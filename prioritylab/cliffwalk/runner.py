@@ -134,44 +134,49 @@ def unread(cfg: RunConfig) -> list[tuple[str, object, tuple[str, ...]]]:
             if getattr(cfg, k) != getattr(default, k) and k not in SCHEME_READS[cfg.scheme]]
 
 
-def validate(cfg: RunConfig) -> None:
-    """Raise ``ValueError`` naming the first bad setting."""
+def validate(cfg: RunConfig, names: dict[str, str] | None = None) -> None:
+    """Raise ``ValueError`` naming the first bad setting: by its field, or by ``names[field]`` where given (the
+    options of a command line, such as ``--init-std`` for ``init_std``)."""
     from .env import MAX_STATES
 
+    def name(field: str) -> str:
+        return field if names is None else names.get(field, field)
+
     if isinstance(cfg.n, bool) or not isinstance(cfg.n, (int, np.integer)) or not 1 <= cfg.n <= MAX_STATES:
-        raise ValueError(f"n must be an integer in [1, {MAX_STATES}], got {cfg.n!r}")
+        raise ValueError(f"{name('n')} must be an integer in [1, {MAX_STATES}], got {cfg.n!r}")
     if cfg.learner not in LEARNERS:
-        raise ValueError(f"learner must be one of {LEARNERS}, got {cfg.learner!r}")
+        raise ValueError(f"{name('learner')} must be one of {LEARNERS}, got {cfg.learner!r}")
     if cfg.scheme not in SCHEMES:
-        raise ValueError(f"scheme must be one of {sorted(SCHEMES)}, got {cfg.scheme!r}")
+        raise ValueError(f"{name('scheme')} must be one of {sorted(SCHEMES)}, got {cfg.scheme!r}")
     if cfg.init not in INITS:
-        raise ValueError(f"init must be one of {sorted(INITS)}, got {cfg.init!r}")
+        raise ValueError(f"{name('init')} must be one of {sorted(INITS)}, got {cfg.init!r}")
     if cfg.mode not in ("max", "add"):
-        raise ValueError(f"mode must be 'max' or 'add', got {cfg.mode!r}")
+        raise ValueError(f"{name('mode')} must be 'max' or 'add', got {cfg.mode!r}")
     if cfg.q0 not in ("normal", "zeros"):
-        raise ValueError(f"q0 must be 'normal' or 'zeros', got {cfg.q0!r}")
+        raise ValueError(f"{name('q0')} must be 'normal' or 'zeros', got {cfg.q0!r}")
     if cfg.criterion not in ("mse", "exact"):
-        raise ValueError(f"criterion must be 'mse' or 'exact', got {cfg.criterion!r}")
+        raise ValueError(f"{name('criterion')} must be 'mse' or 'exact', got {cfg.criterion!r}")
     if cfg.criterion == "exact" and cfg.learner != "tabular":
-        raise ValueError("criterion='exact' needs learner='tabular'")
-    check_range("alpha", cfg.alpha, 0.0, np.inf, hi_open=True)
-    check_range("beta", cfg.beta, 0.0, 1.0)
-    check_range("eps", cfg.eps, 0.0, np.inf, hi_open=True)
-    check_range("rho", cfg.rho, 0.0, 1.0, lo_open=True, hi_open=True)
-    check_range("eta", cfg.eta, 0.0, 1.0)
-    check_range("kappa", cfg.kappa, 0.0, np.inf, lo_open=True, hi_open=True)
-    check_range("lr", cfg.lr, 0.0, np.inf, lo_open=True, hi_open=True)
-    check_range("init_std", cfg.init_std, 0.0, np.inf, hi_open=True)
-    check_range("threshold", cfg.threshold, 0.0, np.inf, lo_open=True)
-    check_positive_int("cap", cfg.cap)
+        raise ValueError(f"{name('criterion')}='exact' needs {name('learner')}='tabular'")
+    check_range(name("alpha"), cfg.alpha, 0.0, np.inf, hi_open=True)
+    check_range(name("beta"), cfg.beta, 0.0, 1.0)
+    check_range(name("eps"), cfg.eps, 0.0, np.inf, hi_open=True)
+    check_range(name("rho"), cfg.rho, 0.0, 1.0, lo_open=True, hi_open=True)
+    check_range(name("eta"), cfg.eta, 0.0, 1.0)
+    check_range(name("kappa"), cfg.kappa, 0.0, np.inf, lo_open=True, hi_open=True)
+    check_range(name("lr"), cfg.lr, 0.0, np.inf, lo_open=True, hi_open=True)
+    check_range(name("init_std"), cfg.init_std, 0.0, np.inf, hi_open=True)
+    check_range(name("threshold"), cfg.threshold, 0.0, np.inf, lo_open=True)
+    check_positive_int(name("cap"), cfg.cap)
     if cfg.window is not None:
-        check_positive_int("window", cfg.window)
+        check_positive_int(name("window"), cfg.window)
     if isinstance(cfg.record_every, bool) or not isinstance(cfg.record_every, (int, np.integer)):
-        raise ValueError(f"record_every must be a non-negative integer, got {cfg.record_every!r}")
+        raise ValueError(f"{name('record_every')} must be a non-negative integer, got {cfg.record_every!r}")
     if cfg.record_every < 0:
-        raise ValueError(f"record_every must be a non-negative integer, got {cfg.record_every!r}")
+        raise ValueError(f"{name('record_every')} must be a non-negative integer, got {cfg.record_every!r}")
     if cfg.scheme in ("per", "pser") and cfg.eps == 0.0 and cfg.init != "max":
-        raise ValueError("eps = 0 with init 'small' or 'td' can leave no priority mass to sample from")
+        raise ValueError(f"{name('eps')} = 0 with {name('init')} 'small' or 'td' can leave no priority mass to "
+                         "sample from")  # fmt: skip
 
 
 def settings(cfg: RunConfig) -> L.Settings:

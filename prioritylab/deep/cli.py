@@ -205,7 +205,7 @@ def unread_for(argv: list[str]) -> tuple[str, list]:
 def _checked(argv: list[str]):
     """``(spec, settings)`` of ``prioritylab train`` with ``argv``, checked as :func:`recorded_for` says."""
     from .loop import check_settings
-    from .run import SettingsError
+    from .run import SettingsError, check_out
 
     specs, settings = _agents()
     if not argv or argv[0] not in AGENTS:
@@ -220,7 +220,9 @@ def _checked(argv: list[str]):
         lines = captured.getvalue().strip().splitlines()
         raise ValueError(lines[-1].removeprefix(f"{prog}: error: ") if lines else "invalid arguments") from None
     try:
+        check_given_out(argv[1:])
         check_settings(spec, cfg)
+        check_out(cfg.out)
     except SettingsError as err:
         raise ValueError(as_flag(str(err), cls)) from None
     return spec, cfg
@@ -256,6 +258,7 @@ def main(argv: list[str]) -> int:
               f"{cfg.sampler} (read by {', '.join(readers) or 'no sampler'})", file=sys.stderr)  # fmt: skip
     was_finished = cfg.resume and (run_dir(cfg, spec.name) / FINISHED).exists()
     try:
+        check_given_out(argv[1:])
         folder = train(spec, cfg)
     except SettingsError as err:
         print(f"{prog}: error: {as_flag(str(err), cls)}", file=sys.stderr)
@@ -282,10 +285,24 @@ def main(argv: list[str]) -> int:
 
 def env_option(args: list[str]) -> str:
     """The value of the last ``--env X`` / ``--env=X`` in ``args``; empty if none."""
-    value = ""
+    return option_value(args, "--env") or ""
+
+
+def option_value(args: list[str], flag: str) -> str | None:
+    """The value of the last ``flag X`` / ``flag=X`` in ``args``; ``None`` if none."""
+    value = None
     for i, arg in enumerate(args):
-        if arg == "--env" and i + 1 < len(args):
+        if arg == flag and i + 1 < len(args):
             value = args[i + 1]
-        elif arg.startswith("--env="):
+        elif arg.startswith(flag + "="):
             value = arg.split("=", 1)[1]
     return value
+
+
+def check_given_out(args: list[str]) -> None:
+    """An empty ``--out ''`` would be read as the current folder (``Path("")``): a slip, refused."""
+    from .run import SettingsError
+
+    out = option_value(args, "--out")
+    if out is not None and not out.strip():
+        raise SettingsError("--out is empty; give the folder that holds the runs (. for the current one)")

@@ -14,6 +14,7 @@ authors' code's).
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import sys
 import time
@@ -27,6 +28,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from .. import _checks
 from ..replay import ReplayBuffer, estimate_bytes, least_slots
 from ..replay.diagnostics import COLUMNS as DIAGNOSTICS
 from ..samplers import PriorityOverflow
@@ -52,6 +54,7 @@ from .run import (
     check_checkpoint_is_this_runs,
     check_common,
     check_memory,
+    check_out,
     check_resumable,
     discard_new_dir,
     env_rng_state,
@@ -135,7 +138,7 @@ def make_gym_env(env_id: str) -> gym.Env:
     check_env_id(env_id)
     try:
         return gym.make(env_id)
-    except gym.error.Error as err:  # e.g. a dependency of a known id that is not installed
+    except (gym.error.Error, ImportError) as err:  # e.g. a dependency of a known id that is not installed
         raise SettingsError(f"environment {env_id!r} cannot be made: {err}") from None
 
 
@@ -144,7 +147,16 @@ def check_env_id(env_id: str) -> None:
     ``SettingsError`` naming it.  Ids that ``gym.make`` resolves further are left to it: ``module:Id`` (it imports
     the module, whose import registers the id) and an id without a version (it takes the latest)."""
     register_env_packages(env_id)
-    if env_id in gym.registry or ":" in env_id:
+    if ":" in env_id:  # gym.make imports the module before the colon, whose import registers the id
+        module = env_id.split(":", 1)[0]
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package missing, or a name that is no module's
+            found = False
+        if not found:
+            raise SettingsError(f"unknown environment {env_id!r}: no module named {module!r} to import it from")
+        return
+    if env_id in gym.registry:
         return
     if is_minatar(env_id):
         raise SettingsError(unknown_minatar_game(env_id))
@@ -262,8 +274,8 @@ def check_updates(spec: Spec, cfg: RunSettings) -> None:
                             "update; lower --start-steps, raise --steps or pass --allow-no-updates")  # fmt: skip
     first = -(-max(starts, 1) // every) * every  # the loop updates at the steps >= starts that every divides
     if first > cfg.steps:
-        raise SettingsError(f"the first update would come at step {first} (the first multiple of update_every "
-                            f"{every} from start_steps {starts} on), after the run's last step {cfg.steps}; lower "
+        raise SettingsError(f"the first update would come at step {first} (the first multiple of --update-every "
+                            f"{every} from --start-steps {starts} on), after the run's last step {cfg.steps}; lower "
                             "--update-every, raise --steps or pass --allow-no-updates")  # fmt: skip
 
 
@@ -296,8 +308,83 @@ def replay_need(spec: Spec, cfg: RunSettings, env: gym.Env) -> tuple[int, int]:
 
 
 def check_replay_memory(spec: Spec, cfg: RunSettings, env: gym.Env) -> None:
-    """The replay's memory formula against the memory available, before anything is allocated."""
-    check_memory(*replay_need(spec, cfg, env))
+    """The replay's memory formula against the memory available, before anything is allocated; then the other
+    parts of the run that a setting sizes without a bound of its own (:func:`run_need`), each and all together."""
+    capacity, replay = replay_need(spec, cfg, env)
+    check_memory(capacity, replay)
+    parts = run_need(spec, cfg, env)
+    have = _checks.available_bytes()
+    if have is None:  # pragma: no cover - not Linux
+        return
+    for option, what, need in parts:
+        if need > have:
+            raise SettingsError(f"{option} {getattr_flag(cfg, option)}: {what} at least {size_text(need)} but only "
+                                f"{size_text(have)} of memory is available")  # fmt: skip
+    total = replay + sum(need for _, _, need in parts)
+    if total > have:
+        largest = max([("--buffer-size", "the replay", replay), *parts], key=lambda part: part[2])
+        raise SettingsError(f"the run needs at least {size_text(total)} (the replay {size_text(replay)}, "
+                            + ", ".join(f"{what.rsplit(' ', 1)[0]} {size_text(need)}" for _, what, need in parts)
+                            + f") but only {size_text(have)} of memory is available; lower {largest[0]}")  # fmt: skip
+
+
+def size_text(n: int) -> str:
+    """Bytes as a message writes them: GB from 0.1 GB, else MB, else kB."""
+    if n >= 1e8:
+        return f"{n / 1e9:,.1f} GB"
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
+
+
+def getattr_flag(cfg: RunSettings, option: str):
+    """The value of the setting ``option`` names (``--batch-size``, ``--replay.ners-local``) in ``cfg``."""
+    value = cfg
+    for name in option.removeprefix("--").replace("-", "_").split("."):
+        value = getattr(value, name)
+    return " ".join(map(str, value)) if isinstance(value, tuple) else value
+
+
+def run_need(spec: Spec, cfg: RunSettings, env: gym.Env) -> list[tuple[str, str, int]]:
+    """``(option, part, bytes)`` of what a run holds besides its replay, each at least: the networks with Adam's
+    moments (their widths, ``--hidden``), a sampled batch (``--batch-size``), an evaluation's returns
+    (``--eval-episodes``) and NERS's scorer (``--replay.ners-local``, ``--replay.ners-score``).  These settings
+    have no bound of their own: a size past the machine would otherwise fail at the first update or evaluation,
+    after the run's folder is written.  Lower bounds, counted without allocating: the networks are built on
+    torch's ``meta`` device, which holds shapes alone."""
+    args = spec.buffer_args(cfg, env)
+    obs = int(np.prod(args["obs_shape"], dtype=np.int64)) * np.dtype(args["obs_dtype"]).itemsize
+    act_dtype = np.dtype(args.get("action_dtype", np.float32))
+    act = int(np.prod(args.get("action_shape", ()), dtype=np.int64)) * act_dtype.itemsize
+    item = 2 * obs + act + 8 + 3 * 4  # observation and next one, action, slot, reward, discount, weight
+    parts = [("--hidden", "the networks need", network_bytes(spec, cfg, env)),
+             ("--batch-size", "a batch needs", cfg.batch_size * item),
+             ("--eval-episodes", "an evaluation's returns need", cfg.eval_episodes * 8)]  # fmt: skip
+    if cfg.sampler == "ners":
+        local, score = tuple(cfg.replay.ners_local), tuple(cfg.replay.ners_score)
+        widths = [(1, *local), (1, *local), (2 * local[-1], *score, 1)]  # local and global parts, scorer (in >= 1)
+        weights = sum(a * b + b for chain in widths for a, b in zip(chain, chain[1:], strict=False))
+        option = "--replay.ners-local" if max(local) >= max(score, default=0) else "--replay.ners-score"
+        parts.append((option, "NERS's scorer needs", 3 * 4 * weights))  # weights and Adam's two moments, float32
+    return parts
+
+
+def network_bytes(spec: Spec, cfg: RunSettings, env: gym.Env) -> int:
+    """Bytes of the agent's networks (targets included) and of Adam's two moments of each optimised weight, from
+    the agent built on torch's ``meta`` device (no memory, no random draws); a width too large to describe is
+    ``SettingsError``."""
+    meta = torch.device("meta")
+    method = Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps)  # its checks compute on real tensors
+    try:
+        with torch.random.fork_rng(devices=[]), torch.device(meta):
+            agent = spec.make_agent(cfg, env, meta, np.random.default_rng(0), torch.Generator(), method)
+    except RuntimeError as err:
+        if "overflow" not in str(err):  # torch: "Storage size calculation overflowed with sizes=[...]"
+            raise
+        raise SettingsError(f"hidden {cfg.hidden}: the networks are too large to build ({err})") from None
+    parts = vars(agent).values()
+    weights = sum(p.numel() * p.element_size() for m in parts if isinstance(m, torch.nn.Module) for p in m.parameters())
+    optimised = sum(p.numel() * p.element_size() for o in parts if isinstance(o, torch.optim.Optimizer)
+                    for group in o.param_groups for p in group["params"])  # fmt: skip
+    return weights + 2 * optimised
 
 
 def warn_if_first_batches_repeat(spec: Spec, cfg: RunSettings) -> None:
@@ -369,6 +456,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     SIGINT/SIGTERM writes its checkpoint and raises :class:`~prioritylab.deep.run.Interrupted`.
     """
     check_settings(spec, cfg)
+    check_out(cfg.out)
     device = pick_device(cfg.device)
     env = spec.make_env(cfg.env, cfg)
     eval_env = spec.make_env(cfg.env, cfg)

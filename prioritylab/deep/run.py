@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from .. import _checks
-from .._cli import check_output_dir
+from .._cli import check_output_dir, is_run_folder
 from ..provenance import changed_settings, replay_slots
 from ..results import (
     CHECKPOINT,
@@ -154,6 +154,9 @@ def pick_device(name: str) -> torch.device:
         raise SettingsError(f"device {name!r} is not a torch device: {err}") from None
     if dev.type not in ("cpu", "cuda"):  # torch names more (mps, xpu, meta): the agents are built and tested on these
         raise SettingsError(f"device {name!r}: the agents run on the CPU or a CUDA GPU (cpu, cuda, cuda:N, auto)")
+    if dev.type == "cpu" and dev.index not in (None, 0):  # torch takes any index and ignores it
+        raise SettingsError(f"device {name!r}: torch has one CPU device (cpu, or cpu:0); it uses the cores "
+                            "--threads gives")  # fmt: skip
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise SettingsError(f"device {name!r} asked for, but CUDA is not available here")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
@@ -178,6 +181,9 @@ def check_common(cfg: RunSettings) -> None:
                             f"got {cfg.seed!r}")  # fmt: skip
     if cfg.stop_after is not None and not 0 < cfg.stop_after <= MAX_COUNT:
         raise SettingsError(f"stop_after must be positive and at most {COUNT_BOUND}, got {cfg.stop_after!r}")
+    if cfg.stop_after is not None and cfg.stop_after >= cfg.steps:  # it would never stop the run: a slip
+        raise SettingsError(f"--stop-after {cfg.stop_after} is not before the run's last step (--steps {cfg.steps}), "
+                            "so it would never stop the run; give a step below --steps, or leave it out")  # fmt: skip
     if cfg.resume + cfg.overwrite + cfg.restart > 1:
         raise SettingsError("give one of --resume, --overwrite and --restart, not several")
     if not 0 <= cfg.threads <= 4096:
@@ -198,6 +204,22 @@ def check_memory(capacity: int, need: int) -> None:
         raise SettingsError(f"a replay of {capacity:,} transitions needs {need / 1e9:.1f} GB "
                             f"({need // capacity:,} bytes each) but only {have / 1e9:.1f} GB of memory is "
                             f"available; lower --buffer-size")  # fmt: skip
+
+
+def check_out(out: Path) -> None:
+    """``--out``, the parent of the run's folder, before any work: not an existing file, nor a training run's folder
+    or a folder inside one (a run nested in another run's files, which ``prioritylab report`` and ``collect`` would
+    find with it); ``SettingsError`` naming it."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise SettingsError(f"--out {out} is an existing file, not a folder")
+    above = next((f for f in out.parents if f.exists()), None)
+    if above is not None and not above.is_dir():
+        raise SettingsError(f"--out {out}: {above} is an existing file, not a folder")
+    run = next((f for f in (out.resolve(), *out.resolve().parents) if is_run_folder(f)), None)
+    if run is not None:
+        where = "is" if run == out.resolve() else f"is inside {run}, which is"
+        raise SettingsError(f"--out {out} {where} a training run's folder; give the folder that holds the runs")
 
 
 def run_dir(cfg: RunSettings, agent: str) -> Path:
@@ -266,10 +288,14 @@ class RunLock:
         if not same:  # another run removed the folder it had made between this open and this lock
             os.close(fd)
             raise SettingsError(f"{self.folder} was removed by another run as this one started; start it again")
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
         return self
+
+    def claim(self) -> None:
+        """Write this process's pid into the held lock file: once the folder is this run's (its contents checked),
+        so that a run refused for them leaves the file as it found it."""
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, f"{os.getpid()}\n".encode())
 
     @staticmethod
     def _holder(fd: int, patience: float = 1.0) -> str:
@@ -327,6 +353,7 @@ def prepare_dir(path: Path, resume: bool, overwrite: bool, restart: bool = False
             discard_new_dir(path)
         lock.release()
         raise
+    lock.claim()
     remove_stale_temporaries(path)
     return lock
 

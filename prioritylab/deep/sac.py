@@ -119,7 +119,7 @@ class SAC:
 def check_sac(cfg: SACSettings) -> None:
     check_continuous(cfg)
     if not cfg.log_std_min < cfg.log_std_max:
-        raise SettingsError(f"log_std_min {cfg.log_std_min} must be below log_std_max {cfg.log_std_max}")
+        raise SettingsError(f"--log-std-min {cfg.log_std_min} must be below --log-std-max {cfg.log_std_max}")
     if not cfg.initial_temperature > 0:
         raise SettingsError(f"initial_temperature must be positive, got {cfg.initial_temperature!r}")
     if not cfg.squash_eps > 0:

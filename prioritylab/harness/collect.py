@@ -11,7 +11,8 @@ missing, cut, replaced or do not match its ``finished.json`` (``timing.csv`` as 
 it) is refused, as is a run whose folder under ``--into`` already holds other files of the same name (another run,
 or another version of it), two finished runs with one folder name, a run whose folder is not named as ``train``
 names it from its manifest (a renamed copy), a folder under those searched that cannot be
-listed (it may hold runs), and an ``--into`` that cannot be written or is one of the folders searched.  Links to run
+listed (it may hold runs), and an ``--into`` that is empty, cannot be written, is one of the folders searched, or is
+a training run's folder or a folder inside one.  Links to run
 folders are followed, and a run keeps its own folder's name.  A refusal copies nothing.  Each file is written whole
 or not at all, and a run collected before with the same files is left as it is, so the command can be repeated as a
 study goes on.
@@ -22,9 +23,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .._cli import check_output_dir, fail, missing_dirs, plain, remove_empty_dirs
-from ..results import EVALS, FINISHED, MANIFEST, TIMING, atomic_write, run_folder
-from .report.runs import find_runs
+from .._cli import check_output_dir, fail, is_run_folder, missing_dirs, plain, remove_empty_dirs
+from ..results import EVALS, FINISHED, MANIFEST, TIMING, atomic_write
+from .report.runs import find_runs, misnamed
 from .report.stats import wall_time
 
 SMALL_FILES = (EVALS, MANIFEST, FINISHED, TIMING)
@@ -49,6 +50,11 @@ def plan(roots: list[Path], into: Path) -> dict:
     for root in roots:
         if root.resolve() == target_root or target_root in root.resolve().parents:
             raise ValueError(f"--into {into} is, or holds, the folder {root} it would collect from")
+    run = next((f for f in (target_root, *target_root.parents) if is_run_folder(f)), None)
+    if run is not None:  # as check_output_dir refuses a results folder there: the run's files are its own
+        where = "is" if run == target_root else f"is inside {run}, which is"
+        raise ValueError(f"--into {into} {where} a training run's folder (its manifest.json is the run's); give "
+                         "another folder")  # fmt: skip
 
     def inside_into(folder: Path) -> bool:  # runs collected before, when --into lies under a folder searched
         return target_root in folder.resolve().parents
@@ -85,11 +91,10 @@ def plan(roots: list[Path], into: Path) -> dict:
                     wall_time(run)
                 except ValueError as err:
                     raise ValueError(f"finished run {folder}: {err}") from None
-            name = _name(folder)
-            own = run_folder(run["agent"], run["env"], run["sampler"], run["seed"])
-            if name != own:  # a renamed folder: collected, it would stand for a run it is not
-                raise ValueError(f"finished run {folder} is named {name}, but its manifest is that of {own}: give it "
-                                 "its own name, or move it out of the folders collected")  # fmt: skip
+            name, wrong = _name(folder), misnamed(run)
+            if wrong:  # a renamed folder: collected, it would stand for a run it is not
+                raise ValueError(f"finished run {folder} {wrong}: give it its own name, or move it out of the folders "
+                                 "collected")  # fmt: skip
             other = chosen.get(name)
             if other is not None and other.resolve() != folder.resolve():
                 raise ValueError(f"two finished runs are named {name}: {other} and {folder}")
@@ -143,25 +148,31 @@ def register(subparsers) -> None:
     p.add_argument("runs", type=Path, nargs="+",
                    help="folder holding run folders (searched recursively), as prioritylab sweep --out writes it, "
                         "or single run folders")  # fmt: skip
-    p.add_argument("--into", type=Path, required=True,
+    p.add_argument("--into", required=True,
                    help="folder to copy into, one subfolder per run (for example docs/results/<study>/runs)")
     p.set_defaults(func=_main)
 
 
 def _main(args) -> int:
+    if not args.into.strip():  # Path("") is the current folder; check_output_dir refuses it, writing nothing
+        try:
+            check_output_dir(args.into, option="--into")
+        except ValueError as err:
+            fail("prioritylab collect", f"{err}")
+    into = Path(args.into)
     for folder in args.runs:
         if not folder.is_dir():
             fail("prioritylab collect", f"{folder} is not a folder")
-    if args.into.exists() and not args.into.is_dir():
-        fail("prioritylab collect", f"--into {args.into} is not a folder")
+    if into.exists() and not into.is_dir():
+        fail("prioritylab collect", f"--into {into} is not a folder")
     try:
-        done = collect(args.runs, args.into)
+        done = collect(args.runs, into)
     except (OSError, ValueError) as err:
         fail("prioritylab collect", f"{err}")
     for folder in done["unfinished"]:
         print(f"not finished, left where it is: {folder}")
     for entry in done["left"]:
         print(f"not a run, left: {entry['folder']} ({entry['status']}: {entry['detail']})")
-    print(f"{len(done['copy'])} runs copied into {args.into}, {len(done['same'])} already there with the same "
+    print(f"{len(done['copy'])} runs copied into {into}, {len(done['same'])} already there with the same "
           f"files, {len(done['unfinished'])} not finished")  # fmt: skip
     return 0

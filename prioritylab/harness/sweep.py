@@ -8,7 +8,10 @@ and ``reduced`` (what fits a 2-core machine); a specification documents both.
 The queue is run by run, each with all its seeds; a specification that sets
 ``SEED_MAJOR = True`` is queued seed by seed instead (every run with the first
 seed, then every run with the next), so that a sweep stopped part-way has the
-same seeds for every run.
+same seeds for every run.  A specification that fails (a syntax error, an exception
+as it loads or in ``runs()``, a ``sys.exit``) is refused in one line naming it, as is
+a ``--seeds`` whose last seed ``train`` would refuse or that makes more than
+``MAX_RUNS`` runs, before the list of runs is built.
 
 Each (run, seed) is one ``prioritylab train`` process writing its own run
 folder under ``--out``.  A finished run (``finished.json``) recorded with the
@@ -57,6 +60,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -76,8 +80,9 @@ _stopping = threading.Event()
 
 
 def load_module(path: Path):
-    """The specification's module; ``ValueError`` for a missing file, a folder, a file that is not ``.py`` or one
-    without ``runs``.  The module is registered in ``sys.modules`` before it runs, as an imported one is (a
+    """The specification's module; ``ValueError`` for a missing file, a folder, a file that is not ``.py``, one
+    without ``runs``, or one that fails as it runs (:func:`spec_failure`: a syntax error, an exception, a
+    ``sys.exit``).  The module is registered in ``sys.modules`` before it runs, as an imported one is (a
     ``dataclass`` under ``from __future__ import annotations`` looks its module up there)."""
     if path.is_dir():
         raise ValueError(f"sweep specification {path} is a folder; give one of its .py files")
@@ -91,12 +96,32 @@ def load_module(path: Path):
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except (Exception, SystemExit) as err:  # Ctrl-C (KeyboardInterrupt) is not the specification's failure
+        sys.modules.pop(name, None)
+        raise ValueError(spec_failure(path, err, "as it loads")) from None
     except BaseException:
         sys.modules.pop(name, None)
         raise
     if not callable(getattr(module, "runs", None)):
         raise ValueError(f"{path} defines no function runs(budget)")
     return module
+
+
+def spec_failure(path: Path, err: BaseException, when: str) -> str:
+    """One line naming the specification ``path`` and how it failed ``when`` (as it loads, or in ``runs()``): a
+    syntax error with its line, an exception with its type, message and the specification's line it came from,
+    or an exit (``sys.exit``), which would otherwise end the sweep without a word."""
+    if isinstance(err, SystemExit):
+        code = "" if err.code is None else f" with {err.code!r}"
+        return (f"sweep specification {path} exited{code} {when} (sys.exit); a specification defines runs(budget) "
+                "and must not exit")  # fmt: skip
+    if isinstance(err, SyntaxError):  # IndentationError and TabError among them
+        return f"sweep specification {path}: {type(err).__name__} at line {err.lineno}: {err.msg}"
+    said = " ".join(str(err).split())
+    lines = [frame.lineno for frame in traceback.extract_tb(err.__traceback__)
+             if Path(frame.filename).resolve() == path.resolve()]  # fmt: skip
+    at = f" at line {lines[-1]}" if lines else ""
+    return f"sweep specification {path}: {type(err).__name__}{at} {when}" + (f": {said}" if said else "")
 
 
 def seed_major(path: Path) -> bool:
@@ -108,7 +133,15 @@ def seed_major(path: Path) -> bool:
 
 
 def load_spec(path: Path, budget: str) -> list[dict]:
-    runs = load_module(path).runs(budget)
+    """The runs of the specification ``path`` for ``budget``; ``ValueError`` (one line, naming the file) for a
+    specification that fails (:func:`load_module`, :func:`spec_failure`), gives no list of runs, a run without its
+    agent, env and sampler, one that sets what the sweep sets, one that gives a True/False setting as a value of
+    another kind (:func:`check_values`), or two runs that would write one folder."""
+    module = load_module(path)
+    try:
+        runs = module.runs(budget)
+    except (Exception, SystemExit) as err:
+        raise ValueError(spec_failure(path, err, f"in runs({budget!r})")) from None
     if not isinstance(runs, (list, tuple)) or not runs:
         raise ValueError(f"{path}: runs({budget!r}) returned {runs!r}; it must return a non-empty list of runs")
     runs = list(runs)
@@ -117,6 +150,7 @@ def load_spec(path: Path, budget: str) -> list[dict]:
             raise ValueError(f"{path}: run {i} must be a dict with agent, env and sampler, got {run!r}")
         if "seed" in run or "out" in run:
             raise ValueError(f"{path}: run {i} sets seed or out; the sweep sets them")
+        check_values(path, i, run)
     first: dict[str, int] = {}
     for i, run in enumerate(runs):  # a run's folder is named by its agent, env and sampler only
         name = run_name(run)
@@ -128,6 +162,52 @@ def load_spec(path: Path, budget: str) -> list[dict]:
                              f"folders")  # fmt: skip
         first[name] = i
     return runs
+
+
+def check_values(path: Path, i: int, run: dict) -> None:
+    """``ValueError`` naming the setting and its value where run ``i`` gives True or False to a setting of ``train``
+    that is not a True/False one (``"steps": True``): :func:`expand` writes a boolean as a bare flag (``--steps``,
+    ``--no-steps``), which would leave the setting without its value.  A setting ``train`` does not have, or a run
+    whose agent is unknown, is left to the check of the runs (:func:`check_runs`), which names it."""
+    flags = {key: value for key, value in run.items() if key != "agent" and isinstance(value, bool)}
+    if not flags:
+        return
+    from ..deep.cli import AGENTS, _agents, _for_env
+
+    if run["agent"] not in AGENTS:
+        return
+    _, cls = _for_env(run["agent"], ["--env", str(run["env"])], *_agents())
+    for key, value in flags.items():
+        kind = _setting_type(cls, key)
+        if kind is not None and kind is not bool:
+            what = {int: "an integer", float: "a number", str: "a string"}.get(kind, f"a {_type_name(kind)}")
+            raise ValueError(f"{path}: run {i}: {key} must be {what}, got {value!r} (only a True/False setting takes "
+                             "True or False)")  # fmt: skip
+
+
+def _setting_type(cls, key: str):
+    """The type of the setting ``key`` (nested ones as ``"replay.alpha"``) of a settings dataclass ``cls``: the
+    type itself, or the one type besides None of an optional one; None for a setting it does not have."""
+    import dataclasses
+    import types
+    import typing
+
+    for part in key.split("."):
+        if not dataclasses.is_dataclass(cls):
+            return None
+        hints = typing.get_type_hints(cls)
+        name = part.replace("-", "_")
+        if name not in {f.name for f in dataclasses.fields(cls)}:
+            return None
+        cls = hints[name]
+    if typing.get_origin(cls) in (typing.Union, types.UnionType):
+        kinds = [k for k in typing.get_args(cls) if k is not type(None)]
+        return kinds[0] if len(kinds) == 1 else cls
+    return cls
+
+
+def _type_name(kind) -> str:
+    return getattr(kind, "__name__", None) or str(kind).replace("typing.", "")
 
 
 def run_name(run: dict, seed: int | str = "<seed>") -> str:
@@ -156,6 +236,34 @@ def select(runs: list[dict], only: list[str]) -> list[dict]:
     if not chosen:
         raise ValueError(f"--only {' '.join(only)} matches none of the specification's {len(runs)} runs")
     return chosen
+
+
+MAX_RUNS = 10_000
+"""The most runs (the specification's runs, those ``--only`` keeps, times ``--seeds``) one sweep takes: each is a
+training run of minutes to days, the largest sweep of the studies has a few hundred, and the list is built and
+checked whole before any run starts, so that a mistyped ``--seeds`` is refused rather than filling the memory."""
+
+
+def check_seeds(seeds: int, first_seed: int) -> None:
+    """``ValueError`` where the last seed of ``--seeds`` from ``--first-seed`` is above the largest seed ``train``
+    takes (:data:`prioritylab.deep.run.MAX_SEED`, so that the evaluation seed also stays 32-bit): checked before
+    the runs are expanded, whose list would otherwise be as long as the seeds are many."""
+    from ..deep.run import MAX_SEED
+
+    last = first_seed + seeds - 1
+    if last > MAX_SEED:
+        raise ValueError(f"--seeds {seeds} from --first-seed {first_seed} would use seeds up to {last}, above the "
+                         f"largest seed train takes, {MAX_SEED}; give fewer seeds or a lower "
+                         "--first-seed")  # fmt: skip
+
+
+def check_count(n_runs: int, seeds: int) -> None:
+    """``ValueError`` where ``n_runs`` runs with ``seeds`` seeds each are more than :data:`MAX_RUNS`, before they are
+    expanded."""
+    if n_runs * seeds > MAX_RUNS:
+        raise ValueError(f"--seeds {seeds} for the {n_runs} runs of the specification gives {n_runs * seeds} runs, "
+                         f"more than a sweep takes ({MAX_RUNS}); give fewer seeds, or sweep part of them at a time "
+                         "(--only, --first-seed)")  # fmt: skip
 
 
 def expand(runs: list[dict], seeds: int, first_seed: int, out: Path, by_seed: bool = False) -> list[dict]:
@@ -681,7 +789,7 @@ def register(subparsers) -> None:
     p.add_argument("--first-seed", type=nonnegative_int, default=0, help="first seed")
     p.add_argument("--budget", choices=BUDGETS, default="reduced", help="the paper's budget or one that fits here")
     p.add_argument("--jobs", type=positive_int, default=1, help="runs at once (local backend)")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="parent folder of the run folders")
+    p.add_argument("--out", default="runs", help="parent folder of the run folders")
     p.add_argument("--backend", choices=("local", "ray"), default="local", help="local process pool or Ray")
     p.add_argument("--address", default=None, help="Ray cluster address (backend ray)")
     p.add_argument("--only", action="append", default=[], metavar="KEY=VALUE",
@@ -699,12 +807,17 @@ def _main(args) -> int:
     if args.backend == "ray" and importlib.util.find_spec("ray") is None:
         fail("prioritylab sweep", "--backend ray needs ray: pip install 'prioritylab[ray]'")
     try:
+        if not args.out.strip():  # Path("") is the current folder; check_output_dir refuses it, writing nothing
+            check_output_dir(args.out)
+        check_seeds(args.seeds, args.first_seed)
         runs = select(load_spec(args.spec, args.budget), args.only)
-        jobs = expand(runs, args.seeds, args.first_seed, args.out, by_seed=seed_major(args.spec))
+        check_count(len(runs), args.seeds)
+        jobs = expand(runs, args.seeds, args.first_seed, Path(args.out), by_seed=seed_major(args.spec))
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
-    if args.out.exists() and not args.out.is_dir():  # (the sweep proper also makes and probes the folder, below)
-        fail("prioritylab sweep", f"--out {args.out} is an existing file, not a folder")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():  # (the sweep proper also makes and probes the folder, below)
+        fail("prioritylab sweep", f"--out {out} is an existing file, not a folder")
     try:
         if args.backend == "local":
             check_runs(jobs, args.jobs)
@@ -740,10 +853,10 @@ def _main(args) -> int:
         check_output_dir(args.out)
     except ValueError as err:
         fail("prioritylab sweep", f"{err}")
-    results, signum = run_sweep(jobs, args.jobs, args.backend, args.address, args.out / "sweep.json")
+    results, signum = run_sweep(jobs, args.jobs, args.backend, args.address, out / "sweep.json")
     if signum is not None:
         print(f"sweep stopped by signal {signum}; the runs wrote their checkpoints: re-run the same command to "
-              f"resume them (see {args.out}/sweep.json)", file=sys.stderr)  # fmt: skip
+              f"resume them (see {out}/sweep.json)", file=sys.stderr)  # fmt: skip
         return 128 + signum
     finished = sum(v["status"] in ("finished", "finished (skipped)") for v in results.values())
     crashed = [k for k, v in results.items() if v["status"] == "crashed"]
@@ -753,5 +866,5 @@ def _main(args) -> int:
     also = f"; {len(elsewhere)} finished meanwhile by another sweep with other settings" if elsewhere else ""
     if stopped:  # a run's own process was stopped (its scheduler, a kill): not finished, though the sweep was not
         also += f"; {len(stopped)} stopped before their end (re-run the same command to resume them)"
-    print(f"{finished} of {len(jobs)} runs finished; {len(crashed)} crashed{also} (see {args.out}/sweep.json)")
+    print(f"{finished} of {len(jobs)} runs finished; {len(crashed)} crashed{also} (see {out}/sweep.json)")
     return 0 if finished == len(jobs) else 1

@@ -87,9 +87,11 @@ whose ``finished.json`` names another last step, last return or update count tha
 ``evaluations.csv`` ends with (a cut or replaced file), or another last step than its manifest's
 ``steps`` (a shorter run's files), is corrupt, and so is one whose rows are not
 the first evaluations of its own schedule (every ``eval_every`` steps and at its last step, from
-its manifest: rows cut from the middle, or more rows than the run has).  The rliable tables
-take each sampler's own seeds (its lowest, as many on each task) on the samplers and tasks that give the most
-sampler-task cells with at least 2 runs each, and list in ``aggregates.md`` what they
+its manifest: rows cut from the middle, or more rows than the run has), and one whose folder is not named as
+``train`` names it from its manifest (a renamed folder, or a manifest edited to another environment, sampler or
+seed, which would put the run's scores under another's name; ``prioritylab collect`` refuses it the same way).
+The rliable tables take each sampler's own seeds (its lowest, as many on each task) on the samplers and tasks
+that give the most sampler-task cells with at least 2 runs each, and list in ``aggregates.md`` what they
 leave out (a sampler run on few tasks, a task only some samplers have reached, the seeds
 beyond a sampler's fewest on a task, a MinAtar game with nothing to normalise by); the
 probability of improvement compares each pair on the tasks both ran.  The curves align
@@ -375,7 +377,7 @@ def register(subparsers) -> None:
     p.add_argument("runs", type=Path, nargs="+",
                    help="folder holding run folders (searched recursively); several may be given, for example a "
                         "study's runs and another study's control runs, or single run folders")
-    p.add_argument("--out", type=Path, default=Path("report"), help="output folder")
+    p.add_argument("--out", default="report", help="output folder")
     p.add_argument("--against", metavar="SETTING=VALUE", action="append",
                    help="compare each sampler with its own runs recorded with SETTING = VALUE (for example "
                         "rms_eps=0.01 or method.kappa=0.01): versus.md gives the differences; every other table "
@@ -390,14 +392,20 @@ def register(subparsers) -> None:
 
 
 def _main(args) -> int:
+    if not args.out.strip():  # Path("") is the current folder; check_output_dir refuses it, writing nothing
+        try:
+            check_output_dir(args.out, program="prioritylab report")
+        except ValueError as err:
+            fail("prioritylab report", f"{err}")
+    out = Path(args.out)
     for folder in args.runs:
         if not folder.is_dir():
             fail("prioritylab report", f"{folder} is not a folder")
-        if folder.resolve() == args.out.resolve():  # (a folder inside it is not searched: find_runs)
-            fail("prioritylab report", f"--out {args.out} is {folder}, which it reads runs from: its tables "
+        if folder.resolve() == out.resolve():  # (a folder inside it is not searched: find_runs)
+            fail("prioritylab report", f"--out {out} is {folder}, which it reads runs from: its tables "
                                        "would lie among the runs; give a folder of their own (one inside it will do)")
-        if (folder / MANIFEST).is_file() and folder.resolve() in args.out.resolve().parents:
-            fail("prioritylab report", f"--out {args.out} lies inside the run folder {folder}")
+        if (folder / MANIFEST).is_file() and folder.resolve() in out.resolve().parents:
+            fail("prioritylab report", f"--out {out} lies inside the run folder {folder}")
     against = None
     if args.against is not None:
         against = []
@@ -406,11 +414,11 @@ def _main(args) -> int:
             if not (sep and key.strip() and value.strip()):
                 fail("prioritylab report", f"--against takes SETTING=VALUE, got {text!r}")
             against.append((key.strip(), value.strip()))
-    created = missing_dirs(args.out)
+    created = missing_dirs(out)
     previous = signal.signal(signal.SIGTERM, _raise_stopped)  # so that a stopped report cleans up, as Ctrl-C
     try:
-        check_output_dir(args.out, program="prioritylab report")
-        result = report(args.runs, args.out, include_partial=args.include_partial, against=against)
+        check_output_dir(args.out, program="prioritylab report")  # as given: an empty one is refused there too
+        result = report(args.runs, out, include_partial=args.include_partial, against=against)
     except ValueError as err:
         remove_empty_dirs(created)  # a refused report leaves no folder of its own behind
         fail("prioritylab report", f"{err}")
@@ -425,5 +433,5 @@ def _main(args) -> int:
     left_out = [x for x in result["status"] if not x["status"].startswith("used")]
     for x in left_out:
         print(f"left out: {x['folder']}: {x['status']} ({x['detail']})")
-    print(f"{result['runs']} runs in {result['groups']} groups; figures and tables in {args.out}")
+    print(f"{result['runs']} runs in {result['groups']} groups; figures and tables in {out}")
     return 0

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...provenance import IGNORED, recorded, unread_by
 from ...replay.diagnostics import COLUMNS as DIAGNOSTICS
-from ...results import EVALS, FINISHED, MANIFEST, NotWhole, machine_label, whole_rows
+from ...results import EVALS, FINISHED, MANIFEST, NotWhole, machine_label, run_folder, whole_rows
 
 LAST = 10  # evaluations averaged for the table (LAP/PAL Table 1)
 
@@ -123,6 +123,16 @@ def read_run(folder: Path) -> dict:
         "finished": was_finished, "finished_wall": summary.get("wall_time"), "config": recorded(recorded_manifest),
         "code": by_segment(recorded_manifest, code_label), "machine": by_segment(recorded_manifest, machine_label),
     }  # fmt: skip
+
+
+def misnamed(run: dict) -> str:
+    """What is wrong with the name of a run's folder ("" if nothing): a folder is named by ``train`` from its
+    manifest's agent, environment, sampler and seed (:func:`~prioritylab.results.run_folder`), and ``sweep`` finds
+    its runs by that name, so a folder named otherwise was renamed, or its manifest edited (another environment's
+    name over its scores).  A folder reached through a link is named by the folder linked to."""
+    name = Path(run["folder"]).resolve().name
+    own = run_folder(run["agent"], run["env"], run["sampler"], run["seed"])
+    return "" if name == own else f"is named {name}, but its manifest is that of {own}"
 
 
 def by_segment(manifest: dict, label) -> list[tuple[int, str]]:
@@ -447,6 +457,12 @@ def collect(roots: Sequence[Path], out: Path, include_partial: bool = False,
         seen |= {Path(r["folder"]).resolve() for r in runs_here} | {Path(x["folder"]).resolve() for x in status_here}
     if not found and not status:
         raise ValueError(f"no run folders (manifest.json + evaluations.csv) under {where}")
+    for r in found:  # a renamed folder, or an edited manifest: its scores would stand for another run's
+        why = misnamed(r)
+        if why:
+            detail = f"{r['folder']} {why} (a renamed folder, or an edited manifest.json)"
+            status.append({"folder": str(r["folder"]), "status": "corrupt", "detail": detail})
+    found = [r for r in found if not misnamed(r)]
     runs = [r for r in found if (r["finished"] or include_partial) and not never_updated(r)]
     reference_runs: list[dict] = []
     if against is not None and runs:

@@ -33,7 +33,9 @@ not): the cell's clauses, its parts between ``;``, name the comparisons by what 
 sampler or the baseline, :func:`names`); a clause that names comparisons and states verdicts states theirs and no
 other, and each comparison's verdict is stated by a clause that names it or by one that names none of the row's.
 Each row must be named by a line of the registry, but for NERS Table 3's rows, which compare with the table's own
-values on their study page (``sac_pendulum_table3/``, whose page the registry does not name).  An interval lies
+values on their study page (``sac_pendulum_table3/``, whose page the registry does not name), and every other
+Markdown page under the registry's folder that has verdict rows must have lines in the registry: the pages are found
+there, so that a registry cut at a page's boundary does not pass.  An interval lies
 above a bound when its lower end is above it: an end equal to the bound holds it.
 """
 
@@ -55,6 +57,12 @@ REGISTRY = Path("docs/results/verdicts.csv")
 
 PAGE_SECTION = "## Verdicts, claim by claim"
 """The heading of the page's section whose table the verdicts are checked against."""
+
+UNREGISTERED_PAGES = ("sac_pendulum_table3/README.md",)
+"""The pages, relative to the registry's folder, whose verdict rows no line of the registry names: NERS Table 3's
+study page, whose rows compare with the table's own values, not with a report's interval.  Every other page under
+the registry's folder with a verdict row must have its lines (:func:`unnamed_pages`)."""
+
 
 def _gain(x: float, y: float) -> float:
     """The % gain of a score ``x`` over ``y``, (x - y) / |y| (LAP/PAL Table 2's definition)."""
@@ -364,6 +372,23 @@ def printed(text: str, lo: float, hi: float) -> bool:
     return False
 
 
+def unnamed_pages(registry: Path, entries: list[Entry]) -> list[tuple[Path, int]]:
+    """Each Markdown page under the registry's folder that has verdict rows (:func:`page_rows`) but no line of the
+    registry, but :data:`UNREGISTERED_PAGES`, with its count of verdict rows.  The registry names the pages it
+    checks, so a registry cut at a page's boundary (every line of a page gone) would otherwise check fewer pages
+    and pass; the pages are found here, not read from the registry."""
+    registry = Path(registry)
+    named = {(registry.parent / e.page).resolve() for e in entries}
+    named |= {(registry.parent / page).resolve() for page in UNREGISTERED_PAGES}
+    out = []
+    for page in sorted(registry.parent.rglob("*.md")):
+        if page.is_file() and page.resolve() not in named:
+            rows = page_rows(page)
+            if rows:
+                out.append((page, len(rows)))
+    return out
+
+
 def check(registry: Path) -> list[tuple[str, list[str], list[Entry], str]]:
     """Each verdict row of each page the registry names, with the page, the registry's lines that belong to the
     row, and what is wrong with it ("" if nothing): an interval of its comparisons that the row does not print
@@ -371,9 +396,16 @@ def check(registry: Path) -> list[tuple[str, list[str], list[Entry], str]]:
     does not state, one the row states that no comparison gives, in a row whose comparisons give different
     verdicts one not tied to its comparison by the clause that states it (:func:`untied`: two verdicts swapped
     between their comparisons), a verdict's words where no verdict is read (:func:`unread`), or a row no line
-    names.  ``ValueError`` for a line that names no row."""
+    names.  ``ValueError`` for a line that names no row, or for a page under the registry's folder with verdict rows
+    and no line of the registry (:func:`unnamed_pages`)."""
     registry = Path(registry)
     entries = read_registry(registry)
+    missing = unnamed_pages(registry, entries)
+    if missing:
+        page, n = missing[0]
+        more = f" (and {len(missing) - 1} more such pages)" if len(missing) > 1 else ""
+        raise ValueError(f"{registry}: no line names the page {page}, which has {n} verdict rows{more}: every page "
+                         "with verdict rows must have its lines in the registry (is the registry cut?)")  # fmt: skip
     result = []
     for page in dict.fromkeys(e.page for e in entries):
         path = registry.parent / page
