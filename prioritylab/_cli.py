@@ -107,8 +107,7 @@ def check_output_dir(path, option: str = "--out", program: str | None = None) ->
     replaced while its other files stayed, described by none; and a training run's folder, or a folder
     inside one: its manifest is what a resume reads, and the run's own files are no place for results.
     """
-    if isinstance(path, str) and not path.strip():  # Path("") is the current folder: an empty value is a slip
-        raise ValueError(f"{option} is empty; give a folder (. for the current one)")
+    check_not_empty(path, option)
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{option} {path} is an existing file, not a folder")
@@ -137,6 +136,21 @@ def check_output_dir(path, option: str = "--out", program: str | None = None) ->
             raise ValueError(f"{option} {path} holds the results of {other} (its manifest.json); give another "
                              "folder, or move them away")  # fmt: skip
     return path
+
+
+def check_not_empty(value, option: str = "--out", what: str = "a folder (. for the current one)") -> None:
+    """``ValueError`` for an empty or blank path given as text: ``Path("")`` is the current folder, and an empty
+    value is a slip (a shell variable that was not set), not a request to write there."""
+    if isinstance(value, str) and not value.strip():
+        raise ValueError(f"{option} is empty; give {what}")
+
+
+def empty_refused(prog: str, value, option: str = "--out", what: str = "a folder (. for the current one)") -> None:
+    """:func:`check_not_empty` for a command line: its refusal as ``prog``'s one-line error, before any work."""
+    try:
+        check_not_empty(value, option, what)
+    except ValueError as err:
+        fail(prog, str(err))
 
 
 def is_run_folder(folder: Path) -> bool:

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from prioritylab._cli import Parser, check_output_file, missing_dirs, remove_empty_dirs
+from prioritylab._cli import Parser, check_not_empty, check_output_file, missing_dirs, remove_empty_dirs
 from prioritylab.deep.run import SettingsError, pick_device
 from prioritylab.replay import ReplayBuffer
 from prioritylab.samplers import make_sampler
@@ -202,9 +202,8 @@ def main(argv=None) -> int:
         p.error(str(err))
     made = missing_dirs(Path(args.json).parent) if args.json else []
     try:  # the last check, before any timing: a folder it makes is taken back, while empty, if the command stops
-        if args.json is not None and not args.json.strip():
-            raise ValueError("--json is empty; give a file")
         if args.json is not None:
+            check_not_empty(args.json, "--json", "a file")
             check_output_file(args.json, "--json")
     except ValueError as err:
         remove_empty_dirs(made)

@@ -172,10 +172,9 @@ def _check_device(args) -> str:
 def _check_json(args) -> None:
     """``--json`` must be writable: checked before any timing."""
     if getattr(args, "json", None) is not None:
-        from .._cli import check_output_file, fail
+        from .._cli import check_output_file, empty_refused, fail
 
-        if not args.json.strip():  # Path("") is the current folder
-            fail(f"prioritylab bench {args.bench}", "--json is empty; give a file")
+        empty_refused(f"prioritylab bench {args.bench}", args.json, "--json", "a file")
         try:
             check_output_file(args.json, "--json")
         except ValueError as err:

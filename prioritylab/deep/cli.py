@@ -301,8 +301,10 @@ def option_value(args: list[str], flag: str) -> str | None:
 
 def check_given_out(args: list[str]) -> None:
     """An empty ``--out ''`` would be read as the current folder (``Path("")``): a slip, refused."""
+    from .._cli import check_not_empty
     from .run import SettingsError
 
-    out = option_value(args, "--out")
-    if out is not None and not out.strip():
-        raise SettingsError("--out is empty; give the folder that holds the runs (. for the current one)")
+    try:
+        check_not_empty(option_value(args, "--out"), what="the folder that holds the runs (. for the current one)")
+    except ValueError as err:
+        raise SettingsError(str(err)) from None

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .._cli import check_output_dir, fail, is_run_folder, missing_dirs, plain, remove_empty_dirs
+from .._cli import check_output_dir, empty_refused, fail, is_run_folder, missing_dirs, plain, remove_empty_dirs
 from ..results import EVALS, FINISHED, MANIFEST, TIMING, atomic_write
 from .report.runs import find_runs, misnamed
 from .report.stats import wall_time
@@ -154,11 +154,7 @@ def register(subparsers) -> None:
 
 
 def _main(args) -> int:
-    if not args.into.strip():  # Path("") is the current folder; check_output_dir refuses it, writing nothing
-        try:
-            check_output_dir(args.into, option="--into")
-        except ValueError as err:
-            fail("prioritylab collect", f"{err}")
+    empty_refused("prioritylab collect", args.into, "--into")
     into = Path(args.into)
     for folder in args.runs:
         if not folder.is_dir():

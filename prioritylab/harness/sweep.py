@@ -66,7 +66,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .._cli import PARENT_PID, REFUSED, check_output_dir, fail, nonnegative_int, positive_int
+from .._cli import PARENT_PID, REFUSED, check_not_empty, check_output_dir, fail, nonnegative_int, positive_int
 from ..results import CHECKPOINT, EVALS, FINISHED, MANIFEST, run_folder, write_json
 
 BUDGETS = ("reduced", "paper")
@@ -807,8 +807,7 @@ def _main(args) -> int:
     if args.backend == "ray" and importlib.util.find_spec("ray") is None:
         fail("prioritylab sweep", "--backend ray needs ray: pip install 'prioritylab[ray]'")
     try:
-        if not args.out.strip():  # Path("") is the current folder; check_output_dir refuses it, writing nothing
-            check_output_dir(args.out)
+        check_not_empty(args.out)
         check_seeds(args.seeds, args.first_seed)
         runs = select(load_spec(args.spec, args.budget), args.only)
         check_count(len(runs), args.seeds)

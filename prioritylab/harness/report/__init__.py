@@ -121,7 +121,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ..._cli import check_output_dir, fail, missing_dirs, remove_empty_dirs
+from ..._cli import check_output_dir, empty_refused, fail, missing_dirs, remove_empty_dirs
 from ...results import MANIFEST, atomic_write, write_csv, write_manifest
 from . import plots, stats, tables
 from .runs import against_flags, collect, grouped, incomparable
@@ -392,11 +392,7 @@ def register(subparsers) -> None:
 
 
 def _main(args) -> int:
-    if not args.out.strip():  # Path("") is the current folder; check_output_dir refuses it, writing nothing
-        try:
-            check_output_dir(args.out, program="prioritylab report")
-        except ValueError as err:
-            fail("prioritylab report", f"{err}")
+    empty_refused("prioritylab report", args.out)
     out = Path(args.out)
     for folder in args.runs:
         if not folder.is_dir():
