@@ -47,8 +47,8 @@ bench: $(VENV)/.bench
 	$(PY) -m prioritylab bench sumtree
 	$(PY) -m prioritylab bench replay
 
-# Numba's on-disk cache does not notice an edit to a kernel that a jitted function in
-# another module calls: after editing kernels, drop the caches.
+# Numba's on-disk caches, removed altogether. An edited kernel needs no clean: `import prioritylab`
+# empties the cached kernels' indexes when a kernel module's source changes (prioritylab/_kernel_cache.py).
 clean-cache:
 	find . -path ./$(VENV) -prune -o \( -name '*.nbi' -o -name '*.nbc' \) -print | xargs rm -f
 

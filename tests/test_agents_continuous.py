@@ -433,3 +433,14 @@ def test_a_run_shorter_than_the_buffer_is_a_longer_runs_beginning(sampler, tmp_p
     short, long = ([{k: r[k] for k in keys} for r in rows[s]] for s in rows)
     assert [int(r["step"]) for r in short] == [200, 400, 600]
     assert short == long[:3]
+
+
+def test_a_run_as_long_as_its_random_start_updates_once_and_is_not_refused(tmp_path, capsys):
+    """Updates start at step --start-steps, so --steps equal to it gives one update: the refusal of a run that
+    would end before its first update is of --steps below --start-steps only."""
+    common = ["--env", "Pendulum-v1", "--eval-episodes", "1", "--hidden", "8", "--batch-size", "8",
+              "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    assert cli_main(["train", "td3", "--steps", "200", "--start-steps", "200", "--eval-every", "200", *common]) == 0
+    assert json.loads((tmp_path / "td3_Pendulum-v1_uniform_s0" / "finished.json").read_text())["updates"] == 1
+    assert cli_main(["train", "sac", "--steps", "199", "--start-steps", "200", "--eval-every", "199", *common]) == 2
+    assert "--steps 199 < --start-steps 200: the run would end before its first update" in capsys.readouterr().err

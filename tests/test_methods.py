@@ -178,11 +178,11 @@ def test_a_setting_the_sampler_does_not_read_is_named_before_the_run(tmp_path, c
         ("kappa", 2.0, ("lap", "pal")), ("ners_lr", 0.1, ("ners",))]  # fmt: skip
     assert unread("pser", ReplaySettings(rho=0.9, window=3)) == []
     code = cli_main(["train", "td3", "--env", "Pendulum-v1", "--sampler", "uniform", "--replay.kappa", "5",
-                     "--steps", "300", "--out", str(tmp_path), "--no-progress"])  # refused: steps <= start_steps
+                     "--steps", "300", "--out", str(tmp_path), "--no-progress"])  # refused: steps < start_steps
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and lines[0] == ("prioritylab train td3: warning: --replay.kappa 5.0 has no effect with "
                                       "--sampler uniform (read by lap, pal)")  # fmt: skip
-    assert len(lines) == 2 and "error: --steps 300 <= --start-steps" in lines[1]
+    assert len(lines) == 2 and "error: --steps 300 < --start-steps" in lines[1]
 
 
 @pytest.mark.parametrize(("name", "setting", "message"),
@@ -215,7 +215,7 @@ def test_a_batch_larger_than_the_replay_at_the_first_update_is_named_before_the_
     args = ["train", "td3", "--env", "Pendulum-v1", "--out", str(tmp_path), "--no-progress", "--eval-episodes", "1"]
     code = cli_main([*args, "--steps", "50", "--start-steps", "100", "--batch-size", "256"])
     lines = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "error: --steps 50 <= --start-steps 100" in lines[0]  # refused: no warning
+    assert code == 2 and len(lines) == 1 and "error: --steps 50 < --start-steps 100" in lines[0]  # refused: no warning
     code = cli_main([*args, "--steps", "102", "--eval-every", "102", "--start-steps", "100", "--batch-size", "256"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 0 and lines == ["warning: --batch-size 256 is larger than the at most 100 transitions stored "

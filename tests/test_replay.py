@@ -408,3 +408,12 @@ def test_a_write_the_sampler_refuses_near_the_float_range_leaves_the_buffer_unch
         b.sampler.update(written, np.ones(written.size))
         write(b)
     assert pickle.dumps(buf.state_dict()) == pickle.dumps(twin.state_dict())
+
+
+@pytest.mark.parametrize("obs_shape", [(84, 84), (3, 84, 84), (84,)])
+def test_the_memory_formula_refuses_a_frame_shape_given_for_a_stacked_observation(obs_shape):
+    """With frame_stack 4 the buffer takes the stacked shape (4, 84, 84): (84, 84) read as one would drop a frame axis
+    and give 221 bytes a slot where the buffer takes 7,193."""
+    with pytest.raises(ValueError, match=r"must be the stacked observation's, its first axis the frame_stack 4"):
+        estimate_bytes(10**6, obs_shape, np.uint8, (), np.int64, frame_stack=4)
+    assert estimate_bytes(10**6, (4, 84, 84), np.uint8, (), np.int64, frame_stack=4) == 7_193 * 10**6

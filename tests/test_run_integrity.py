@@ -853,10 +853,10 @@ def test_sigterm_of_a_ray_sweep_stops_its_runs_with_checkpoints(tmp_path):
 # ---- 5. runs that never learned; groups that differ in more than the sampler ----
 
 
-def test_train_refuses_steps_not_above_start_steps_unless_asked(tmp_path, capsys):
+def test_train_refuses_steps_below_start_steps_unless_asked(tmp_path, capsys):
     code = cli_main(["train", "td3", "--env", "Pendulum-v1", "--steps", "300", "--out", str(tmp_path), "--no-progress"])
     lines = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "--steps 300 <= --start-steps 25000" in lines[0]
+    assert code == 2 and len(lines) == 1 and "--steps 300 < --start-steps 25000" in lines[0]
     assert "--allow-no-updates" in lines[0] and not any(tmp_path.iterdir())
     code = cli_main(["train", "dqn", "--env", "MinAtar/Breakout-v1", "--steps", "300", "--start-steps", "100",
                      "--update-every", "500", "--out", str(tmp_path), "--no-progress"])  # none of 100-300 divides

@@ -29,6 +29,17 @@ def runs(budget):
 VALID = SPEC.replace("NoSuchEnv-v0", "MountainCarContinuous-v0")  # both runs as train would accept them
 
 
+def test_a_count_of_one_run_is_singular(tmp_path, capsys):
+    """The dry run's count, and a refusal that counts the specification's runs, say "1 run", not "1 runs"."""
+    spec = tmp_path / "spec.py"
+    spec.write_text(VALID)
+    out = str(tmp_path / "runs")
+    assert cli_main(["sweep", str(spec), "--out", out, "--dry-run", "--only", "sampler=per"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "1 run"
+    with pytest.raises(ValueError, match="matches none of the specification's 1 run$"):
+        sweep.select(sweep.load_spec(spec, "reduced")[:1], ["sampler=per", "env=MountainCarContinuous-v0"])
+    assert [sweep.runs_count(n) for n in (0, 1, 2)] == ["0 runs", "1 run", "2 runs"]
+
 def test_dry_run_lists_every_run_and_seed(tmp_path, capsys):
     spec = tmp_path / "spec.py"
     spec.write_text(VALID)
@@ -159,7 +170,8 @@ def test_a_run_stopped_at_its_stop_after_is_not_counted_finished(tmp_path, capsy
                     f"**{common}, 'stop_after': 200}}]\n")  # fmt: skip
     out = tmp_path / "runs"
     assert cli_main(["sweep", str(spec), "--out", str(out)]) == 1
-    assert "0 of 1 runs finished; 0 crashed; 1 stopped before their end" in capsys.readouterr().out
+    assert "0 of 1 run finished; 0 crashed; 1 stopped before its end (re-run the same command to resume it)" in (
+        capsys.readouterr().out)  # fmt: skip
     record = json.loads((out / "sweep.json").read_text())["runs"]["td3_Pendulum-v1_per_s0"]
     assert record == {"status": "stopped at its --stop-after (checkpoint written)", "exit_code": 0}
     spec.write_text(spec.read_text().replace(", 'stop_after': 200", ""))
@@ -630,7 +642,7 @@ def test_a_run_with_a_setting_train_refuses_stops_the_sweep_before_any_run(tmp_p
         cli_main(["sweep", str(spec), "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2 and len(err.splitlines()) == 1
-    assert "run td3_MountainCarContinuous-v0_uniform_s0: --steps 10 <= --start-steps 20" in err
+    assert "run td3_MountainCarContinuous-v0_uniform_s0: --steps 10 < --start-steps 20" in err
     assert not out.exists() or not any(out.iterdir())  # nothing started, the valid run neither
 
 

@@ -269,8 +269,8 @@ def check_updates(spec: Spec, cfg: RunSettings) -> None:
     starts, every = spec.learning_starts(cfg), spec.update_every(cfg)
     if cfg.allow_no_updates:
         return
-    if cfg.steps <= starts:
-        raise SettingsError(f"--steps {cfg.steps} <= --start-steps {starts}: the run would end before its first "
+    if cfg.steps < starts:  # the loop updates from step start_steps on, so steps == start_steps updates once
+        raise SettingsError(f"--steps {cfg.steps} < --start-steps {starts}: the run would end before its first "
                             "update; lower --start-steps, raise --steps or pass --allow-no-updates")  # fmt: skip
     first = -(-max(starts, 1) // every) * every  # the loop updates at the steps >= starts that every divides
     if first > cfg.steps:

@@ -124,7 +124,8 @@ class RunSettings:
     then do not depend on the core count, a loaded machine is not slowed down by oversubscription, and a
     resume must use the count the checkpoint was written with."""
     allow_no_updates: bool = False
-    """Accept steps <= start_steps, a run that ends before its first update (its results are a random policy's)."""
+    """Accept steps < start_steps, a run that ends before its first update (its results are a random policy's);
+    updates start at step start_steps."""
     progress: bool = True
     """Show a progress bar."""
     diagnostics: bool = True

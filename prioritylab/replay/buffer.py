@@ -65,7 +65,13 @@ def least_slots(n_step: int = 1, frame_stack: int = 1) -> int:
 def estimate_bytes(capacity: int, obs_shape, obs_dtype, action_shape=(), action_dtype=np.float32, frame_stack=1,
                    diagnostics: bool = True) -> int:  # fmt: skip
     """Resident bytes of a buffer of ``capacity`` slots (storage, sampler and, with ``diagnostics``, the
-    diagnostics' per-slot counts), from the formula above."""
+    diagnostics' per-slot counts), from the formula above.  ``obs_shape`` is the stacked observation's, as the
+    buffer takes it: with ``frame_stack`` > 1 its first axis is the stack, ``(4, 84, 84)``, and the buffer stores
+    one frame a slot.  The sampler's share is a flat :data:`SAMPLER_BYTES_PER_SLOT` (90), at least what each sampler
+    takes at a capacity at or just below a power of 4, not just past one (the module docstring)."""
+    if frame_stack > 1 and (len(tuple(obs_shape)) < 2 or tuple(obs_shape)[0] != frame_stack):
+        raise ValueError(f"obs_shape {tuple(obs_shape)} must be the stacked observation's, its first axis the "
+                         f"frame_stack {frame_stack} (as (4, 84, 84) for 4 frames)")  # fmt: skip
     frame_shape = tuple(obs_shape)[1:] if frame_stack > 1 else tuple(obs_shape)
     obs = int(np.prod(frame_shape, dtype=np.int64)) * np.dtype(obs_dtype).itemsize
     act = int(np.prod(action_shape, dtype=np.int64)) * np.dtype(action_dtype).itemsize
