@@ -58,6 +58,11 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: {shown})" if shown.strip() else text
 
 
+def runs_counted(n: int) -> str:
+    """``"1 run"``, ``"2 runs"``: a count of runs as the commands print it."""
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
 def fail(prog: str, message: str):
     """Print ``prog: error: message`` on one line and exit with code :data:`REFUSED`."""
     print(f"{prog}: error: {message}", file=sys.stderr)

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         partial = "" if run["finished"] else f" (partial: {end} of {run['steps']})"
         when = f"{first:,}" if first is not None else f"not by {end:,}"
         at_end = "—" if last != last else "yes" if last >= bound(random) else "no"  # NaN: fewer than a window
-        print(f"| {name}{partial} | {random:g} | {bound(random):.2f} | {when} | {last:.2f} | {at_end} |")
+        print(f"| {name}{partial} | {random:g} | {bound(random):.3f} | {when} | {last:.2f} | {at_end} |")
     return 0
 
 

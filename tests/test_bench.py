@@ -534,3 +534,19 @@ def test_every_dqn_contender_acts_at_one_epsilon_while_timed():
     assert ours.agent.epsilon() == bench_agent.TIMED_EPSILON == ours.cfg.eps_end
     sb3 = bench_agent.SB3("dqn", config)
     assert sb3.model.exploration_rate == bench_agent.TIMED_EPSILON
+
+
+def test_the_agent_table_says_what_vs_unif_is_measured_against():
+    """The ``vs unif`` column is an overhead over uniform's time per step (so a faster sampler is negative), and
+    over plain SB3's for the ``SB3 + prioritylab`` rows: the table's last line says so."""
+    from prioritylab.bench import agent as bench_agent
+
+    rows = [
+        bench_agent.Result("ours", "td3", "ours", "uniform", [100.0], steps_per_s=100.0, overhead=0.0),
+        bench_agent.Result("ours", "td3", "ours", "per", [104.0], steps_per_s=104.0, overhead=-0.04),
+        bench_agent.Result("SB3 + prioritylab", "td3", "sb3", "per", [90.0], steps_per_s=90.0, overhead=0.08),
+    ]
+    lines = bench_agent.format_table(rows).splitlines()
+    assert "vs unif" in lines[0] and "-4.0%" in lines[3]
+    assert lines[-1] == ("vs unif: time per step over uniform's, minus 1 (negative: faster); SB3 + prioritylab rows: "
+                         "over plain SB3's")  # fmt: skip

@@ -140,7 +140,7 @@ def test_a_folder_holding_no_run_is_refused_and_one_that_is_not_a_run_is_named_o
     (runs / "notes").mkdir()
     assert cli_main(["collect", str(runs), "--into", str(into)]) == 0
     out = capsys.readouterr().out
-    assert f"not a run, left: {runs / 'notes'} (empty, left out: no manifest.json" in out and "1 runs copied" in out
+    assert f"not a run, left: {runs / 'notes'} (empty, left out: no manifest.json" in out and "1 run copied" in out
 
 
 def test_another_version_of_a_run_already_collected_is_refused_and_left_as_it_was(tmp_path, capsys):

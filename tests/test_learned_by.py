@@ -34,6 +34,19 @@ def test_first_frame_is_where_the_window_first_reaches_the_bound():
     assert script.bound(4.08) == 3 * 4.08  # the ratio binds above random play 0.5
 
 
+
+def test_the_printed_bound_is_the_one_the_results_quote(capsys):
+    """Random play's scores have 3 decimals (Seaquest 0.075, Freeway 0.355): so has the bound, as the results
+    quote it (1.075, 1.355), not rounded to 1.07 / 1.35."""
+    script = load_script("learned_by")
+    probes = Path(__file__).resolve().parents[1] / "docs" / "results" / "minatar_budget" / "runs"
+    games = ("Asterix", "Freeway", "Seaquest")
+    assert script.main([str(probes / f"dqn_MinAtar-{g}-v1_uniform_s0") for g in games]) == 0
+    bounds = {line.split(" | ")[0][2:]: line.split(" | ")[2] for line in capsys.readouterr().out.splitlines()
+              if line.startswith("| dqn_")}  # fmt: skip
+    assert bounds == {"dqn_MinAtar-Asterix-v1_uniform_s0": "1.435", "dqn_MinAtar-Freeway-v1_uniform_s0": "1.355",
+                      "dqn_MinAtar-Seaquest-v1_uniform_s0": "1.075"}  # fmt: skip
+
 @pytest.mark.parametrize(("agent", "env"), [("td3", "Hopper-v5"), ("dqn", "MinAtar/Breakout-v0")])
 def test_a_run_that_is_not_minatar_is_a_one_line_error(tmp_path, capsys, agent, env):
     """A -v0 game is refused too: random play there, over all 6 actions, is not the -v1 score the bound uses."""

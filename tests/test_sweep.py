@@ -14,6 +14,7 @@ import time
 import pytest
 from ordering import flocks, wait_for
 
+from prioritylab._cli import runs_counted
 from prioritylab.cli import main as cli_main
 from prioritylab.harness import sweep
 from prioritylab.results import write_json
@@ -36,9 +37,10 @@ def test_a_count_of_one_run_is_singular(tmp_path, capsys):
     out = str(tmp_path / "runs")
     assert cli_main(["sweep", str(spec), "--out", out, "--dry-run", "--only", "sampler=per"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "1 run"
-    with pytest.raises(ValueError, match="matches none of the specification's 1 run$"):
-        sweep.select(sweep.load_spec(spec, "reduced")[:1], ["sampler=per", "env=MountainCarContinuous-v0"])
-    assert [sweep.runs_count(n) for n in (0, 1, 2)] == ["0 runs", "1 run", "2 runs"]
+    with pytest.raises(ValueError, match="^--seeds 10001 for the 1 run of the specification gives 10001 runs, "):
+        sweep.check_count(1, 10_001)
+    assert [runs_counted(n) for n in (0, 1, 2)] == ["0 runs", "1 run", "2 runs"]
+
 
 def test_dry_run_lists_every_run_and_seed(tmp_path, capsys):
     spec = tmp_path / "spec.py"

@@ -604,7 +604,8 @@ def _ratios(results: list[Result], seconds: dict[int, list[float]]) -> None:
 
 
 def format_table(results: list[Result]) -> str:
-    """Plain-text table: steps/s, ratios, and milliseconds per step by part."""
+    """Plain-text table: steps/s, ratios, and milliseconds per step by part, then a line saying what ``vs unif``
+    is measured against."""
     head = (f"{'agent':<5} {'contender':<34} {'sampler':<7} {'steps/s':>8} {'vs unif':>8} {'vs bare':>8} "
             f"{'vs peer':>8} {'diag':>7} | ms/step: " + " ".join(f"{p:>7}" for p in PARTS))  # fmt: skip
     lines = [head, "-" * len(head)]
@@ -626,6 +627,9 @@ def format_table(results: list[Result]) -> str:
         lines.append(f"{r.agent:<5} {r.name:<34} {r.sampler:<7} {r.steps_per_s:>8.1f} {pct(r.overhead):>8} "
                      f"{ratio(r.vs_bare):>8} {ratio(r.vs_peer):>8} {pct(r.diagnostics_cost):>7} "
                      f"| {'':9}{ms}")  # fmt: skip
+    lines.append("")
+    lines.append("vs unif: time per step over uniform's, minus 1 (negative: faster); SB3 + prioritylab rows: over "
+                 "plain SB3's")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -23,7 +23,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .._cli import check_output_dir, empty_refused, fail, is_run_folder, missing_dirs, plain, remove_empty_dirs
+from .._cli import (
+    check_output_dir,
+    empty_refused,
+    fail,
+    is_run_folder,
+    missing_dirs,
+    plain,
+    remove_empty_dirs,
+    runs_counted,
+)
 from ..results import EVALS, FINISHED, MANIFEST, TIMING, atomic_write
 from .report.runs import find_runs, misnamed
 from .report.stats import wall_time
@@ -169,6 +178,6 @@ def _main(args) -> int:
         print(f"not finished, left where it is: {folder}")
     for entry in done["left"]:
         print(f"not a run, left: {entry['folder']} ({entry['status']}: {entry['detail']})")
-    print(f"{len(done['copy'])} runs copied into {into}, {len(done['same'])} already there with the same "
+    print(f"{runs_counted(len(done['copy']))} copied into {into}, {len(done['same'])} already there with the same "
           f"files, {len(done['unfinished'])} not finished")  # fmt: skip
     return 0

@@ -66,7 +66,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .._cli import PARENT_PID, REFUSED, check_not_empty, check_output_dir, fail, nonnegative_int, positive_int
+from .._cli import (
+    PARENT_PID,
+    REFUSED,
+    check_not_empty,
+    check_output_dir,
+    fail,
+    nonnegative_int,
+    positive_int,
+    runs_counted,
+)
 from ..results import CHECKPOINT, EVALS, FINISHED, MANIFEST, run_folder, write_json
 
 BUDGETS = ("reduced", "paper")
@@ -234,7 +243,7 @@ def select(runs: list[dict], only: list[str]) -> list[dict]:
         wanted.setdefault(key, set()).add(value)
     chosen = [r for r in runs if all(k in r and str(r[k]) in values for k, values in wanted.items())]
     if not chosen:
-        raise ValueError(f"--only {' '.join(only)} matches none of the specification's {len(runs)} runs")
+        raise ValueError(f"--only {' '.join(only)} matches none of the specification's {runs_counted(len(runs))}")
     return chosen
 
 
@@ -261,9 +270,9 @@ def check_count(n_runs: int, seeds: int) -> None:
     """``ValueError`` where ``n_runs`` runs with ``seeds`` seeds each are more than :data:`MAX_RUNS`, before they are
     expanded."""
     if n_runs * seeds > MAX_RUNS:
-        raise ValueError(f"--seeds {seeds} for the {n_runs} runs of the specification gives {n_runs * seeds} runs, "
-                         f"more than a sweep takes ({MAX_RUNS}); give fewer seeds, or sweep part of them at a time "
-                         "(--only, --first-seed)")  # fmt: skip
+        raise ValueError(f"--seeds {seeds} for the {runs_counted(n_runs)} of the specification gives "
+                         f"{n_runs * seeds} runs, more than a sweep takes ({MAX_RUNS}); give fewer seeds, or sweep "
+                         "part of them at a time (--only, --first-seed)")  # fmt: skip
 
 
 def expand(runs: list[dict], seeds: int, first_seed: int, out: Path, by_seed: bool = False) -> list[dict]:
@@ -838,7 +847,7 @@ def _main(args) -> int:
             for j in jobs:
                 label = f"{status(j)} with other settings: refused" if j["name"] in clashing else status(j)
                 print(f"{shlex.join(command(j))}  # {label}")
-            print(f"{len(jobs)} runs", flush=True)
+            print(runs_counted(len(jobs)), flush=True)
         except BrokenPipeError:  # the reader went away (``| head``): stop quietly
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if clash is not None:
@@ -864,6 +873,7 @@ def _main(args) -> int:
                if v["status"] in (outcome(128 + signal.SIGTERM), outcome(NOT_STARTED), STOPPED_AFTER)]
     also = f"; {len(elsewhere)} finished meanwhile by another sweep with other settings" if elsewhere else ""
     if stopped:  # a run's own process was stopped (its scheduler, a kill): not finished, though the sweep was not
-        also += f"; {len(stopped)} stopped before their end (re-run the same command to resume them)"
-    print(f"{finished} of {len(jobs)} runs finished; {len(crashed)} crashed{also} (see {out}/sweep.json)")
+        its, them = ("its", "it") if len(stopped) == 1 else ("their", "them")
+        also += f"; {len(stopped)} stopped before {its} end (re-run the same command to resume {them})"
+    print(f"{finished} of {runs_counted(len(jobs))} finished; {len(crashed)} crashed{also} (see {out}/sweep.json)")
     return 0 if finished == len(jobs) else 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .base import SampleBatch, Sampler
 from .greedy import GreedyTDSampler
 from .kernels import PriorityOverflow
@@ -26,9 +28,11 @@ def make_sampler(name: str, capacity: int, **params) -> Sampler:
     try:
         return cls(capacity, **params)
     except TypeError as err:
-        if "argument" not in str(err):  # not a parameter this sampler does not take: a fault, kept as it is
+        # "unexpected keyword argument 'x'", or "multiple values for argument 'x'" (a parameter the sampler fixes)
+        bad = re.search(r"argument '(\w+)'", str(err))
+        if bad is None or bad[1] not in params:  # not a parameter this sampler does not take: a fault, kept as it is
             raise
-        raise ValueError(f"sampler {name!r} does not take the parameters given: {err}") from None
+        raise ValueError(f"{bad[1]}={params[bad[1]]!r}: sampler {name!r} does not take {bad[1]!r}") from None
 
 
 __all__ = [
