@@ -114,17 +114,9 @@ def check_output_dir(path, option: str = "--out", program: str | None = None) ->
     """
     check_not_empty(path, option)
     path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"{option} {path} is an existing file, not a folder")
-    above = next((f for f in path.parents if f.exists()), None)  # the folder it would be made in
-    if above is not None and not above.is_dir():
-        raise ValueError(f"{option} {path}: {above} is an existing file, not a folder")
+    check_not_a_file(path, option)
     if program is not None:  # before any folder is made
-        run = next((f for f in (path.resolve(), *path.resolve().parents) if is_run_folder(f)), None)
-        if run is not None:
-            where = "is" if run == path.resolve() else f"is inside {run}, which is"
-            raise ValueError(f"{option} {path} {where} a training run's folder (its manifest.json is the run's); "
-                             "give another folder")  # fmt: skip
+        check_not_in_run(path, option)
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=path, prefix=".write-probe.")
@@ -156,6 +148,29 @@ def empty_refused(prog: str, value, option: str = "--out", what: str = "a folder
         check_not_empty(value, option, what)
     except ValueError as err:
         fail(prog, str(err))
+
+
+def check_not_a_file(path, option: str) -> None:
+    """``ValueError`` where the folder ``path``, or the nearest of its parents that exists (the folder it would be
+    made in), is an existing file."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{option} {path} is an existing file, not a folder")
+    above = next((f for f in path.parents if f.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ValueError(f"{option} {path}: {above} is an existing file, not a folder")
+
+
+def check_not_in_run(path, option: str, advice: str = "give another folder",
+                     why: str = " (its manifest.json is the run's)") -> None:  # fmt: skip
+    """``ValueError`` where ``path`` is a training run's folder or lies inside one (:func:`is_run_folder`): the run's
+    files are its own, and a run or results written there would be found with it."""
+    path = Path(path)
+    here = path.resolve()
+    run = next((f for f in (here, *here.parents) if is_run_folder(f)), None)
+    if run is not None:
+        where = "is" if run == here else f"is inside {run}, which is"
+        raise ValueError(f"{option} {path} {where} a training run's folder{why}; {advice}")
 
 
 def is_run_folder(folder: Path) -> bool:

@@ -48,7 +48,7 @@ import numpy as np
 import torch
 
 from .. import _checks
-from .._cli import check_output_dir, is_run_folder
+from .._cli import check_not_a_file, check_not_in_run, check_output_dir
 from ..provenance import changed_settings, replay_slots
 from ..results import (
     CHECKPOINT,
@@ -211,16 +211,11 @@ def check_out(out: Path) -> None:
     """``--out``, the parent of the run's folder, before any work: not an existing file, nor a training run's folder
     or a folder inside one (a run nested in another run's files, which ``prioritylab report`` and ``collect`` would
     find with it); ``SettingsError`` naming it."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise SettingsError(f"--out {out} is an existing file, not a folder")
-    above = next((f for f in out.parents if f.exists()), None)
-    if above is not None and not above.is_dir():
-        raise SettingsError(f"--out {out}: {above} is an existing file, not a folder")
-    run = next((f for f in (out.resolve(), *out.resolve().parents) if is_run_folder(f)), None)
-    if run is not None:
-        where = "is" if run == out.resolve() else f"is inside {run}, which is"
-        raise SettingsError(f"--out {out} {where} a training run's folder; give the folder that holds the runs")
+    try:
+        check_not_a_file(out, "--out")
+        check_not_in_run(out, "--out", "give the folder that holds the runs", why="")
+    except ValueError as err:
+        raise SettingsError(str(err)) from None
 
 
 def run_dir(cfg: RunSettings, agent: str) -> Path:

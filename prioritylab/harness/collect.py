@@ -24,10 +24,10 @@ import argparse
 from pathlib import Path
 
 from .._cli import (
+    check_not_in_run,
     check_output_dir,
     empty_refused,
     fail,
-    is_run_folder,
     missing_dirs,
     plain,
     remove_empty_dirs,
@@ -59,11 +59,7 @@ def plan(roots: list[Path], into: Path) -> dict:
     for root in roots:
         if root.resolve() == target_root or target_root in root.resolve().parents:
             raise ValueError(f"--into {into} is, or holds, the folder {root} it would collect from")
-    run = next((f for f in (target_root, *target_root.parents) if is_run_folder(f)), None)
-    if run is not None:  # as check_output_dir refuses a results folder there: the run's files are its own
-        where = "is" if run == target_root else f"is inside {run}, which is"
-        raise ValueError(f"--into {into} {where} a training run's folder (its manifest.json is the run's); give "
-                         "another folder")  # fmt: skip
+    check_not_in_run(into, "--into")  # as check_output_dir refuses a results folder there: the run's files are its own
 
     def inside_into(folder: Path) -> bool:  # runs collected before, when --into lies under a folder searched
         return target_root in folder.resolve().parents
