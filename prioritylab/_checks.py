@@ -114,6 +114,16 @@ def as_rng(seed) -> np.random.Generator:
         raise ValueError(f"seed must be a non-negative integer, a SeedSequence or a Generator, got {seed!r}") from None
 
 
+def size_text(n: int) -> str:
+    """Bytes as every message of the library writes them: in GB, MB or kB (powers of 1,000), whichever keeps the
+    figure at least 1, to three significant figures at least ("0.87 MB" would read 870 kB: "870.0 kB")."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:,.2f} {unit}" if value < 10 else f"{value:,.1f} {unit}"
+    return f"{n:,} bytes"
+
+
 def available_bytes() -> int | None:
     """``MemAvailable`` of /proc/meminfo, or None where there is no such file."""
     try:

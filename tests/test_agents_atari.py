@@ -244,7 +244,7 @@ BAD = [
     (["ddqn", "--env", "Hopper-v5"], "Hopper-v5 has continuous (Box) actions"),
     (["dqn", "--env", "CartPole-v1"], "CartPole-v1 is not an Atari game"),
     # the replay's memory formula: 84 * 84 + 8 + 4 + 3 + 24 + 90 + 8 (diagnostics) = 7,193 bytes a transition
-    (["ddqn", "--buffer-size", "1000000000", "--steps", "1000000000"], "needs 7193.0 GB (7,193 bytes each)"),
+    (["ddqn", "--buffer-size", "1000000000", "--steps", "1000000000"], "needs 7,193.0 GB (7,193 bytes each)"),
     (["dqn", "--sampler", "lap", "--replay.kappa", "0"], "kappa"),
     (["ddqn", "--eval-eps", "2"], "--eval-eps must be in [0, 1], got 2.0"),
 ]
@@ -270,7 +270,7 @@ def test_a_refusal_is_one_line_on_the_processs_stderr_too(tmp_path):
     root = str(Path(__file__).resolve().parents[1])  # this checkout's package, whatever is installed
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=root,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])})
-    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "needs 7193.0 GB" in proc.stderr, proc.stderr
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "needs 7,193.0 GB" in proc.stderr, proc.stderr
 
 
 def test_cli_trains_dqn_on_pong(tmp_path, capsys):

@@ -250,3 +250,15 @@ def test_a_manifest_records_the_cpu_its_vector_units_and_the_kernels_torch_takes
     assert cpu_model(str(tmp_path / "missing")) == {}
     assert machine_info()["torch_cpu"] == torch.backends.cpu.get_cpu_capability()
     assert {"mujoco", "minatar", "rliable"} <= set(_PACKAGES)
+
+
+@pytest.mark.parametrize(("size", "text"), [
+    (0, "0 bytes"), (999, "999 bytes"), (1_000, "1.00 kB"), (870_000, "870.0 kB"), (906_096, "906.1 kB"),
+    (1_160_000, "1.16 MB"), (1_234_000, "1.23 MB"), (23_400_000_000, "23.4 GB"), (52_776_600_000_000, "52,776.6 GB"),
+])  # fmt: skip
+def test_every_message_writes_a_size_one_way_with_three_significant_figures(size, text):
+    """One formatter for the sizes of every memory message (train, sweep, bench): two sizes that differ by 10 %
+    never print alike, as 0.87 and 0.86 MB did at one decimal."""
+    from prioritylab._checks import size_text
+
+    assert size_text(size) == text

@@ -96,31 +96,35 @@ def test_a_run_train_would_refuse_for_its_environment_stops_the_sweep_before_any
 
 
 @pytest.mark.parametrize("dry_run", [True, False])
-def test_runs_at_once_whose_replays_do_not_fit_together_stop_the_sweep_before_any_run(tmp_path, capsys, monkeypatch,
-                                                                                       dry_run):  # fmt: skip
-    """Each replay fits alone but ``--jobs 2`` would hold the two largest at once: refused in one line before any
-    run starts, naming --jobs; one at a time the sweep goes on."""
+def test_runs_at_once_that_do_not_fit_together_stop_the_sweep_before_any_run(tmp_path, capsys, monkeypatch,
+                                                                             dry_run):  # fmt: skip
+    """Each run fits alone but ``--jobs 2`` would hold the two largest at once: refused in one line before any
+    run starts, naming --jobs; one at a time the sweep goes on.  A run is counted as ``train`` counts it: its
+    replay and what its networks, a batch and an evaluation's returns need, so two replays that fit together
+    are refused when their runs' networks and batches do not fit beside them."""
     from prioritylab import _checks
 
     spec = tmp_path / "spec.py"  # Pendulum: 12 + 4 + 31 + 90 + 8 = 145 bytes a slot; 2 x steps slots a replay
     spec.write_text("def runs(budget):\n    return [{'agent': 'td3', 'env': 'Pendulum-v1', 'sampler': x, "
                     "'steps': s, 'start_steps': 20, 'hidden': 8} for x, s in (('uniform', 1_000), ('per', 2_000), "
-                    "('lap', 500))]\n")  # the networks (6 kB), a batch (12 kB) and the returns fit in the margins below
-    needs = [145 * 2 * steps for steps in (1_000, 2_000, 500)]
-    monkeypatch.setattr(_checks, "available_bytes", lambda: needs[0] + needs[1] - 10_000)
+                    "('lap', 500))]\n")  # fmt: skip
+    replays = [145 * 2 * steps for steps in (1_000, 2_000, 500)]
+    rest = 5_680 + 256 * 48 + 10 * 8  # a run's networks with Adam's moments, a batch of 256 and 10 returns
+    monkeypatch.setattr(_checks, "available_bytes", lambda: replays[0] + replays[1] + 20_000)  # replays alone fit
     out = tmp_path / "runs"
     with pytest.raises(SystemExit) as exit_:
         cli_main(["sweep", str(spec), "--out", str(out), "--jobs", "2", *(["--dry-run"] if dry_run else [])])
     assert exit_.value.code == 2
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.strip().splitlines() == [
-        "prioritylab sweep: error: --jobs 2: the 2 largest replays still to run need 0.87 MB together (the largest, "
-        "run td3_Pendulum-v1_per_s0's, 0.58 MB) but only 0.86 MB of memory is available; lower --jobs or the runs' "
-        "--buffer-size"]  # fmt: skip
+        "prioritylab sweep: error: --jobs 2: the 2 largest runs still to run need at least 906.1 kB together (the "
+        "largest, run td3_Pendulum-v1_per_s0, 598.0 kB) but only 890.0 kB of memory is available; lower --jobs or "
+        "the runs' --buffer-size"]  # fmt: skip
     assert not out.exists()
-    monkeypatch.setattr(_checks, "available_bytes", lambda: needs[0] + needs[1])  # just enough
+    assert replays[0] + replays[1] + 2 * rest == 906_096
+    monkeypatch.setattr(_checks, "available_bytes", lambda: 906_096)  # just enough
     assert cli_main(["sweep", str(spec), "--out", str(out), "--jobs", "2", "--dry-run"]) == 0
-    monkeypatch.setattr(_checks, "available_bytes", lambda: needs[1] + 20_000)  # one at a time
+    monkeypatch.setattr(_checks, "available_bytes", lambda: replays[1] + rest)  # one at a time
     assert cli_main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 0
 
 

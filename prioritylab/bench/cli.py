@@ -212,24 +212,21 @@ def _load_line(machine_load: dict) -> str:
     return f"{threads}load average (1 min) {before:.2f} before, {after:.2f} after, on {cores} cores"
 
 
-def _gib(size: int) -> str:
-    return f"{size / 2**30:,.1f} GiB"
-
-
 def _check_tree_memory(capacity: int, batch: int = 1) -> None:
     """Refuse, before any contender is built, a capacity whose trees alone cannot fit in the memory available, and
     a batch whose pool of pre-drawn values cannot fit beside them."""
-    from .._checks import available_bytes
+    from .._checks import available_bytes, size_text
     from .._cli import fail
 
     trees, pool, have = TREE_BYTES_PER_SLOT * capacity, POOL_BYTES_PER_ROW * batch, available_bytes()
     if have is not None and trees > have:
-        fail("prioritylab bench sumtree", f"--capacities {capacity:,}: its trees alone need at least {_gib(trees)}, "
-                                          f"and {_gib(have)} of memory is available")  # fmt: skip
+        fail("prioritylab bench sumtree", f"--capacities {capacity:,}: its trees alone need at least "
+                                          f"{size_text(trees)}, and {size_text(have)} of memory is "
+                                          "available")  # fmt: skip
     if have is not None and trees + pool > have:
         fail("prioritylab bench sumtree", f"--batches {batch:,}: its pre-drawn slots, values and TD errors need at "
-                                          f"least {_gib(pool)} beside the trees' {_gib(trees)} (--capacities "
-                                          f"{capacity:,}), and {_gib(have)} of memory is available")  # fmt: skip
+                                          f"least {size_text(pool)} beside the trees' {size_text(trees)} (--capacities "
+                                          f"{capacity:,}), and {size_text(have)} of memory is available")  # fmt: skip
 
 
 def _check_agent_sizes(config: dict, agents, samplers) -> None:
@@ -240,7 +237,7 @@ def _check_agent_sizes(config: dict, agents, samplers) -> None:
     activations a row (``--batch``)."""
     import numpy as np
 
-    from .._checks import available_bytes
+    from .._checks import available_bytes, size_text
     from .._cli import fail
     from ..deep.loop import network_bytes
     from ..deep.run import SettingsError
@@ -282,13 +279,13 @@ def _check_agent_sizes(config: dict, agents, samplers) -> None:
         ]  # fmt: skip
         for option, value, what, need in parts:
             if option is not None and need > have:
-                fail(prog, f"{option} {value:,}: {what} at least {_gib(need)} ({agent}), and {_gib(have)} of memory "
-                           "is available")  # fmt: skip
+                fail(prog, f"{option} {value:,}: {what} at least {size_text(need)} ({agent}), and "
+                           f"{size_text(have)} of memory is available")  # fmt: skip
         if sum(need for *_, need in parts) > have:
             option, value, *_ = max((p for p in parts if p[0] is not None), key=lambda p: p[3])
-            fail(prog, f"{agent} needs at least {_gib(sum(need for *_, need in parts))} in all ("
-                       + ", ".join(f"{what.rsplit(' ', 1)[0]} {_gib(need)}" for _, _, what, need in parts)
-                       + f"), and {_gib(have)} of memory is available; lower {option} {value:,}")  # fmt: skip
+            fail(prog, f"{agent} needs at least {size_text(sum(need for *_, need in parts))} in all ("
+                       + ", ".join(f"{what.rsplit(' ', 1)[0]} {size_text(need)}" for _, _, what, need in parts)
+                       + f"), and {size_text(have)} of memory is available; lower {option} {value:,}")  # fmt: skip
 
 
 def run_agent(args: argparse.Namespace) -> int:
@@ -433,7 +430,7 @@ def _check_replay_envs(envs: int, capacities: dict[str, int], timed: bool = True
     available."""
     import numpy as np
 
-    from .._checks import available_bytes
+    from .._checks import available_bytes, size_text
     from .._cli import fail
     from ..replay import least_slots
     from .replay_check import check_layout
@@ -454,8 +451,8 @@ def _check_replay_envs(envs: int, capacities: dict[str, int], timed: bool = True
         need = max(need, 4 * POOL_STEPS * envs * step)
     have = available_bytes()
     if have is not None and need > have:
-        fail(prog, f"--envs {envs:,}: the contenders' pre-made steps need at least {_gib(need)}, and {_gib(have)} "
-                   "of memory is available")  # fmt: skip
+        fail(prog, f"--envs {envs:,}: the contenders' pre-made steps need at least {size_text(need)}, and "
+                   f"{size_text(have)} of memory is available")  # fmt: skip
 
 
 def run_replay(args: argparse.Namespace) -> int:

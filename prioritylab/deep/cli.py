@@ -167,8 +167,9 @@ def check_environments(runs: list[tuple[str, list[str]]]) -> dict[str, int]:
     """Every check ``train`` makes before any work of a run's settings (as :func:`recorded_for`) and of its
     environment (the id exists, the agent can act on it, the sampler can work on it, the replay fits in memory),
     for each ``(name, argv)`` of ``runs``; one environment is made per agent and id.  ``ValueError`` naming the
-    first run refused, with ``train``'s message.  Returns each run's replay bytes by the memory formula."""
-    from .loop import check_environment, replay_need
+    first run refused, with ``train``'s message.  Returns the bytes each run needs at least (its replay by the
+    memory formula, its networks, a batch; :func:`~prioritylab.deep.loop.check_run_memory`)."""
+    from .loop import check_environment
     from .run import SettingsError
 
     made: dict[tuple[str, str], object] = {}
@@ -183,8 +184,7 @@ def check_environments(runs: list[tuple[str, list[str]]]) -> dict[str, int]:
                 key = (argv[0], cfg.env)
                 if key not in made:
                     made[key] = spec.make_env(cfg.env, cfg)
-                check_environment(spec, cfg, made[key])
-                needs[name] = replay_need(spec, cfg, made[key])[1]
+                needs[name] = check_environment(spec, cfg, made[key])[1]
             except SettingsError as err:
                 raise ValueError(f"run {name}: {as_flag(str(err), type(cfg))}") from None
     finally:

@@ -279,17 +279,17 @@ def check_updates(spec: Spec, cfg: RunSettings) -> None:
                             "--update-every, raise --steps or pass --allow-no-updates")  # fmt: skip
 
 
-def check_environment(spec: Spec, cfg: RunSettings, env: gym.Env) -> Method:
+def check_environment(spec: Spec, cfg: RunSettings, env: gym.Env) -> tuple[Method, int]:
     """Every check of a run's settings against its environment ``env`` (made by ``spec.make_env``, which refuses
-    an unknown id): the sampler can work on it and the replay fits in memory.  Returns the run's replay method;
-    ``SettingsError`` naming the value.  ``train`` and ``prioritylab sweep`` (before any run starts) call it."""
+    an unknown id): the sampler can work on it and the run fits in memory (:func:`check_run_memory`).  Returns the
+    run's replay method and the bytes the run needs at least; ``SettingsError`` naming the value.  ``train`` and
+    ``prioritylab sweep`` (before any run starts) call it."""
     try:
         method = Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps)
         method.check_env(env)
     except ValueError as err:
         raise sampler_error(cfg.sampler, err) from None
-    check_replay_memory(spec, cfg, env)
-    return method
+    return method, check_run_memory(spec, cfg, env)
 
 
 def replay_need(spec: Spec, cfg: RunSettings, env: gym.Env) -> tuple[int, int]:
@@ -307,32 +307,28 @@ def replay_need(spec: Spec, cfg: RunSettings, env: gym.Env) -> tuple[int, int]:
     return capacity, need
 
 
-def check_replay_memory(spec: Spec, cfg: RunSettings, env: gym.Env) -> None:
+def check_run_memory(spec: Spec, cfg: RunSettings, env: gym.Env) -> int:
     """The replay's memory formula against the memory available, before anything is allocated; then the other
-    parts of the run that a setting sizes without a bound of its own (:func:`run_need`), each and all together."""
+    parts of the run that a setting sizes without a bound of its own (:func:`run_need`), each and all together.
+    Returns the bytes the run needs at least: the replay's and those parts' together."""
     capacity, replay = replay_need(spec, cfg, env)
     check_memory(capacity, replay)
     parts = run_need(spec, cfg, env)
+    total = replay + sum(need for _, _, need in parts)
     have = _checks.available_bytes()
     if have is None:  # pragma: no cover - not Linux
-        return
+        return total
+    size = _checks.size_text
     for option, what, need in parts:
         if need > have:
-            raise SettingsError(f"{option} {getattr_flag(cfg, option)}: {what} at least {size_text(need)} but only "
-                                f"{size_text(have)} of memory is available")  # fmt: skip
-    total = replay + sum(need for _, _, need in parts)
+            raise SettingsError(f"{option} {getattr_flag(cfg, option)}: {what} at least {size(need)} but only "
+                                f"{size(have)} of memory is available")  # fmt: skip
     if total > have:
         largest = max([("--buffer-size", "the replay", replay), *parts], key=lambda part: part[2])
-        raise SettingsError(f"the run needs at least {size_text(total)} (the replay {size_text(replay)}, "
-                            + ", ".join(f"{what.rsplit(' ', 1)[0]} {size_text(need)}" for _, what, need in parts)
-                            + f") but only {size_text(have)} of memory is available; lower {largest[0]}")  # fmt: skip
-
-
-def size_text(n: int) -> str:
-    """Bytes as a message writes them: GB from 0.1 GB, else MB, else kB."""
-    if n >= 1e8:
-        return f"{n / 1e9:,.1f} GB"
-    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
+        raise SettingsError(f"the run needs at least {size(total)} (the replay {size(replay)}, "
+                            + ", ".join(f"{what.rsplit(' ', 1)[0]} {size(need)}" for _, what, need in parts)
+                            + f") but only {size(have)} of memory is available; lower {largest[0]}")  # fmt: skip
+    return total
 
 
 def getattr_flag(cfg: RunSettings, option: str):
@@ -460,7 +456,7 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     device = pick_device(cfg.device)
     env = spec.make_env(cfg.env, cfg)
     eval_env = spec.make_env(cfg.env, cfg)
-    method = check_environment(spec, cfg, env)
+    method, _ = check_environment(spec, cfg, env)
     warn_if_first_batches_repeat(spec, cfg)
     warn_if_priorities_may_overflow(cfg, method)
     folder = run_dir(cfg, spec.name)

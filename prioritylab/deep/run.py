@@ -202,8 +202,8 @@ def check_memory(capacity: int, need: int) -> None:
     """Refuse a replay of ``capacity`` slots needing ``need`` bytes when less memory is available."""
     have = _checks.available_bytes()
     if have is not None and need > have:
-        raise SettingsError(f"a replay of {capacity:,} transitions needs {need / 1e9:.1f} GB "
-                            f"({need // capacity:,} bytes each) but only {have / 1e9:.1f} GB of memory is "
+        raise SettingsError(f"a replay of {capacity:,} transitions needs {_checks.size_text(need)} "
+                            f"({need // capacity:,} bytes each) but only {_checks.size_text(have)} of memory is "
                             f"available; lower --buffer-size")  # fmt: skip
 
 

@@ -311,10 +311,11 @@ def status(job: dict) -> str:
 def check_runs(jobs: list[dict], n_jobs: int = 1, ray: bool = False) -> None:
     """Refuse, before any run starts (and in a dry run), a sweep with a run that ``train`` would refuse for its
     settings or its environment (an unknown id, an agent that cannot act on it, a sampler that cannot work on it,
-    a replay that does not fit in memory), or whose ``n_jobs`` largest replays still to run do not fit in memory
-    together (``ray``: the ``n_jobs`` runs a local Ray instance runs at once): ``ValueError`` naming the first
-    such run, or ``--jobs`` and the largest of those replays."""
-    from .._checks import available_bytes
+    a run that does not fit in memory), or whose ``n_jobs`` largest runs still to run do not fit in memory
+    together, each counted as ``train`` counts it (its replay, networks and batch; ``ray``: the ``n_jobs`` runs a
+    local Ray instance runs at once): ``ValueError`` naming the first such run, or ``--jobs`` and the largest of
+    those runs."""
+    from .._checks import available_bytes, size_text
     from ..deep.cli import check_environments
 
     needs = check_environments([(job["name"], job["args"][1:]) for job in jobs])
@@ -326,13 +327,9 @@ def check_runs(jobs: list[dict], n_jobs: int = 1, ray: bool = False) -> None:
         who = f"--backend ray runs {n_jobs} at once here (one a CPU)" if ray else f"--jobs {n_jobs}"
         advice = ("start Ray with fewer CPUs (ray start --head --num-cpus N) and sweep with --address, or lower "
                   "the runs' --buffer-size") if ray else "lower --jobs or the runs' --buffer-size"  # fmt: skip
-        raise ValueError(f"{who}: the {len(at_once)} largest replays still to run need {_size(total)} "
-                         f"together (the largest, run {name}'s, {_size(largest)}) but only {_size(have)} of memory "
-                         f"is available; {advice}")  # fmt: skip
-
-
-def _size(n: int) -> str:
-    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.2f} MB"
+        raise ValueError(f"{who}: the {len(at_once)} largest runs still to run need at least {size_text(total)} "
+                         f"together (the largest, run {name}, {size_text(largest)}) but only {size_text(have)} of "
+                         f"memory is available; {advice}")  # fmt: skip
 
 
 def check_recorded(jobs: list[dict]) -> None:
