@@ -39,12 +39,48 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from prioritylab import _checks
 from prioritylab._cli import Parser, check_not_empty, check_output_file, missing_dirs, remove_empty_dirs
 from prioritylab.deep.run import SettingsError, pick_device
-from prioritylab.replay import ReplayBuffer
+from prioritylab.replay import ReplayBuffer, estimate_bytes, least_slots
 from prioritylab.samplers import make_sampler
 
 OBS, ACT = 17, 6
+LARGEST = 2**62  # the largest --capacity and batch size taken; the memory check refuses far less on any machine
+ROW = 2 * 4 * OBS + 4 * ACT + 8 + 3 * 4  # a sampled row: observation and next one, action, index, three scalars
+
+
+def memory_need(capacity: int, batch: int, device: str) -> tuple[int, int]:
+    """``(bytes, bytes)`` that ``--capacity`` and the largest of ``--batches`` need at least in host memory: the
+    filled buffer (the replay's formula) with the arrays it is filled from and, on the CPU, B's copy of its
+    fields; a batch's rows, gathered by A and indexed by B."""
+    fill = capacity * (4 * OBS + 4 * ACT + 8) + 4 * OBS
+    copy = capacity * (4 * OBS + 4 * ACT + 4 + 1) if torch.device(device).type == "cpu" else 0
+    return estimate_bytes(capacity, (OBS,), np.float32, (ACT,), np.float32) + fill + copy, 2 * batch * ROW
+
+
+def check_sizes(capacity: int, batches: list[int], threads: int, device: str) -> None:
+    """``ValueError`` naming the first size this script cannot run, before any buffer is filled."""
+    least = least_slots(1, 1)
+    if not least <= capacity <= LARGEST:
+        raise ValueError(f"--capacity must be in [{least}, 2^62] (a replay needs n_step + frame_stack + 2 slots), "
+                         f"got {capacity}")  # fmt: skip
+    bad = [b for b in batches if not 1 <= b <= LARGEST]
+    if bad:
+        raise ValueError(f"--batches must each be in [1, 2^62], got {bad[0]}")
+    if not 1 <= threads <= 4096:
+        raise ValueError(f"--threads must be in [1, 4096], got {threads}")
+    have = _checks.available_bytes()
+    buffer, batch = memory_need(capacity, max(batches), device)
+    if have is None:  # pragma: no cover - not Linux
+        return
+    size = _checks.size_text
+    if buffer > have:
+        raise ValueError(f"--capacity {capacity:,}: the filled buffer needs at least {size(buffer)} but only "
+                         f"{size(have)} of memory is available")  # fmt: skip
+    if buffer + batch > have:
+        raise ValueError(f"--batches {max(batches):,}: a batch needs at least {size(batch)} beside the buffer's "
+                         f"{size(buffer)} but only {size(have)} of memory is available")  # fmt: skip
 
 
 def filled_buffer(capacity: int, seed: int) -> ReplayBuffer:
@@ -191,14 +227,13 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (default: 1, as the agents)")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the rows as JSON here")
     args = p.parse_args(argv)
-    for name in ("calls", "repeats", "capacity", "threads"):
+    for name in ("calls", "repeats"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be at least 1, got {getattr(args, name)}")
-    if min(args.batches) < 1:
-        p.error(f"--batches must each be at least 1, got {min(args.batches)}")
     try:  # a bad or absent device fails here, before any buffer is filled
         args.device = str(pick_device(args.device))
-    except SettingsError as err:
+        check_sizes(args.capacity, args.batches, args.threads, args.device)
+    except (SettingsError, ValueError) as err:
         p.error(str(err))
     made = missing_dirs(Path(args.json).parent) if args.json else []
     try:  # the last check, before any timing: a folder it makes is taken back, while empty, if the command stops
