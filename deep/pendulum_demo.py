@@ -34,12 +34,12 @@ SAMPLERS = ("uniform", "per")
 def main(argv: list[str] | None = None) -> int:
     p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("results/pendulum_demo"), help="output folder")
-    p.add_argument("--quick", action="store_true", help="a few hundred steps (smoke run)")
+    p.add_argument("--quick", action="store_true", help="600 steps, the first 256 random (smoke run)")
     p.add_argument("--steps", type=positive_int, default=3000, help="environment steps per run")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of both runs")
     args = p.parse_args(argv)
     steps = 600 if args.quick else args.steps
-    start = 200 if args.quick else 1000
+    start = 256 if args.quick else 1000  # at least TD3's batch, so that the first batches do not repeat rows
     every = 200 if args.quick else 1000
     if steps <= start:  # train's own message names an option this script does not have
         fail(p.prog, f"--steps {steps} must exceed the {start} random steps that start each run")

@@ -152,6 +152,8 @@ def test_quick_demo_end_to_end(quick_demo):
     with open(deep / "curves.csv") as fh:
         assert {line.split(",")[0] for line in fh.readlines()[1:]} == {"uniform", "per"}
     assert "uniform  final return" in text and "per      final return" in text
+    log = (tmp_path / "pendulum_demo.log").read_text()  # its standard error: a warning would name an option that
+    assert "warning" not in log, log  # the demo's user did not type (the quick runs once drew batches of 256 from 200)
 
 
 
