@@ -115,13 +115,16 @@ def as_rng(seed) -> np.random.Generator:
 
 
 def size_text(n: int) -> str:
-    """Bytes as every message of the library writes them: in GB, MB or kB (powers of 1,000), whichever keeps the
-    figure at least 1, to three significant figures at least ("0.87 MB" would read 870 kB: "870.0 kB")."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            value = n / scale
-            return f"{value:,.2f} {unit}" if value < 10 else f"{value:,.1f} {unit}"
-    return f"{n:,} bytes"
+    """Bytes as every message of the library writes them: in kB, MB or GB (powers of 1,000), the largest unit that
+    keeps the figure at least 1 once rounded, to three significant figures at least ("0.87 MB" would read
+    "870.0 kB", and 999,999 bytes "1.00 MB", not "1,000.0 kB")."""
+    text = f"{n:,} bytes"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
+        value = n / scale
+        if n < 1000 or round(value, 2) < 1:  # below 1 kB the bytes are exact
+            break
+        text = f"{value:,.2f} {unit}" if round(value, 2) < 10 else f"{value:,.1f} {unit}"
+    return text
 
 
 def available_bytes() -> int | None:

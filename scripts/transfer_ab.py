@@ -43,6 +43,7 @@ from prioritylab import _checks
 from prioritylab._cli import Parser, check_not_empty, check_output_file, missing_dirs, remove_empty_dirs
 from prioritylab.deep.run import SettingsError, pick_device
 from prioritylab.replay import ReplayBuffer, estimate_bytes, least_slots
+from prioritylab.replay.buffer import SAMPLER_BYTES_PER_SLOT
 from prioritylab.samplers import make_sampler
 
 OBS, ACT = 17, 6
@@ -50,16 +51,17 @@ LARGEST = 2**62  # the largest --capacity and batch size taken; the memory check
 ROW = 2 * 4 * OBS + 4 * ACT + 8 + 3 * 4  # a sampled row: observation and next one, action, index, three scalars
 
 
-def memory_need(capacity: int, batch: int, device: str) -> tuple[int, int]:
+def memory_need(capacity: int, batch: int) -> tuple[int, int]:
     """``(bytes, bytes)`` that ``--capacity`` and the largest of ``--batches`` need at least in host memory: the
-    filled buffer (the replay's formula) with the arrays it is filled from and, on the CPU, B's copy of its
-    fields; a batch's rows, gathered by A and indexed by B."""
+    buffer's storage (the replay's formula without its sampler and diagnostics, which take more) with the arrays it
+    is filled from, and a batch's rows, gathered by A and indexed by B.  B's fields share the buffer's memory on the
+    CPU and are the device's elsewhere."""
+    storage = estimate_bytes(capacity, (OBS,), np.float32, (ACT,), np.float32, diagnostics=False)
     fill = capacity * (4 * OBS + 4 * ACT + 8) + 4 * OBS
-    copy = capacity * (4 * OBS + 4 * ACT + 4 + 1) if torch.device(device).type == "cpu" else 0
-    return estimate_bytes(capacity, (OBS,), np.float32, (ACT,), np.float32) + fill + copy, 2 * batch * ROW
+    return storage - SAMPLER_BYTES_PER_SLOT * capacity + fill, 2 * batch * ROW
 
 
-def check_sizes(capacity: int, batches: list[int], threads: int, device: str) -> None:
+def check_sizes(capacity: int, batches: list[int]) -> None:
     """``ValueError`` naming the first size this script cannot run, before any buffer is filled."""
     least = least_slots(1, 1)
     if not least <= capacity <= LARGEST:
@@ -68,16 +70,14 @@ def check_sizes(capacity: int, batches: list[int], threads: int, device: str) ->
     bad = [b for b in batches if not 1 <= b <= LARGEST]
     if bad:
         raise ValueError(f"--batches must each be in [1, 2^62], got {bad[0]}")
-    if not 1 <= threads <= 4096:
-        raise ValueError(f"--threads must be in [1, 4096], got {threads}")
     have = _checks.available_bytes()
-    buffer, batch = memory_need(capacity, max(batches), device)
+    buffer, batch = memory_need(capacity, max(batches))
     if have is None:  # pragma: no cover - not Linux
         return
     size = _checks.size_text
     if buffer > have:
-        raise ValueError(f"--capacity {capacity:,}: the filled buffer needs at least {size(buffer)} but only "
-                         f"{size(have)} of memory is available")  # fmt: skip
+        raise ValueError(f"--capacity {capacity:,}: the buffer's storage and the arrays it is filled from need at "
+                         f"least {size(buffer)} but only {size(have)} of memory is available")  # fmt: skip
     if buffer + batch > have:
         raise ValueError(f"--batches {max(batches):,}: a batch needs at least {size(batch)} beside the buffer's "
                          f"{size(buffer)} but only {size(have)} of memory is available")  # fmt: skip
@@ -231,8 +231,11 @@ def main(argv=None) -> int:
         if getattr(args, name) < 1:
             p.error(f"--{name} must be at least 1, got {getattr(args, name)}")
     try:  # a bad or absent device fails here, before any buffer is filled
+        if not 1 <= args.threads <= 4096:
+            raise ValueError(f"--threads must be in [1, 4096], got {args.threads}")
         args.device = str(pick_device(args.device))
-        check_sizes(args.capacity, args.batches, args.threads, args.device)
+        if not args.copies:  # --copies fills no buffer and times its own two batches
+            check_sizes(args.capacity, args.batches)
     except (SettingsError, ValueError) as err:
         p.error(str(err))
     made = missing_dirs(Path(args.json).parent) if args.json else []

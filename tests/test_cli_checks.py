@@ -254,11 +254,13 @@ def test_a_manifest_records_the_cpu_its_vector_units_and_the_kernels_torch_takes
 
 @pytest.mark.parametrize(("size", "text"), [
     (0, "0 bytes"), (999, "999 bytes"), (1_000, "1.00 kB"), (870_000, "870.0 kB"), (906_096, "906.1 kB"),
-    (1_160_000, "1.16 MB"), (1_234_000, "1.23 MB"), (23_400_000_000, "23.4 GB"), (52_776_600_000_000, "52,776.6 GB"),
+    (999_950, "1.00 MB"), (999_999, "1.00 MB"), (9_999_999, "10.0 MB"), (1_160_000, "1.16 MB"),
+    (1_234_000, "1.23 MB"), (23_400_000_000, "23.4 GB"), (52_776_600_000_000, "52,776.6 GB"),
 ])  # fmt: skip
 def test_every_message_writes_a_size_one_way_with_three_significant_figures(size, text):
-    """One formatter for the sizes of every memory message (train, sweep, bench): two sizes that differ by 10 %
-    never print alike, as 0.87 and 0.86 MB did at one decimal."""
+    """One formatter for the sizes of every memory message (train, sweep, bench), to three significant figures:
+    the sweep's 0.87 and 0.86 MB, which one decimal would print alike, read 870.0 and 860.0 kB; a size that rounds
+    up to the next unit is written in it."""
     from prioritylab._checks import size_text
 
     assert size_text(size) == text

@@ -165,10 +165,11 @@ def recorded_for(argv: list[str]) -> dict:
 
 def check_environments(runs: list[tuple[str, list[str]]]) -> dict[str, int]:
     """Every check ``train`` makes before any work of a run's settings (as :func:`recorded_for`) and of its
-    environment (the id exists, the agent can act on it, the sampler can work on it, the replay fits in memory),
-    for each ``(name, argv)`` of ``runs``; one environment is made per agent and id.  ``ValueError`` naming the
-    first run refused, with ``train``'s message.  Returns the bytes each run needs at least (its replay by the
-    memory formula, its networks, a batch; :func:`~prioritylab.deep.loop.check_run_memory`)."""
+    environment (the id exists, the agent can act on it, the sampler can work on it, the run fits in memory), for
+    each ``(name, argv)`` of ``runs``; one environment is made per agent and id.  ``ValueError`` naming the first
+    run refused, with ``train``'s message.  Returns the bytes each run needs at least (its replay by the memory
+    formula, its networks, a batch, an evaluation's returns and NERS's scorer;
+    :func:`~prioritylab.deep.loop.check_run_memory`)."""
     from .loop import check_environment
     from .run import SettingsError
 

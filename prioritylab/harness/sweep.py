@@ -312,9 +312,9 @@ def check_runs(jobs: list[dict], n_jobs: int = 1, ray: bool = False) -> None:
     """Refuse, before any run starts (and in a dry run), a sweep with a run that ``train`` would refuse for its
     settings or its environment (an unknown id, an agent that cannot act on it, a sampler that cannot work on it,
     a run that does not fit in memory), or whose ``n_jobs`` largest runs still to run do not fit in memory
-    together, each counted as ``train`` counts it (its replay, networks and batch; ``ray``: the ``n_jobs`` runs a
-    local Ray instance runs at once): ``ValueError`` naming the first such run, or ``--jobs`` and the largest of
-    those runs."""
+    together, each counted as ``train`` counts it (its replay, networks, a batch, an evaluation's returns and NERS's
+    scorer; ``ray``: the ``n_jobs`` runs a local Ray instance runs at once): ``ValueError`` naming the first such
+    run, or ``--jobs`` and the largest of those runs."""
     from .._checks import available_bytes, size_text
     from ..deep.cli import check_environments
 
@@ -325,8 +325,9 @@ def check_runs(jobs: list[dict], n_jobs: int = 1, ray: bool = False) -> None:
     if len(at_once) > 1 and have is not None and total > have:
         largest, name = at_once[-1]
         who = f"--backend ray runs {n_jobs} at once here (one a CPU)" if ray else f"--jobs {n_jobs}"
+        sizes = "the runs' --buffer-size (or --hidden, --batch-size)"
         advice = ("start Ray with fewer CPUs (ray start --head --num-cpus N) and sweep with --address, or lower "
-                  "the runs' --buffer-size") if ray else "lower --jobs or the runs' --buffer-size"  # fmt: skip
+                  + sizes) if ray else f"lower --jobs or {sizes}"  # fmt: skip
         raise ValueError(f"{who}: the {len(at_once)} largest runs still to run need at least {size_text(total)} "
                          f"together (the largest, run {name}, {size_text(largest)}) but only {size_text(have)} of "
                          f"memory is available; {advice}")  # fmt: skip
