@@ -25,6 +25,11 @@ REFUSED = 2
 argparse's; ``prioritylab sweep`` reads it from the runs it starts."""
 
 
+def train_program(agent: str) -> str:
+    """The name that ``prioritylab train <agent>``'s errors and warnings start with."""
+    return f"prioritylab train {agent}"
+
+
 def plain(text: str | None) -> str | None:
     """Docstring reST made plain for a terminal: ``x`` and :func:`x` become x."""
     if text is None:

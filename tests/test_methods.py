@@ -218,9 +218,9 @@ def test_a_batch_larger_than_the_replay_at_the_first_update_is_named_before_the_
     assert code == 2 and len(lines) == 1 and "error: --steps 50 < --start-steps 100" in lines[0]  # refused: no warning
     code = cli_main([*args, "--steps", "102", "--eval-every", "102", "--start-steps", "100", "--batch-size", "256"])
     lines = capsys.readouterr().err.strip().splitlines()
-    assert code == 0 and lines == ["warning: --batch-size 256 is larger than the at most 100 transitions stored "
-                                   "when updates start (--start-steps 100): the first batches draw transitions "
-                                   "more than once"]  # fmt: skip
+    assert code == 0 and lines == ["prioritylab train td3: warning: --batch-size 256 is larger than the at most "
+                                   "100 transitions stored when updates start (--start-steps 100): the first "
+                                   "batches draw transitions more than once"]  # fmt: skip
     code = cli_main([*args, "--steps", "258", "--eval-every", "258", "--start-steps", "256", "--batch-size", "256",
                      "--seed", "1"])  # fmt: skip
     assert code == 0 and capsys.readouterr().err.strip() == ""
@@ -238,7 +238,8 @@ def test_a_priority_past_the_float_range_ends_the_run_in_one_line_keeping_its_ch
     code = cli_main(args)
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 1 and len(lines) == 2, lines
-    assert lines[0].startswith("warning: with --replay.alpha 1000000.0 a priority above 1.00071 overflows")
+    assert lines[0].startswith("prioritylab train td3: warning: with --replay.alpha 1000000.0 a priority above "
+                               "1.00071 overflows")
     folder = tmp_path / "td3_Pendulum-v1_per_s0"
     assert re.fullmatch(r"prioritylab train td3: error: the run stopped at step 250 of 600: priority from "
                         r"td_errors\[\d+\] = [0-9.e+-]+ overflows when raised to alpha=1000000.0; a smaller "

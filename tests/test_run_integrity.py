@@ -583,15 +583,18 @@ def test_a_resume_keeps_the_runs_first_record_and_adds_its_own(tmp_path):
 
 
 def test_a_resume_on_another_device_or_package_version_is_named(capsys):
-    from prioritylab.deep.run import warn_if_elsewhere
+    from prioritylab.deep.run import speaking_as, warn_if_elsewhere
 
     last = {"device": "cuda:0", "git_commit": "a" * 40, "git_dirty": False, "machine": {"platform": "L"},
             "packages": {"torch": "2.13.0", "prioritylab": "0.1.0"}}  # fmt: skip
     now = {**last, "device": "cpu", "packages": {"torch": "2.14.0", "mujoco": "4.0.0", "prioritylab": "0.2.0"}}
-    warn_if_elsewhere(Path("run"), last, now)
+    with speaking_as("sac"):  # as the training loop's: the warning is named as its agent's program
+        warn_if_elsewhere(Path("run"), last, now)
     assert capsys.readouterr().err == (
-        "warning: run resumes elsewhere than it last ran (packages.torch 2.13.0 -> 2.14.0; device cuda:0 -> cpu): "
-        "it continues validly, but not bit for bit as the uninterrupted run would\n")
+        "prioritylab train sac: warning: run resumes elsewhere than it last ran (packages.torch 2.13.0 -> 2.14.0; "
+        "device cuda:0 -> cpu): it continues validly, but not bit for bit as the uninterrupted run would\n")
+    warn_if_elsewhere(Path("run"), last, now)  # called outside a run: named as train's
+    assert capsys.readouterr().err.startswith("prioritylab train: warning: run resumes elsewhere")
     warn_if_elsewhere(Path("run"), last, {**last, "packages": {**last["packages"], "prioritylab": "0.2.0"}})
     assert capsys.readouterr().err == ""  # the project's own version is its commit's business
 

@@ -261,7 +261,7 @@ def test_a_finished_runs_warnings_are_shown_and_recorded(tmp_path, monkeypatch, 
     """A run's error output is kept for a crash only, but the warnings of a run that finished (a resume on
     another machine or at another commit) are printed and kept in ``sweep.json``."""
     warning = "warning: a resumes at commit 1111111; it last ran at 0000000 (`git log 0000000..1111111` ...)"
-    outputs = {"a": f"UserWarning: something of gymnasium's\n{warning}\n", "b": ""}
+    outputs = {"a": f"UserWarning: something of gymnasium's\nprioritylab train a: {warning}\n", "b": ""}
     monkeypatch.setattr(sweep, "run_local", lambda cmd, cwd=None, stop_file=None: (0, outputs[cmd[-1]]))
     monkeypatch.setattr(sweep, "status", lambda job: "new")
     monkeypatch.setattr(sweep, "command", lambda job: job["args"])
@@ -273,10 +273,27 @@ def test_a_finished_runs_warnings_are_shown_and_recorded(tmp_path, monkeypatch, 
     assert json.loads((tmp_path / "sweep.json").read_text())["runs"]["a"]["warnings"] == [warning]
 
 
+def test_a_runs_own_warnings_are_kept_and_the_unread_settings_named_once_for_the_sweep_are_not(tmp_path, capsys):
+    """From a real run's error output, which names a setting its sampler does not read and a batch larger than
+    the replay at the first update, the sweep keeps the second only: the first it names once for all its runs."""
+    args = ["train", "td3", "--env", "Pendulum-v1", "--out", str(tmp_path), "--no-progress", "--eval-episodes", "1",
+            "--steps", "102", "--eval-every", "102", "--start-steps", "100", "--batch-size", "256",
+            "--replay.kappa", "5"]  # fmt: skip
+    assert cli_main(args) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("prioritylab train td3: warning: --replay.kappa 5.0 has no effect"), err
+    job = {"name": "a", "folder": tmp_path / "td3_Pendulum-v1_uniform_s0", "args": args}
+    assert sweep.run_warnings(job, err) == [
+        "warning: --batch-size 256 is larger than the at most 100 transitions stored when updates start "
+        "(--start-steps 100): the first batches draw transitions more than once"]  # fmt: skip
+    assert sweep.unread_notes([job]) == ["replay.kappa 5.0 has no effect on the runs with sampler uniform (read by "
+                                         "lap, pal)"]  # fmt: skip
+
+
 def test_a_warning_is_kept_however_much_a_run_writes_after_it(tmp_path, monkeypatch):
     """The warnings are read from a run's whole error output (a resume's come first), through the real
     ``run_local``; a crash keeps the end of its output."""
-    writes = {"a": "import sys; sys.stderr.write('warning: first\\n' + 'x' * 5000 + '\\n')",
+    writes = {"a": "import sys; sys.stderr.write('prioritylab train a: warning: first\\n' + 'x' * 5000 + '\\n')",
               "b": "import sys; sys.stderr.write('y' * 5000 + 'the end\\n'); sys.exit(1)"}  # fmt: skip
     monkeypatch.setattr(sweep, "status", lambda job: "new")
     monkeypatch.setattr(sweep, "command", lambda job: [sys.executable, "-c", writes[job["name"]]])

@@ -22,7 +22,7 @@ import types
 import typing
 from decimal import Decimal, InvalidOperation
 
-from .._cli import REFUSED
+from .._cli import REFUSED, train_program
 from ..results import FINISHED
 
 AGENTS = {"td3": "prioritylab.deep.td3", "sac": "prioritylab.deep.sac", "dqn": "prioritylab.deep.dqn",
@@ -203,6 +203,14 @@ def unread_for(argv: list[str]) -> tuple[str, list]:
     return cfg.sampler, unread(cfg.sampler, cfg.replay)
 
 
+def unread_warnings(agent: str, sampler: str, unused: list) -> list[str]:
+    """The lines in which ``prioritylab train <agent>`` names the settings it was given that ``sampler`` does not
+    read (``unused``, as :func:`unread_for` gives them); a sweep names them once for all its runs instead."""
+    return [f"{train_program(agent)}: warning: --replay.{name.replace('_', '-')} {value} has no effect with "
+            f"--sampler {sampler} (read by {', '.join(readers) or 'no sampler'})"
+            for name, value, readers in unused]  # fmt: skip
+
+
 def _checked(argv: list[str]):
     """``(spec, settings)`` of ``prioritylab train`` with ``argv``, checked as :func:`recorded_for` says."""
     from .loop import check_settings
@@ -212,7 +220,7 @@ def _checked(argv: list[str]):
     if not argv or argv[0] not in AGENTS:
         raise ValueError(f"unknown agent {argv[0] if argv else ''!r}; choose one of {', '.join(AGENTS)}")
     spec, cls = _for_env(argv[0], argv[1:], specs, settings)
-    prog = f"prioritylab train {argv[0]}"
+    prog = train_program(argv[0])
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured), contextlib.redirect_stdout(io.StringIO()):
@@ -247,16 +255,15 @@ def main(argv: list[str]) -> int:
         return REFUSED
     agent = argv[0]
     spec, cls = _for_env(agent, argv[1:], specs, settings)
-    prog = f"prioritylab train {agent}"
+    prog = train_program(agent)
     cfg = parse(cls, argv[1:], prog)  # SystemExit after --help or a parsing error
     try:
         Method(cfg.sampler, cfg.replay, spec.defaults, cfg.steps)
         unused = unread(cfg.sampler, cfg.replay)
     except (ValueError, TypeError):  # a bad sampler or setting: train refuses it, in one line
         unused = []
-    for name, value, readers in unused:
-        print(f"{prog}: warning: --replay.{name.replace('_', '-')} {value} has no effect with --sampler "
-              f"{cfg.sampler} (read by {', '.join(readers) or 'no sampler'})", file=sys.stderr)  # fmt: skip
+    for line in unread_warnings(agent, cfg.sampler, unused):
+        print(line, file=sys.stderr)
     was_finished = cfg.resume and (run_dir(cfg, spec.name) / FINISHED).exists()
     try:
         check_given_out(argv[1:])

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,6 +67,8 @@ from .run import (
     run_dir,
     save_atomic,
     set_env_rng_state,
+    speaking_as,
+    warn,
     write_run_manifest,
     writing_into,
 )
@@ -388,9 +389,8 @@ def warn_if_first_batches_repeat(spec: Spec, cfg: RunSettings) -> None:
     (the samplers draw with replacement), but the first batches repeat transitions."""
     starts = spec.learning_starts(cfg)
     if cfg.batch_size > starts:
-        print(f"warning: --batch-size {cfg.batch_size} is larger than the at most {starts} transitions stored when "
-              f"updates start (--start-steps {starts}): the first batches draw transitions more than once",
-              file=sys.stderr)  # fmt: skip
+        warn(f"--batch-size {cfg.batch_size} is larger than the at most {starts} transitions stored when updates "
+             f"start (--start-steps {starts}): the first batches draw transitions more than once")
 
 
 LARGEST_PRIORITY = 1e6
@@ -406,8 +406,8 @@ def warn_if_priorities_may_overflow(cfg: RunSettings, method: Method) -> None:
     log_largest = math.log(np.finfo(np.float64).max) / method.alpha  # the log of the largest priority that fits
     if log_largest < math.log(LARGEST_PRIORITY):
         largest = math.exp(log_largest)
-        print(f"warning: with --replay.alpha {method.alpha} a priority above {largest:.6g} overflows the float range "
-              f"when raised to alpha; the run stops at the first TD error that large", file=sys.stderr)  # fmt: skip
+        warn(f"with --replay.alpha {method.alpha} a priority above {largest:.6g} overflows the float range when "
+             "raised to alpha; the run stops at the first TD error that large")
 
 
 def check_threads(checkpoint: dict, path: Path) -> None:
@@ -449,8 +449,14 @@ def train(spec: Spec, cfg: RunSettings) -> Path:
     """Run (or resume) one training run; returns its folder.  Every check happens before any work.
 
     The run folder is locked for the run's life (:class:`~prioritylab.deep.run.RunLock`).  A run stopped by
-    SIGINT/SIGTERM writes its checkpoint and raises :class:`~prioritylab.deep.run.Interrupted`.
+    SIGINT/SIGTERM writes its checkpoint and raises :class:`~prioritylab.deep.run.Interrupted`.  Its warnings
+    are named as ``prioritylab train <agent>``'s (:func:`~prioritylab.deep.run.warn`).
     """
+    with speaking_as(spec.name):
+        return _train(spec, cfg)
+
+
+def _train(spec: Spec, cfg: RunSettings) -> Path:
     check_settings(spec, cfg)
     check_out(cfg.out)
     device = pick_device(cfg.device)

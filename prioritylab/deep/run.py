@@ -41,6 +41,7 @@ import signal
 import sys
 import time
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -48,7 +49,7 @@ import numpy as np
 import torch
 
 from .. import _checks
-from .._cli import check_not_a_file, check_not_in_run, check_output_dir
+from .._cli import check_not_a_file, check_not_in_run, check_output_dir, train_program
 from ..provenance import changed_settings, replay_slots
 from ..results import (
     CHECKPOINT,
@@ -83,6 +84,24 @@ MAX_SEED = 2**32 - 1 - EVAL_SEED_OFFSET  # both seeds stay 32-bit
 
 class SettingsError(ValueError):
     """A bad setting, reported as one line before any work starts."""
+
+
+_speaker: ContextVar[str] = ContextVar("speaker", default="prioritylab train")
+
+
+@contextmanager
+def speaking_as(agent: str):
+    """Within it, :func:`warn` names ``agent``'s program (the training loop sets it for the run's life)."""
+    token = _speaker.set(train_program(agent))
+    try:
+        yield
+    finally:
+        _speaker.reset(token)
+
+
+def warn(text: str) -> None:
+    """One warning line on stderr, named as ``train``'s own are: ``prioritylab train dqn: warning: ...``."""
+    print(f"{_speaker.get()}: warning: {text}", file=sys.stderr)
 
 
 @dataclass
@@ -500,8 +519,8 @@ def load_checkpoint(path: Path, identity: dict) -> dict:
             raise SettingsError(f"checkpoint {path} has lost its checksum file {digest_path(path).name}, which "
                                 "the code that wrote it always writes: it cannot be verified, so it is not "
                                 "resumed (start the run again with --overwrite)")  # fmt: skip
-        print(f"warning: {path} has no checksum file {digest_path(path).name} (written before the digests "
-              "existed); resuming unverified", file=sys.stderr)  # fmt: skip
+        warn(f"{path} has no checksum file {digest_path(path).name} (written before the digests existed); "
+             "resuming unverified")
     return state
 
 
@@ -559,7 +578,7 @@ class RunLog:
         if disagree:
             self._write()
             for line in disagree:
-                print(f"warning: {line}; the checkpoint's rows were written back", file=sys.stderr)
+                warn(f"{line}; the checkpoint's rows were written back")
         from torch.utils.tensorboard import SummaryWriter
 
         self.tb = SummaryWriter(str(path / "tb"), purge_step=resume_step + 1 if resume_step is not None else None)
@@ -729,13 +748,13 @@ def warn_if_elsewhere(path: Path, last: dict, now: dict) -> None:
     if last.get("device", now["device"]) != now["device"]:
         differ.append(f"device {last['device']} -> {now['device']}")
     if differ:
-        print(f"warning: {path} resumes elsewhere than it last ran ({'; '.join(differ)}): it continues validly, "
-              "but not bit for bit as the uninterrupted run would", file=sys.stderr)  # fmt: skip
+        warn(f"{path} resumes elsewhere than it last ran ({'; '.join(differ)}): it continues validly, but not bit "
+             "for bit as the uninterrupted run would")
     was, commit = last.get("git_commit"), now.get("git_commit")
     if was and commit and (was, last.get("git_dirty")) != (commit, now.get("git_dirty")):
         dirty = lambda record: " + uncommitted changes" if record.get("git_dirty") else ""  # noqa: E731
-        print(f"warning: {path} resumes at commit {commit[:7]}{dirty(now)}; it last ran at {was[:7]}{dirty(last)} "
-              f"(`git log {was[:7]}..{commit[:7]}` lists what changed)", file=sys.stderr)  # fmt: skip
+        warn(f"{path} resumes at commit {commit[:7]}{dirty(now)}; it last ran at {was[:7]}{dirty(last)} "
+             f"(`git log {was[:7]}..{commit[:7]}` lists what changed)")
 
 
 def recorded_now(cfg, agent: str, method: dict) -> dict:

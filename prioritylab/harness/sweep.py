@@ -401,6 +401,23 @@ def unread_notes(jobs: list[dict]) -> list[str]:
             f"{', '.join(readers) or 'no sampler'})" for (name, value, readers), samplers in seen.items()]
 
 
+def run_warnings(job: dict, err: str) -> list[str]:
+    """The warnings of a run that finished (a resume on another machine or at another commit), from its whole
+    error output: its ``train``'s warning lines (as ``warning: ...``), less those naming a setting its sampler
+    does not read, which :func:`unread_notes` names once for the whole sweep."""
+    from .._cli import train_program
+    from ..deep.cli import unread_for, unread_warnings
+
+    prefix = f"{train_program(job['args'][1])}: warning: "
+    try:
+        sampler, unused = unread_for(job["args"][1:])
+        unread = set(unread_warnings(job["args"][1], sampler, unused))
+    except ValueError:  # arguments this code cannot read: none it names as unread, and every warning is kept
+        unread = set()
+    program = prefix.removesuffix("warning: ")  # dropped: the sweep names the run instead
+    return [line.removeprefix(program) for line in err.splitlines() if line.startswith(prefix) and line not in unread]
+
+
 def command(job: dict) -> list[str]:
     args = list(job["args"])
     state = status(job)
@@ -727,7 +744,7 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
             write_record(record, started, {job["name"]: results[job["name"]]})
             return
         results[job["name"]] = {"status": outcome(rc, job), "exit_code": rc}
-        said = [line for line in err.splitlines() if line.startswith("warning: ")] if rc == 0 else []
+        said = run_warnings(job, err) if rc == 0 else []
         err = err[-ERROR_TAIL:]  # the warnings are read from the whole output, a crash keeps its end
         for line in said:  # a run that ended well prints nothing else; its warnings (a resume elsewhere) show
             tqdm.write(f"run {job['name']}: {line}")
