@@ -118,7 +118,7 @@ def _copy_study(tmp_path: Path) -> tuple[Path, Path]:
     the summary page."""
     results = tmp_path / "results"
     for line in csv.DictReader(open(REGISTRY, newline="", encoding="utf-8")):
-        for name in (f"{V.TABLES[line['table']][0]}.csv", None):
+        for name in (f"{V.TABLES[line['table']][0]}.csv", "manifest.json", None):
             source = REGISTRY.parent / line["report"] / name if name else REGISTRY.parent / line["page"]
             target = results / source.relative_to(REGISTRY.parent)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -468,6 +468,7 @@ def test_a_report_gets_the_verdict_of_each_of_the_papers_comparisons(tmp_path, c
     # a row whose interval is undefined is named with no verdict; a folder that is not a report is named
     report = tmp_path / "report"
     report.mkdir()
+    shutil.copyfile(REGISTRY.parent / "lap_halfcheetah" / "manifest.json", report / "manifest.json")
     for name in ("differences.csv", "speed.csv"):
         text = (REGISTRY.parent / "lap_halfcheetah" / name).read_text(encoding="utf-8")
         if name == "differences.csv":
@@ -493,6 +494,104 @@ def test_a_report_gets_the_verdict_of_each_of_the_papers_comparisons(tmp_path, c
     with pytest.raises(SystemExit):
         cli_main(["verdicts", "--report", str(report)])
     assert f"{report} holds no speed.csv: is it a prioritylab report?" in capsys.readouterr().err
+    (report / "manifest.json").unlink()
+    with pytest.raises(SystemExit):
+        cli_main(["verdicts", "--report", str(report)])
+    assert f"{report} holds no manifest.json: is it a prioritylab report?" in capsys.readouterr().err
+
+
+def _with_column(path: Path, name: str, values: dict[int, str]) -> None:
+    """``path``'s CSV with a last column ``name``: ``values`` by row (from 0), "0" elsewhere."""
+    head, *rows = path.read_text(encoding="utf-8").splitlines()
+    rows = [f"{row},{values.get(i, '0')}" for i, row in enumerate(rows)]
+    path.write_text("\r\n".join([f"{head},{name}", *rows]) + "\r\n", encoding="utf-8")
+
+
+def _report_copy(tmp_path: Path, study: str = "lap_halfcheetah") -> Path:
+    report = tmp_path / "report"
+    report.mkdir()
+    for name in ("differences.csv", "speed.csv", "manifest.json"):
+        shutil.copyfile(REGISTRY.parent / study / name, report / name)
+    return report
+
+
+def test_a_report_row_from_partial_runs_gets_no_verdict(tmp_path, capsys):
+    """A report made with ``--include-partial`` ends each row with ``partial_runs``: a row computed from partial runs
+    gets no verdict and says why, the others theirs; the registry refuses such a row in one line."""
+    from prioritylab.harness.report.stats import PARTIAL_RUNS
+
+    report = _report_copy(tmp_path)
+    first = next(csv.DictReader(open(report / "differences.csv", newline="", encoding="utf-8")))
+    assert (first["sampler"], first["baseline"]) == ("lap", "uniform")
+    _with_column(report / "differences.csv", PARTIAL_RUNS, {0: "3"})
+    _with_column(report / "speed.csv", PARTIAL_RUNS, {})
+    found = {(e.sampler, e.baseline): (e.verdict, e.withheld) for e in V.report_verdicts(report)}
+    assert found[("lap", "uniform")] == ("", "computed from 3 partial runs (--include-partial): a verdict is given "
+                                             "on finished runs only")  # fmt: skip
+    assert found[("pal", "lap")] == (V.NOT_TIGHT, "") and len(found) == 6
+    assert cli_main(["verdicts", "--report", str(report)]) == 0
+    assert ("td3 HalfCheetah-v5: lap − uniform: computed from 3 partial runs (--include-partial): a verdict is given "
+            "on finished runs only: no verdict") in capsys.readouterr().out  # fmt: skip
+    registry, _ = _copy_study(tmp_path / "copy")
+    table = registry.parent / "minatar_study_long" / "differences.csv"
+    rows = list(csv.DictReader(open(table, newline="", encoding="utf-8")))
+    at = next(i for i, row in enumerate(rows) if (row["env"], row["sampler"], row["baseline"])
+              == ("MinAtar/Asterix-v1", "per", "uniform"))  # fmt: skip
+    _with_column(table, PARTIAL_RUNS, {at: "1"})
+    with pytest.raises(ValueError, match=r"'MinAtar/Asterix-v1', 'sampler': 'per', 'baseline': 'uniform'} is "
+                                         r"computed from 1 partial run: a verdict is given on finished runs only"):
+        V.read_registry(registry)
+    text = table.read_text(encoding="utf-8")
+    assert f",{PARTIAL_RUNS}\n" in text  # newlines read as "\n"
+    table.write_text(text.replace(f",{PARTIAL_RUNS}\n", ",other\n", 1), encoding="utf-8")
+    assert V.read_registry(registry)  # the same row under a column of another name: not read
+
+
+def test_a_report_that_left_runs_out_is_named_and_refused_by_the_registry(tmp_path, capsys):
+    """A run the report found and left out (corrupt, partial...) is named with the verdicts of ``--report``, which
+    rest on the other runs; the registry refuses such a report.  The reference runs of an ``--against`` report,
+    used in ``versus.md`` only, are not counted."""
+    import json
+
+    report = _report_copy(tmp_path)
+    record = json.loads((report / "manifest.json").read_text())
+    record["not_used"] = [{"folder": "a", "status": "corrupt"}, {"folder": "b", "status": "partial, left out"},
+                          {"folder": "c", "status": "corrupt"},
+                          {"folder": "d", "status": "reference (x), in versus.md only"}]  # fmt: skip
+    (report / "manifest.json").write_text(json.dumps(record))
+    assert V.left_out(report) == "3 runs (corrupt: 2; partial, left out: 1)"
+    assert cli_main(["verdicts", "--report", str(report)]) == 0
+    assert ("note: this report left out 3 runs (corrupt: 2; partial, left out: 1) (its status.md names them): the "
+            "verdicts below rest on the other runs") in capsys.readouterr().out  # fmt: skip
+    registry, _ = _copy_study(tmp_path / "copy")
+    manifest = registry.parent / "lap_halfcheetah" / "manifest.json"
+    record = json.loads(manifest.read_text())
+    record["not_used"] = [{"folder": "a", "status": "corrupt"}]
+    manifest.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"the report \S+lap_halfcheetah left out 1 run \(corrupt: 1\), so its rows "
+                                         r"rest on fewer runs than were made"):
+        V.read_registry(registry)
+    assert V.left_out(REGISTRY.parent / "minatar_lap_eps") == ""  # its reference runs only
+
+
+def test_a_baseline_mean_of_zero_is_named_as_the_reason_for_no_verdict(tmp_path):
+    """An interval in % of a baseline whose mean is 0 is NaN while the absolute one is not: named as such, not as
+    "no spread"; a side with one seed is named too."""
+    report = _report_copy(tmp_path)
+    head, first, *rest = (report / "differences.csv").read_text(encoding="utf-8").splitlines()
+    columns = head.split(",")
+    cells = dict(zip(columns, first.split(","), strict=True))
+    cells.update(pct="nan", pct_lo="nan", pct_hi="nan", lo="-3.5", hi="1.25")
+    lines = [head, ",".join(cells[c] for c in columns), *rest]
+    (report / "differences.csv").write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+    [entry] = [e for e in V.report_verdicts(report) if (e.sampler, e.baseline) == ("lap", "uniform")]
+    assert entry.verdict == "" and entry.withheld == ("uniform's mean is 0, so the interval [-3.50, +1.25] has no "
+                                                      "form in % of it")  # fmt: skip
+    cells.update(lo="nan", hi="nan", seeds="1")
+    lines = [head, ",".join(cells[c] for c in columns), *rest]
+    (report / "differences.csv").write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+    [entry] = [e for e in V.report_verdicts(report) if (e.sampler, e.baseline) == ("lap", "uniform")]
+    assert entry.withheld == "a side has one seed, so the interval is undefined"
 
 
 @pytest.mark.parametrize("kept", ["README.md", "minatar_lap_eps/README.md"])

@@ -160,6 +160,8 @@ class Entry:
     lo: float = math.nan
     hi: float = math.nan
     verdict: str = ""
+    withheld: str = ""
+    """Why the comparison has no verdict (``--report`` only; a registry line without one is an error)."""
 
     def comparison(self) -> str:
         what = {"speed": " (area, against twice the speed)", "area": " (area)"}.get(self.table, "")
@@ -168,7 +170,8 @@ class Entry:
 
 def read_registry(path: Path) -> list[Entry]:
     """The registry's lines, each with its interval read from its report's CSV and its verdict; ``ValueError``
-    naming the line for a malformed line, a missing report or CSV row, or an unknown rule or size."""
+    naming the line for a malformed line, a missing report or CSV row, an unknown rule or size, a row computed from
+    partial runs or a report that left runs out (:func:`left_out`): a verdict rests on every run, each finished."""
     path = Path(path)
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
@@ -176,6 +179,7 @@ def read_registry(path: Path) -> list[Entry]:
             raise ValueError(f"{path}: the columns are {reader.fieldnames}, not {REGISTRY_COLUMNS}")
         lines = list(reader)
     tables: dict[Path, list[dict]] = {}
+    reports_left_out: dict[Path, str] = {}
     entries = []
     for number, line in enumerate(lines, start=2):
         where = f"{path}, line {number}"
@@ -206,6 +210,18 @@ def read_registry(path: Path) -> list[Entry]:
             lo, hi = float(rows[0][lo_col]), float(rows[0][hi_col])
         except (KeyError, TypeError, ValueError):
             raise ValueError(f"{where}: {csv_path}'s row {key} has no numbers in {lo_col}, {hi_col}") from None
+        partial = partial_runs(rows[0], f"{csv_path}'s row {key}")
+        if partial:
+            raise ValueError(f"{where}: {csv_path}'s row {key} is computed from {partial} partial run"
+                             f"{'s' if partial > 1 else ''}: a verdict is given on finished runs only (make the "
+                             "report without --include-partial)")  # fmt: skip
+        if csv_path.parent not in reports_left_out:
+            reports_left_out[csv_path.parent] = left_out(csv_path.parent)
+        left = reports_left_out[csv_path.parent]
+        if left:
+            raise ValueError(f"{where}: the report {csv_path.parent} left out {left}, so its rows rest on fewer "
+                             "runs than were made; a verdict is given on a report of every run (its status.md names "
+                             "those left out)")  # fmt: skip
         size = SIZES[line["size"]] if line["rule"] == "gain" else None
         try:
             word = verdict(line["rule"], lo, hi, size)
@@ -213,6 +229,68 @@ def read_registry(path: Path) -> list[Entry]:
             raise ValueError(f"{where}: {err}") from None
         entries.append(Entry(number, **line, lo=lo, hi=hi, verdict=word))
     return entries
+
+
+def partial_runs(row: dict, where: str) -> int:
+    """How many of the runs a report's CSV row is computed from are partial (its ``partial_runs`` column, which a
+    report made with ``--include-partial`` writes); 0 without the column."""
+    from .stats import PARTIAL_RUNS
+
+    value = row.get(PARTIAL_RUNS)
+    if value is None or value == "":
+        return 0
+    try:
+        count = int(value)
+    except ValueError:
+        raise ValueError(f"{where}: {PARTIAL_RUNS} {value!r} is not a count") from None
+    if count < 0:
+        raise ValueError(f"{where}: {PARTIAL_RUNS} {value!r} is not a count")
+    return count
+
+
+def left_out(report: Path) -> str:
+    """The runs a report folder's ``manifest.json`` lists as found but not used (corrupt, partial, unreadable...),
+    as "3 runs (corrupt: 1; partial, left out: 2)"; "" if none.  The reference runs of a ``--against`` report, which
+    it uses in ``versus.md`` only, are not counted: they are left out of its other tables by design."""
+    import json
+
+    path = report / "manifest.json"
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{report} holds no manifest.json: is it a prioritylab report?") from None
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path} cannot be read ({err})") from None
+    counts: dict[str, int] = {}
+    for run in record.get("not_used", []) if isinstance(record, dict) else []:
+        state = str(run.get("status", "")) if isinstance(run, dict) else ""
+        if not state.startswith("reference"):
+            counts[state] = counts.get(state, 0) + 1
+    total = sum(counts.values())
+    if not total:
+        return ""
+    kinds = "; ".join(f"{state}: {n}" for state, n in counts.items())
+    return f"{total} run{'s' if total > 1 else ''} ({kinds})"
+
+
+def _undefined(row: dict, table: str) -> str:
+    """Why a report row's interval is NaN: its baseline's mean is 0 (the interval has no % form), a side has one
+    seed, or neither side varies (every seed alike)."""
+    if table != "speed":
+        try:
+            absolute = float(row["lo"]), float(row["hi"])
+        except (KeyError, TypeError, ValueError):
+            absolute = (math.nan, math.nan)
+        if all(math.isfinite(v) for v in absolute):
+            return (f"{row.get('baseline', 'the baseline')}'s mean is 0, so the interval "
+                    f"[{absolute[0]:+.2f}, {absolute[1]:+.2f}] has no form in % of it")  # fmt: skip
+    try:
+        fewest = min(int(row["seeds"]), int(row["baseline_seeds"]))
+    except (KeyError, TypeError, ValueError):
+        fewest = 2
+    if fewest < 2:
+        return "a side has one seed, so the interval is undefined"
+    return "the interval is undefined (no spread on either side)"
 
 
 def _report_rows(path: Path) -> list[dict]:
@@ -477,7 +555,8 @@ def _discrete(env: str) -> bool:
 def report_verdicts(report: Path) -> list[Entry]:
     """Every comparison of the papers' claims (:data:`PAPER_CLAIMS`, and PER − uniform at twice the speed) in the
     report folder ``report``, with its verdict by the stated rule, read from its ``differences.csv`` and
-    ``speed.csv``; a row whose interval is undefined (no spread on either side) gets no verdict (``""``)."""
+    ``speed.csv``; a row computed from partial runs, or whose interval is undefined, gets no verdict (``""``) and
+    the reason (``withheld``)."""
     report = Path(report)
     out = []
     for table in ("differences", "speed"):
@@ -504,10 +583,17 @@ def report_verdicts(report: Path) -> list[Entry]:
                 lo, hi = float(row[lo_col]), float(row[hi_col])
             except (KeyError, TypeError, ValueError):
                 raise ValueError(f"{path}, line {number}: no numbers in {lo_col}, {hi_col}") from None
-            # an undefined interval (no spread on either side) is kept, with no verdict, so that it is named
-            word = verdict(rule, lo, hi, SIZES[size] if size else None) if math.isfinite(lo + hi) else ""
+            # a row without a verdict is kept, so that it is named with the reason
+            partial = partial_runs(row, f"{path}, line {number}")
+            if partial:
+                word, withheld = "", (f"computed from {partial} partial run{'s' if partial > 1 else ''} "
+                                      "(--include-partial): a verdict is given on finished runs only")  # fmt: skip
+            elif not math.isfinite(lo + hi):
+                word, withheld = "", _undefined(row, table)
+            else:
+                word, withheld = verdict(rule, lo, hi, SIZES[size] if size else None), ""
             out.append(Entry(number, "", "", "", str(report), table, row.get("agent", ""), env, pair[0], pair[1],
-                             rule, size, lo=lo, hi=hi, verdict=word))  # fmt: skip
+                             rule, size, lo=lo, hi=hi, verdict=word, withheld=withheld))  # fmt: skip
     return out
 
 
@@ -542,11 +628,14 @@ def _main(args) -> int:
             if not folder.is_dir():
                 fail("prioritylab verdicts", f"--report {folder} is not a folder")
         try:
-            found = [(folder, report_verdicts(folder)) for folder in args.report]
+            found = [(folder, left_out(folder), report_verdicts(folder)) for folder in args.report]
         except (OSError, ValueError) as err:
             fail("prioritylab verdicts", str(err))
-        for folder, entries in found:
+        for folder, left, entries in found:
             print(f"== {folder}")
+            if left:
+                print(f"    note: this report left out {left} (its status.md names them): the verdicts below rest "
+                      "on the other runs")  # fmt: skip
             for entry in entries:
                 size = f", size {SIZES[entry.size]:+.2f} % ({entry.size})" if entry.size else ""
                 what = (f"    {entry.agent} {entry.env}: {entry.sampler} − {entry.baseline}"
@@ -554,7 +643,7 @@ def _main(args) -> int:
                 if entry.verdict:
                     print(f"{what}{_interval(entry)}{size} -> {entry.verdict}")
                 else:
-                    print(f"{what}the interval is undefined (no spread on either side): no verdict")
+                    print(f"{what}{entry.withheld}: no verdict")
             if not entries:
                 print("    no comparison of the papers' claims with an interval")
         return 0
