@@ -593,8 +593,8 @@ def test_a_resume_on_another_device_or_package_version_is_named(capsys):
     assert capsys.readouterr().err == (
         "prioritylab train sac: warning: run resumes elsewhere than it last ran (packages.torch 2.13.0 -> 2.14.0; "
         "device cuda:0 -> cpu): it continues validly, but not bit for bit as the uninterrupted run would\n")
-    warn_if_elsewhere(Path("run"), last, now)  # called outside a run: named as train's
-    assert capsys.readouterr().err.startswith("prioritylab train: warning: run resumes elsewhere")
+    warn_if_elsewhere(Path("run"), last, now)  # called outside a run (a script reading a checkpoint): the package's
+    assert capsys.readouterr().err.startswith("prioritylab: warning: run resumes elsewhere")
     warn_if_elsewhere(Path("run"), last, {**last, "packages": {**last["packages"], "prioritylab": "0.2.0"}})
     assert capsys.readouterr().err == ""  # the project's own version is its commit's business
 

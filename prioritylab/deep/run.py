@@ -86,12 +86,13 @@ class SettingsError(ValueError):
     """A bad setting, reported as one line before any work starts."""
 
 
-_speaker: ContextVar[str] = ContextVar("speaker", default="prioritylab train")
+_speaker: ContextVar[str] = ContextVar("speaker", default="prioritylab")
 
 
 @contextmanager
 def speaking_as(agent: str):
-    """Within it, :func:`warn` names ``agent``'s program (the training loop sets it for the run's life)."""
+    """Within it, :func:`warn` names ``agent``'s program (the training loop sets it for the run's life); outside,
+    as from a script that reads a checkpoint, it names the package."""
     token = _speaker.set(train_program(agent))
     try:
         yield
