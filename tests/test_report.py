@@ -1242,6 +1242,28 @@ def test_against_marks_copied_reference_runs_and_partial_runs_and_keeps_rows_of_
     assert "samplers differ in lr" in (tmp_path / "out" / "table.md").read_text()
 
 
+def test_a_partial_reference_run_is_named_as_a_reference_and_not_counted_as_a_run_left_out(tmp_path):
+    """Without --include-partial, a partial run is left out: one at the reference value of ``--against`` is named
+    as a reference run (left out of versus.md), which ``prioritylab verdicts`` does not count as a run the
+    compared tables lack; a partial compared run is counted, and an empty folder is not."""
+    from prioritylab.harness.report.verdicts import left_out
+
+    new, old = tmp_path / "new", tmp_path / "old"
+    for seed in range(3):
+        fake_run(new, "lap", seed, [7.0 + seed] * 12, config={"method.kappa": 1.0})
+        fake_run(new, "uniform", seed, [6.0 + seed] * 12)
+        fake_run(old, "lap", seed, [2.0 + seed] * (12 if seed else 3), finished=seed > 0,
+                 config={"method.kappa": 0.01})  # fmt: skip
+    (new / "notes").mkdir()  # a folder that holds no run
+    R.report([new, old], tmp_path / "out", against=[("method.kappa", "0.01")])
+    status = (tmp_path / "out" / "status.md").read_text()
+    assert "reference (method.kappa = 0.01), partial, left out of versus.md" in status
+    assert "empty, left out" in status and left_out(tmp_path / "out") == ""
+    fake_run(new, "lap", 3, [7.0] * 3, finished=False, config={"method.kappa": 1.0})
+    R.report([new, old], tmp_path / "out", against=[("method.kappa", "0.01")])
+    assert left_out(tmp_path / "out") == "1 run (partial, left out: 1)"
+
+
 def test_against_steps_does_not_name_the_capacity_that_follows_from_the_lengths(tmp_path):
     """Runs shorter than their buffer get room for the whole run (``2 * steps`` slots), so runs of two lengths
     record two capacities: ``--against steps=N`` does not call that a second difference, unless some run's

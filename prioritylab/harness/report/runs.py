@@ -388,6 +388,13 @@ def against_flags(against: Sequence[tuple[str, str]]) -> list[str]:
     return ["=".join(pair) for pair in against]
 
 
+def is_reference(run: dict, against: Sequence[tuple[str, str]]) -> bool:
+    """Whether ``run`` is a reference run of ``--against``: recorded with every ``KEY`` = ``VALUE`` its sampler
+    reads, and reading one at least."""
+    read = read_settings(run, against)
+    return bool(read) and all(key in run["config"] and _is_value(run["config"][key], value) for key, value in read)
+
+
 def split_against(runs: list[dict], against: Sequence[tuple[str, str]]) -> tuple[list[dict], list[dict]]:
     """``--against KEY=VALUE [--against KEY=VALUE ...]``: the runs compared and the reference runs, those recorded
     with every ``KEY`` = ``VALUE`` their sampler reads (a run whose sampler reads none of the keys is compared).
@@ -406,7 +413,7 @@ def split_against(runs: list[dict], against: Sequence[tuple[str, str]]) -> tuple
                 if key == "buffer_size":  # provenance.recorded compares the capacity it gives instead
                     hint = " (runs are compared on the replay's capacity: --against replay_capacity=N)"
                 raise ValueError(f"{flag}: {r['folder']} has no recorded {key}{hint}")
-        if read and all(_is_value(r["config"][key], value) for key, value in read):
+        if is_reference(r, against):
             reference.append(r)
             continue
         compared.append(r)
@@ -480,8 +487,12 @@ def collect(roots: Sequence[Path], out: Path, include_partial: bool = False,
                      + ("" if r["finished"] else ", partial"))
         elif r["finished"]:
             state = "used"
+        elif include_partial:
+            state = "used, partial"
+        elif against is not None and is_reference(r, against):  # left out of versus.md only
+            state = f"reference ({against_text(read_settings(r, against))}), partial, left out of versus.md"
         else:
-            state = "used, partial" if include_partial else "partial, left out"
+            state = "partial, left out"
         status.append({"folder": str(r["folder"]), "status": state,
                        "code": segments_text(r["code"]), "machine": segments_text(r["machine"]),
                        "detail": f"last evaluation at step {last} of {r['steps']}"})  # fmt: skip

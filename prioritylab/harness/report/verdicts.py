@@ -213,8 +213,8 @@ def read_registry(path: Path) -> list[Entry]:
         partial = partial_runs(rows[0], f"{csv_path}'s row {key}")
         if partial:
             raise ValueError(f"{where}: {csv_path}'s row {key} is computed from {partial} partial run"
-                             f"{'s' if partial > 1 else ''}: a verdict is given on finished runs only (make the "
-                             "report without --include-partial)")  # fmt: skip
+                             f"{'s' if partial > 1 else ''}: a verdict is given on finished runs only (finish them "
+                             "and make the report again)")  # fmt: skip
         if csv_path.parent not in reports_left_out:
             reports_left_out[csv_path.parent] = left_out(csv_path.parent)
         left = reports_left_out[csv_path.parent]
@@ -248,10 +248,14 @@ def partial_runs(row: dict, where: str) -> int:
     return count
 
 
+NOT_A_LEFT_OUT_RUN = ("reference", "empty")
+"""The statuses, by their start, of the folders a report lists as not used that :func:`left_out` does not count:
+the reference runs of an ``--against`` report, which it uses in ``versus.md`` only, and empty folders (no run)."""
+
+
 def left_out(report: Path) -> str:
     """The runs a report folder's ``manifest.json`` lists as found but not used (corrupt, partial, unreadable...),
-    as "3 runs (corrupt: 1; partial, left out: 2)"; "" if none.  The reference runs of a ``--against`` report, which
-    it uses in ``versus.md`` only, are not counted: they are left out of its other tables by design."""
+    as "3 runs (corrupt: 1; partial, left out: 2)"; "" if none (:data:`NOT_A_LEFT_OUT_RUN` are not counted)."""
     import json
 
     path = report / "manifest.json"
@@ -264,7 +268,7 @@ def left_out(report: Path) -> str:
     counts: dict[str, int] = {}
     for run in record.get("not_used", []) if isinstance(record, dict) else []:
         state = str(run.get("status", "")) if isinstance(run, dict) else ""
-        if not state.startswith("reference"):
+        if not state.startswith(NOT_A_LEFT_OUT_RUN):
             counts[state] = counts.get(state, 0) + 1
     total = sum(counts.values())
     if not total:
@@ -274,22 +278,18 @@ def left_out(report: Path) -> str:
 
 
 def _undefined(row: dict, table: str) -> str:
-    """Why a report row's interval is NaN: its baseline's mean is 0 (the interval has no % form), a side has one
-    seed, or neither side varies (every seed alike)."""
-    if table != "speed":
-        try:
-            absolute = float(row["lo"]), float(row["hi"])
-        except (KeyError, TypeError, ValueError):
-            absolute = (math.nan, math.nan)
-        if all(math.isfinite(v) for v in absolute):
-            return (f"{row.get('baseline', 'the baseline')}'s mean is 0, so the interval "
-                    f"[{absolute[0]:+.2f}, {absolute[1]:+.2f}] has no form in % of it")  # fmt: skip
+    """Why a report row's interval is NaN: its baseline's mean is 0 (the interval has no form in % of it), or
+    neither side varies (every seed alike; the report compares two seeds a side at least)."""
+    if table == "speed":  # the absolute interval of X's areas against Y's read at twice the speed
+        return (f"the interval is undefined (no spread in {row.get('sampler', 'X')}'s areas nor in "
+                f"{row.get('baseline', 'Y')}'s read at twice the speed)")  # fmt: skip
     try:
-        fewest = min(int(row["seeds"]), int(row["baseline_seeds"]))
+        absolute = float(row["lo"]), float(row["hi"])
     except (KeyError, TypeError, ValueError):
-        fewest = 2
-    if fewest < 2:
-        return "a side has one seed, so the interval is undefined"
+        absolute = (math.nan, math.nan)
+    if all(math.isfinite(v) for v in absolute):
+        return (f"{row.get('baseline', 'the baseline')}'s mean is 0, so the interval "
+                f"[{absolute[0]:+.2f}, {absolute[1]:+.2f}] has no form in % of it")  # fmt: skip
     return "the interval is undefined (no spread on either side)"
 
 
