@@ -14,6 +14,7 @@ import re
 import signal
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 PARENT_PID = "PRIORITYLAB_PARENT_PID"  # set by a parent (``prioritylab sweep``) whose death must end this process
@@ -47,6 +48,62 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(REFUSED, f"{self.prog}: error: {message}\n")
+
+    _reading_typed = False  # set while the command line is parsed again for what it typed (class-wide: subparsers)
+
+    def parse_known_args(self, args=None, namespace=None):
+        """As argparse's, with ``given_dests`` where the parser was set up with :func:`remember_defaults`: the
+        options the command line typed, whatever their values (parsed again with every default suppressed), which
+        :func:`given` reads."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if not Parser._reading_typed and hasattr(parsed, "given_defaults"):  # set up by remember_defaults
+            Parser._reading_typed = True
+            try:
+                with _defaults_suppressed(self):
+                    bare, _ = super().parse_known_args(args, None)
+            finally:
+                Parser._reading_typed = False
+            parsed.given_dests = sorted(set(vars(bare)) - set(BOOKKEEPING))
+        return parsed, extras
+
+
+@contextmanager
+def _defaults_suppressed(parser: argparse.ArgumentParser):
+    """Every default of ``parser`` and of its subcommands' parsers suppressed, and restored on leaving."""
+    saved, seen, todo = [], set(), [parser]
+    while todo:
+        p = todo.pop()
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        saved.append((p, p._defaults))
+        p._defaults = {}
+        for action in p._actions:
+            saved.append((action, action.default))
+            action.default = argparse.SUPPRESS
+            if isinstance(action, argparse._SubParsersAction):
+                todo.extend(action.choices.values())
+    try:
+        yield
+    finally:
+        for owner, value in reversed(saved):
+            if isinstance(owner, argparse.ArgumentParser):
+                owner._defaults = value
+            else:
+                owner.default = value
+
+
+class Distinct(argparse.Action):
+    """A list option (``nargs``) whose values must differ: a repeat would be measured or run twice and pooled."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = []
+        for value in values:
+            if value in seen:
+                shown = f"{value:,}" if isinstance(value, int) else str(value)
+                parser.error(f"{option_string} gives {shown} twice")
+            seen.append(value)
+        setattr(namespace, self.dest, list(values))
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -94,18 +151,23 @@ def nonnegative_int(text: str) -> int:
     return _int_at_least(text, 0, "non-negative")
 
 
+BOOKKEEPING = ("func", "given_defaults", "given_dests")
+"""What :func:`remember_defaults` and :class:`Parser` add to a command's namespace beside its options."""
+
+
 def remember_defaults(p: argparse.ArgumentParser, **defaults) -> None:
     """``p.set_defaults(**defaults)``, and every option's default as ``given_defaults``, so that :func:`given`
     can tell which options the command line gave."""
-    p.set_defaults(**defaults, given_defaults=vars(p.parse_args([])))
+    p.set_defaults(**defaults, given_defaults={k: v for k, v in vars(p.parse_args([])).items() if k != "given_dests"})
 
 
 def given(args: argparse.Namespace, names=None) -> list[str]:
-    """The options (their ``dest``, in the parser's order) that the command line set away from their defaults;
-    only those in ``names`` when given.  The parser must have been set up with :func:`remember_defaults`."""
-    defaults = args.given_defaults
-    return [k for k in defaults if k not in ("func", "given_defaults") and (names is None or k in names)
-            and getattr(args, k) != defaults[k]]  # fmt: skip
+    """The options (their ``dest``, in the parser's order) that the command line typed, even at their default
+    value (``--batch 256`` beside ``--quick`` is 256); only those in ``names`` when given.  The parser must be a
+    :class:`Parser` set up with :func:`remember_defaults`."""
+    typed = args.given_dests
+    return [k for k in args.given_defaults if k not in BOOKKEEPING and (names is None or k in names)
+            and k in typed]  # fmt: skip
 
 
 def check_output_dir(path, option: str = "--out", program: str | None = None) -> Path:

@@ -499,9 +499,13 @@ def test_agent_bench_times_the_transfer_and_restores_the_copy_even_when_a_step_f
     (["sumtree", "--quick", "--seconds", "0.3", "--capacities", "2^12"], "QUICK", {"seconds": 0.3}),
     (["replay", "--quick", "--repeats", "2"], "QUICK_REPLAY", {"repeats": 2}),
     (["agent", "--quick", "--steps", "100", "--hidden", "64"], "AGENT_QUICK", {"steps": 100, "hidden": 64}),
+    (["agent", "--quick", "--batch", "256", "--hidden", "256"], "AGENT_QUICK", {"batch": 256, "hidden": 256}),
+    (["sumtree", "--quick", "--repeats", "3", "--capacities", "2^20"], "QUICK", {"repeats": 3}),
+    (["agent", "--hidden=256", "--quick"], "AGENT_QUICK", {"hidden": 256}),
 ])  # fmt: skip
 def test_an_option_given_beside_quick_is_kept(argv, quick, kept):
-    """``--quick`` sets what the command line leaves at its default, as in the theory scripts."""
+    """``--quick`` sets what the command line leaves out, as in the theory scripts: an option typed at its default
+    value is kept too (it was once taken for one not given)."""
     from prioritylab.bench import cli as bench_cli
     from prioritylab.cli import build_parser
 
@@ -510,6 +514,45 @@ def test_an_option_given_beside_quick_is_kept(argv, quick, kept):
     settings = bench_cli.quick_settings(preset, args)
     assert set(settings) == set(preset) - set(kept) - ({"capacities"} if argv[0] == "sumtree" else set())
     assert all(getattr(args, k) == v for k, v in kept.items())
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["sumtree", "--peers", "numpy", "numpy"], "--peers gives numpy twice"),
+    (["sumtree", "--capacities", "2^16", "65536"], "--capacities gives 65,536 twice"),
+    (["agent", "--agents", "td3", "sac", "td3"], "--agents gives td3 twice"),
+    (["agent", "--samplers", "per", "per"], "--samplers gives per twice"),
+    (["replay", "--envs", "8", "8"], "--envs gives 8 twice"),
+])  # fmt: skip
+def test_a_list_option_that_repeats_a_value_is_refused(argv, message, capsys, tmp_path):
+    """A repeated value would be timed twice and pooled (two "numpy (best peer)" rows, each the median of both):
+    refused in one line before any work."""
+    path = tmp_path / "bench.json"
+    with pytest.raises(SystemExit) as err:
+        main(["bench", *argv, "--json", str(path)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and lines == [f"prioritylab bench {argv[0]}: error: {message}"]
+    assert not path.exists()
+
+
+def test_a_peer_whose_rows_cannot_all_be_set_up_is_skipped_whole(monkeypatch):
+    """SB3's plain row and its rows with our replay stand together: if one of them cannot be set up, none is timed
+    and the peer is named skipped, rather than its plain row timed while the record says it was skipped."""
+    from prioritylab.bench import agent as bench_agent
+
+    class Plain:
+        def __init__(self, agent, config):
+            self.name = "stable-baselines3"
+
+    def broken(agent, sampler, config):
+        raise RuntimeError("no prioritylab buffer here")
+
+    monkeypatch.setitem(bench_agent.PEER_CLASSES, "sb3", Plain)
+    monkeypatch.setattr(bench_agent, "SB3Prioritylab", broken)
+    monkeypatch.setattr(bench_agent, "Bare", lambda agent, config, variant=None: "bare")
+    monkeypatch.setattr(bench_agent, "Ours", lambda agent, sampler, config, diagnostics=True: "ours")
+    contenders, skipped = bench_agent.build(["td3"], ["uniform"], ["sb3"], {}, log=lambda line: None)
+    assert contenders == ["bare", "ours"]
+    assert skipped == {"sb3 td3": "RuntimeError: no prioritylab buffer here"}
 
 
 def test_the_drift_check_refuses_the_timing_options_it_does_not_read(tmp_path, capsys):
@@ -534,6 +577,26 @@ def test_every_dqn_contender_acts_at_one_epsilon_while_timed():
     assert ours.agent.epsilon() == bench_agent.TIMED_EPSILON == ours.cfg.eps_end
     sb3 = bench_agent.SB3("dqn", config)
     assert sb3.model.exploration_rate == bench_agent.TIMED_EPSILON
+
+
+def test_every_dqn_contender_times_one_network_at_quicks_size_and_at_natures():
+    """SB3's DQN kept its NatureCNN at ``--quick``'s tiny network, which ours and tianshou's take, and was timed on
+    27 times the parameters: it now takes the same filters, so the layers and their shapes are ours; at the
+    default filters it keeps its own NatureCNN, the same layout."""
+    from prioritylab.bench import agent as bench_agent
+    from prioritylab.bench.cli import AGENT_QUICK
+
+    config = {"env": "Pendulum-v1", "atari_env": "ALE/Pong-v5", "seed": 0, "total_steps": 10**6, "threads": 1,
+              **AGENT_QUICK, "prefill": 50}  # fmt: skip
+
+    def shapes(module):
+        return [tuple(p.shape) for p in module.parameters()]
+
+    for net in (AGENT_QUICK["atari_net"], None):
+        here = {**config, "atari_net": net, "atari_buffer_size": 1000}
+        ours, sb3 = bench_agent.Ours("dqn", "uniform", here), bench_agent.SB3("dqn", here)
+        assert shapes(sb3.model.policy.q_net) == shapes(ours.agent.q), net
+    assert sum(p.numel() for p in ours.agent.q.parameters()) > 10**6  # the Nature network, 512 wide
 
 
 def test_the_agent_table_says_what_vs_unif_is_measured_against():

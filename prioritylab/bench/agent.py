@@ -335,11 +335,12 @@ class SB3:
 
     def _dqn(self, module, agent: str, config: dict, replay: dict) -> None:
         """SB3's DQN (it has no Double DQN) on our preprocessed ALE env, with the settings of ours: RMSProp,
-        batch, capacity, one update every 4 steps, the Nature CNN (SB3's NatureCNN), stacks stored once
-        (SB3: ``optimize_memory_usage``; prioritylab's buffer: one frame per slot, ``frame_stack=4``)."""
+        batch, capacity, one update every 4 steps, the Nature CNN (SB3's NatureCNN; with ``--quick``'s filters,
+        :func:`sb3_nature_cnn`, so that both sides time one network), stacks stored once (SB3:
+        ``optimize_memory_usage``; prioritylab's buffer: one frame per slot, ``frame_stack=4``)."""
         from torch.optim import RMSprop
 
-        from ..deep.dqn import make_env
+        from ..deep.dqn import NATURE_CHANNELS, make_env
 
         _, cfg = _settings(agent, "uniform", config)
         env = make_env(cfg.env, cfg)
@@ -356,6 +357,9 @@ class SB3:
             target_update_interval=cfg.target_every * cfg.update_every, **memory,
             exploration_initial_eps=cfg.eps_end, exploration_final_eps=cfg.eps_end,
             policy_kwargs={"optimizer_class": RMSprop, "features_extractor_kwargs": {"features_dim": cfg.hidden},
+                           **({} if tuple(cfg.channels) == NATURE_CHANNELS  # SB3's own NatureCNN's
+                              else {"features_extractor_class": sb3_nature_cnn(cfg.channels),
+                                    "net_arch": []}),  # as SB3 gives its NatureCNN: no hidden layers after it
                            "optimizer_kwargs": {"alpha": cfg.rms_alpha, "eps": cfg.rms_eps, "centered": cfg.centered}},
             seed=config["seed"], device=config.get("device", "cpu"), verbose=0,
         )  # fmt: skip
@@ -374,6 +378,35 @@ class SB3:
         if self.sync is not None:
             self.sync()
         return time.perf_counter() - t0, dict(self.timers.seconds)
+
+
+def sb3_nature_cnn(channels):
+    """SB3's features extractor of the Nature CNN's layout with other filters (``--quick``'s tiny network): three
+    convolutions (8/4, 4/2, 3/1) and a linear layer to ``features_dim`` with its ReLU, so that with SB3's
+    final linear layer it is the network of ours (``deep.dqn.NatureCNN``) at the same filters and width."""
+    import torch
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+    from torch import nn
+
+    c1, c2, c3 = channels
+
+    class NatureLayout(BaseFeaturesExtractor):
+        def __init__(self, observation_space, features_dim: int = 512):
+            super().__init__(observation_space, features_dim)
+            self.cnn = nn.Sequential(
+                nn.Conv2d(observation_space.shape[0], c1, 8, stride=4), nn.ReLU(),
+                nn.Conv2d(c1, c2, 4, stride=2), nn.ReLU(),
+                nn.Conv2d(c2, c3, 3, stride=1), nn.ReLU(),
+                nn.Flatten(),
+            )  # fmt: skip
+            with torch.no_grad():
+                flat = self.cnn(torch.zeros(1, *observation_space.shape)).shape[1]
+            self.linear = nn.Sequential(nn.Linear(flat, features_dim), nn.ReLU())
+
+        def forward(self, observations):
+            return self.linear(self.cnn(observations))
+
+    return NatureLayout
 
 
 class SB3Prioritylab(SB3):
@@ -540,9 +573,10 @@ def build(agents, samplers, peers, config: dict, tries=(), log: Callable[[str], 
                 continue
             try:
                 cls = TianshouDQN if (peer == "tianshou" and agent in ATARI) else PEER_CLASSES[peer]
-                contenders.append(cls(agent, config))
+                built = [cls(agent, config)]
                 if peer == "sb3":
-                    contenders += [SB3Prioritylab(agent, s, config) for s in SB3_SAMPLERS]
+                    built += [SB3Prioritylab(agent, s, config) for s in SB3_SAMPLERS]
+                contenders += built  # all of the peer's rows or, if one cannot be set up, none (named skipped)
             except Exception as err:  # noqa: BLE001 - a peer that cannot be set up is reported, not fatal
                 skipped[f"{peer} {agent}"] = f"{type(err).__name__}: {err}"
                 log(f"skipping {peer} {agent}: {type(err).__name__}: {err}")

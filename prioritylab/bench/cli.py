@@ -8,7 +8,7 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
-from .._cli import given, nonnegative_int, remember_defaults
+from .._cli import Distinct, given, nonnegative_int, remember_defaults
 from . import OPS, PEERS, load
 from .replay_contenders import LAYOUTS as REPLAY_LAYOUTS
 from .replay_contenders import PEERS as REPLAY_PEERS
@@ -73,16 +73,17 @@ def register(subparsers) -> None:
         "(see docs/benchmarks.md). Peers that are not installed are skipped; install them with "
         "pip install 'prioritylab[bench]'.",
     )
-    p.add_argument("--capacities", type=parse_size, nargs="+", default=[2**20, 2**22],
+    p.add_argument("--capacities", type=parse_size, nargs="+", action=Distinct, default=[2**20, 2**22],
                    help="tree capacities (slots), e.g. 2^20 2^22 (default: 2^20 2^22)")  # fmt: skip
-    p.add_argument("--batches", type=parse_size, nargs="+", default=[1, 32, 256, 1024],
+    p.add_argument("--batches", type=parse_size, nargs="+", action=Distinct, default=[1, 32, 256, 1024],
                    help="batch sizes per call (default: 1 32 256 1024)")  # fmt: skip
     p.add_argument("--seconds", type=finite_seconds, default=0.5,
                    help="timed seconds per contender and cell in each repeat (default: 0.5)")  # fmt: skip
     p.add_argument("--repeats", type=parse_size, default=3,
                    help="repeats; contenders are interleaved and the median is reported (default: 3)")  # fmt: skip
-    p.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS), help="operations to measure (default: all)")
-    p.add_argument("--peers", nargs="*", choices=PEERS, default=list(PEERS),
+    p.add_argument("--ops", nargs="+", action=Distinct, choices=OPS, default=list(OPS),
+                   help="operations to measure (default: all)")
+    p.add_argument("--peers", nargs="*", action=Distinct, choices=PEERS, default=list(PEERS),
                    help="peer libraries to compare against (default: all that are installed)")  # fmt: skip
     p.add_argument("--quick", action="store_true",
                    help="a smoke run: capacity 2^16, batches 1 and 256, 0.05 s per cell, 1 repeat (an option "
@@ -121,18 +122,18 @@ def _register_agent(sub) -> None:
         "(see docs/benchmarks.md). Peers that are not installed are skipped.",
     )
     p.add_argument("--env", default="Hopper-v5", help="gymnasium environment of TD3 and SAC (default: Hopper-v5)")
-    p.add_argument("--agents", nargs="+", choices=AGENTS, default=["td3", "sac"],
+    p.add_argument("--agents", nargs="+", action=Distinct, choices=AGENTS, default=["td3", "sac"],
                    help="agents (default: td3 sac); dqn and ddqn run on --atari-env, where one training step is "
                         "4 agent steps and one update")  # fmt: skip
     p.add_argument("--atari-env", default="ALE/Pong-v5", help="ALE game of DQN and DDQN (default: ALE/Pong-v5)")
     p.add_argument("--atari-buffer-size", type=parse_size, default=10**6,
                    help="replay capacity of DQN and DDQN (default: 10^6; only the prefill is touched)")  # fmt: skip
     p.add_argument("--atari-batch", type=parse_size, default=32, help="batch size of DQN and DDQN (default: 32)")
-    p.add_argument("--samplers", nargs="+", choices=SAMPLERS, default=list(SAMPLERS),
+    p.add_argument("--samplers", nargs="+", action=Distinct, choices=SAMPLERS, default=list(SAMPLERS),
                    help="samplers of our agents (default: all)")  # fmt: skip
-    p.add_argument("--peers", nargs="*", choices=PEERS, default=list(PEERS),
+    p.add_argument("--peers", nargs="*", action=Distinct, choices=PEERS, default=list(PEERS),
                    help="peer libraries (default: all that are installed; none with an empty list)")  # fmt: skip
-    p.add_argument("--tries", nargs="*", choices=TRIES, default=[],
+    p.add_argument("--tries", nargs="*", action=Distinct, choices=TRIES, default=[],
                    help="variants to measure alongside (default: none): of the bare update, threads+1, "
                         "flush-denormal, actor-full-critic; of our loop, diagnostics-off (uniform and per "
                         "rows)")  # fmt: skip
@@ -392,15 +393,15 @@ def _register_replay(sub) -> None:
         "small buffer (fields of each drawn row, sampling frequencies, IS weights); one that fails is timed but "
         "given no ratio, and no ratio is taken against it.",
     )
-    p.add_argument("--layouts", nargs="+", choices=tuple(REPLAY_LAYOUTS), default=list(REPLAY_LAYOUTS),
+    p.add_argument("--layouts", nargs="+", action=Distinct, choices=tuple(REPLAY_LAYOUTS), default=list(REPLAY_LAYOUTS),
                    help="observation layouts (default: both)")  # fmt: skip
-    p.add_argument("--envs", type=parse_size, nargs="+", default=[1, 8],
+    p.add_argument("--envs", type=parse_size, nargs="+", action=Distinct, default=[1, 8],
                    help="numbers of environments adding per step (default: 1 8)")  # fmt: skip
     p.add_argument("--seconds", type=finite_seconds, default=1.0,
                    help="timed seconds per contender and cell in each repeat (default: 1)")  # fmt: skip
     p.add_argument("--repeats", type=parse_size, default=3,
                    help="repeats; contenders are interleaved and the median is reported (default: 3)")  # fmt: skip
-    p.add_argument("--peers", nargs="*", choices=REPLAY_PEERS, default=list(REPLAY_PEERS),
+    p.add_argument("--peers", nargs="*", action=Distinct, choices=REPLAY_PEERS, default=list(REPLAY_PEERS),
                    help="peer libraries to compare against (default: all that are installed)")  # fmt: skip
     p.add_argument("--quick", action="store_true",
                    help=f"a smoke run: capacities {_capacities(REPLAY_QUICK_CAPACITY)}, 0.02 s per cell, 1 repeat (an "

@@ -17,7 +17,7 @@ import dataclasses
 import sys
 import time
 
-from .._cli import HelpFormatter, check_output_dir, given, positive_int, remember_defaults
+from .._cli import BOOKKEEPING, HelpFormatter, check_output_dir, given, positive_int, remember_defaults
 from .experiments import CAP_PER_TRANSITION
 from .runner import INITS, LEARNERS, SCHEMES, RunConfig
 
@@ -148,5 +148,5 @@ def _write(out, rows, summary, cfg, argv: dict, wall: float) -> None:
     ax.set_ylabel(f"updates until MSE < {cfg.threshold:g}")
     ax.legend()
     save_figure(fig, out / "summary.png")
-    args = {k: v for k, v in argv.items() if k not in ("func", "given_defaults")}
+    args = {k: v for k, v in argv.items() if k not in BOOKKEEPING}
     write_manifest(out, {"args": args, "config": vars(cfg)}, extra={"wall_seconds": wall, "program": PROGRAM})

@@ -49,6 +49,9 @@ DDQN_DEFAULTS = Defaults(per_alpha=0.6, per_beta0=0.4, per_eps=1e-10, lap_alpha=
 # are Double DQN's above (LAP Table 7 / App. D.2).
 DQN_DEFAULTS = dataclasses.replace(DDQN_DEFAULTS, per_alpha=0.5, per_beta0=0.5, per_beta_end=None)
 
+NATURE_CHANNELS = (32, 64, 64)
+"""The Nature DQN's filters in its three convolutions (Mnih et al. 2015, Methods, "Model architecture")."""
+
 
 @dataclass
 class AtariSettings(RunSettings):
@@ -95,7 +98,7 @@ class AtariSettings(RunSettings):
     """Updates over which epsilon falls linearly from eps_start to eps_end (Table 7: 250k training iterations)."""
     eval_eps: float = 0.001
     """Epsilon of the evaluation policy (Table 7: 0.001), drawn from an RNG seeded at each evaluation."""
-    channels: tuple[int, int, int] = (32, 64, 64)
+    channels: tuple[int, int, int] = NATURE_CHANNELS
     """Filters of the three conv layers (Nature DQN; see NatureCNN)."""
     hidden: int = 512
     """Width of the fully connected hidden layer (App. D.2: 512)."""
