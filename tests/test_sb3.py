@@ -107,7 +107,7 @@ def test_buffer_size_counts_transitions_over_all_environments_as_sb3s_does(n_env
 
 def test_a_buffer_size_too_small_for_its_environments_is_refused_naming_the_value_given():
     with pytest.raises(ValueError) as err:
-        _buffer(4, size=10, n_steps=3)
+        _buffer(4, size=10, n_steps=3, gamma=0.99)
     assert str(err.value) == ("buffer_size=10 gives each of the n_envs=4 environments 2 slots, fewer than the 6 it "
                               "needs (n_steps + frame_stack + 2): give buffer_size=24 or more")
 
@@ -353,6 +353,38 @@ def test_the_models_set_random_seed_reaches_the_sampler():
         model.learn(200)
         runs.append(_params(model))
     assert all(th.equal(a, b) for a, b in zip(*runs, strict=True))
+
+
+def test_plain_sb3_with_this_buffer_repeats_from_its_seed():
+    """A plain SB3 algorithm passes the buffer no seed: its sampler takes one from NumPy's global generator, which
+    SB3 seeds with the model's seed before it builds the buffer, so two runs from one seed are one run (they
+    differed once: the sampler took fresh entropy), and another seed gives another."""
+    runs = []
+    for seed in (0, 0, 1):
+        model = sb3.DQN("MlpPolicy", "CartPole-v1", replay_buffer_class=PrioritizedReplayBuffer,
+                        replay_buffer_kwargs=dict(sampler="uniform"), **_dqn_kwargs(seed=seed))  # fmt: skip
+        model.learn(300)
+        runs.append(_params(model))
+    assert all(th.equal(a, b) for a, b in zip(runs[0], runs[1], strict=True))
+    assert not all(th.equal(a, b) for a, b in zip(runs[0], runs[2], strict=True))
+
+
+def test_plain_sb3_n_step_returns_need_the_models_gamma_and_a_gamma_without_them_is_named():
+    """A plain SB3 algorithm passes the buffer neither n_steps nor gamma: n-step returns with a gamma it was not
+    given would be discounted by a default (0.99 once, where the model's was 0.9), so they are refused without
+    one; with the model's, an item's discount is gamma^n.  A gamma given with n_steps=1 has no effect: named."""
+    kwargs = dict(replay_buffer_class=PrioritizedReplayBuffer, gamma=0.9, **_dqn_kwargs())
+    with pytest.raises(ValueError, match=r"^n_steps=3 needs gamma, the model's discount"):
+        sb3.DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(n_steps=3), **kwargs)
+    model = sb3.DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(n_steps=3, gamma=0.9), **kwargs)
+    model.learn(200)
+    discounts = np.unique(model.replay_buffer.sample(64).discounts.numpy())
+    powers = np.array([0.0, 0.9, 0.9**2, 0.9**3])  # an episode's end cuts the return short; a terminal: 0
+    assert all(np.isclose(powers, d, rtol=1e-6).any() for d in discounts), discounts
+    assert np.isclose(discounts, 0.9**3, rtol=1e-6).any() and not np.isclose(discounts, 0.99**3, rtol=1e-3).any()
+    with pytest.warns(UserWarning, match=r"gamma=0\.5 has no effect with n_steps=1 \(the target discounts with the "
+                                         r"model's gamma\)"):
+        sb3.DQN("MlpPolicy", "CartPole-v1", replay_buffer_kwargs=dict(gamma=0.5), **kwargs)
 
 
 def test_the_is_normaliser_is_the_minibatchs_and_a_buffer_pickled_before_the_option_loads_as_global():

@@ -36,8 +36,12 @@ not being trained as it should: a plain SB3 algorithm neither reports TD errors 
 def sampler_stream(seed: int | None) -> np.random.Generator:
     """The sampler's generator for ``seed``: a stream spawned from it, so not ``default_rng(seed)``, the stream
     that SB3 and gymnasium give the action space (the exploration's random actions) and the first environment,
-    which the replay's draws would otherwise repeat.  ``None``: fresh entropy."""
-    return np.random.default_rng(None if seed is None else np.random.SeedSequence(seed).spawn(1)[0])
+    which the replay's draws would otherwise repeat.  ``None`` (a plain SB3 algorithm, which passes no seed): a
+    seed drawn from NumPy's global generator, which SB3 seeds with the model's seed before it builds the buffer,
+    so that a seeded model repeats, as with SB3's own buffer; an unseeded one does not."""
+    if seed is None:
+        seed = int(np.random.randint(0, 2**63 - 1, dtype=np.int64))  # noqa: NPY002 - the one SB3 seeds
+    return np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
 
 
 class PrioritizedSamples(ReplayBufferSamples):
@@ -73,13 +77,15 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
       ``mode``, ``normalise``: the method's settings (:class:`~prioritylab.deep.methods.ReplaySettings`);
       unset ones take prioritylab's DQN table for discrete actions, its TD3/SAC
       table otherwise;
-    * ``n_steps``, ``gamma``: n-step returns, as SB3's ``NStepReplayBuffer``;
+    * ``n_steps``, ``gamma``: n-step returns, as SB3's ``NStepReplayBuffer`` (``gamma`` is needed, and read,
+      only above one step: the prioritylab algorithms pass the model's);
     * ``frame_stack``: ``k > 1`` stores only the newest frame of observations stacked on their first axis
       and padded with the episode's first frame (gymnasium's ``FrameStackObservation``, the Atari
       preprocessing of :mod:`prioritylab.deep.atari`); every write is checked to be such a stack (SB3's
       ``VecFrameStack`` stacks on the last axis and pads with zeros: leave it at 1 there);
     * ``seed``: the sampler's generator, a stream spawned from the seed (:func:`sampler_stream`; the
-      prioritylab algorithms pass the model's seed);
+      prioritylab algorithms pass the model's seed; without one, a seed from NumPy's global generator, which
+      SB3 seeds with the model's);
     * ``diagnostics``: keep prioritylab's replay diagnostics (off: they cost time).
 
     ``optimize_memory_usage`` must stay ``False``: observations are stored once anyway.
@@ -106,7 +112,7 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         mode: str = "max",
         normalise: str = "batch",
         n_steps: int = 1,
-        gamma: float = 0.99,
+        gamma: float | None = None,
         frame_stack: int = 1,
         seed: int | None = None,
         diagnostics: bool = False,
@@ -123,8 +129,8 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
                              "leave it False")  # fmt: skip
         if isinstance(observation_space, spaces.Dict):
             raise ValueError("Dict observation spaces are not supported; use a Box or Discrete observation space")
-        if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer, np.floating)) \
-                or not 0.0 < gamma <= 1.0:
+        number = (int, float, np.integer, np.floating)
+        if gamma is not None and (isinstance(gamma, bool) or not isinstance(gamma, number) or not 0 < gamma <= 1):
             raise ValueError(f"gamma={gamma!r} must be a number in (0, 1]")
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
             raise ValueError(f"buffer_size={buffer_size!r} must be a positive integer")
@@ -133,6 +139,9 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         for name, value in (("n_steps", n_steps), ("frame_stack", frame_stack)):  # the replay's n_step, frame_stack
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
+        if n_steps > 1 and gamma is None:  # a plain SB3 algorithm passes none: its returns would take a default
+            raise ValueError(f"n_steps={n_steps} needs gamma, the model's discount, which the n-step returns take: "
+                             "give gamma=<the model's gamma> (prioritylab.sb3's DQN, TD3 and SAC pass it)")  # fmt: skip
         least = least_slots(n_steps, frame_stack)
         if buffer_size // n_envs < least:
             raise ValueError(f"buffer_size={buffer_size} gives each of the n_envs={n_envs} environments "
@@ -151,6 +160,9 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         for name, value, readers in unread(sampler, settings):
             warnings.warn(f"PrioritizedReplayBuffer: {name}={value!r} has no effect with sampler={sampler!r} (read by "
                           f"{', '.join(r for r in readers if r in METHODS) or 'no sampler here'})", stacklevel=2)
+        if gamma is not None and n_steps == 1:
+            warnings.warn(f"PrioritizedReplayBuffer: gamma={gamma!r} has no effect with n_steps=1 (the target "
+                          "discounts with the model's gamma)", stacklevel=2)  # fmt: skip
         self._unreported = 0
         self.handle_timeout_termination = bool(handle_timeout_termination)
         self.optimize_memory_usage = False
@@ -160,7 +172,7 @@ class PrioritizedReplayBuffer(SB3ReplayBuffer):
         self.replay = ReplayBuffer(
             capacity, self.obs_shape, (self.action_dim,), sampler=drawn_by,
             num_envs=n_envs, obs_dtype=observation_space.dtype, action_dtype=action_dtype, n_step=n_steps,
-            gamma=gamma, frame_stack=frame_stack, diagnostics=diagnostics,
+            gamma=1.0 if gamma is None else gamma, frame_stack=frame_stack, diagnostics=diagnostics,
         )  # fmt: skip
         self.method.attach(self.replay)
         # the last next observation of each environment: a restart outside the step loop is recognised by an
