@@ -283,7 +283,7 @@ def test_a_runs_own_warnings_are_kept_and_the_unread_settings_named_once_for_the
     err = capsys.readouterr().err
     assert err.startswith("prioritylab train td3: warning: --replay.kappa 5.0 has no effect"), err
     job = {"name": "a", "folder": tmp_path / "td3_Pendulum-v1_uniform_s0", "args": args}
-    assert sweep.run_warnings(job, err) == [
+    assert sweep.run_warnings(job, err, sweep.unread_lines(job)) == [
         "warning: --batch-size 256 is larger than the at most 100 transitions stored when updates start "
         "(--start-steps 100): the first batches draw transitions more than once"]  # fmt: skip
     assert sweep.unread_notes([job]) == ["replay.kappa 5.0 has no effect on the runs with sampler uniform (read by "

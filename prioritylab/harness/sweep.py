@@ -401,21 +401,32 @@ def unread_notes(jobs: list[dict]) -> list[str]:
             f"{', '.join(readers) or 'no sampler'})" for (name, value, readers), samplers in seen.items()]
 
 
-def run_warnings(job: dict, err: str) -> list[str]:
-    """The warnings of a run that finished (a resume on another machine or at another commit), from its whole
-    error output: its ``train``'s warning lines (as ``warning: ...``), less those naming a setting its sampler
-    does not read, which :func:`unread_notes` names once for the whole sweep."""
-    from .._cli import train_program
+def unread_lines(job: dict) -> set[str]:
+    """The lines in which the job's ``train`` names the settings its sampler does not read, as it prints them
+    (:func:`~prioritylab.deep.cli.unread_warnings`); read under :data:`_PARSING`."""
     from ..deep.cli import unread_for, unread_warnings
 
-    prefix = f"{train_program(job['args'][1])}: warning: "
     try:
         sampler, unused = unread_for(job["args"][1:])
-        unread = set(unread_warnings(job["args"][1], sampler, unused))
     except ValueError:  # arguments this code cannot read: none it names as unread, and every warning is kept
-        unread = set()
-    program = prefix.removesuffix("warning: ")  # dropped: the sweep names the run instead
-    return [line.removeprefix(program) for line in err.splitlines() if line.startswith(prefix) and line not in unread]
+        return set()
+    return set(unread_warnings(job["args"][1], sampler, unused))
+
+
+def run_warnings(job: dict, err: str, unread: set[str]) -> list[str]:
+    """The warnings of a run that finished (a resume on another machine or at another commit), from its whole
+    error output: its ``train``'s warning lines (as ``warning: ...``), less ``unread`` (:func:`unread_lines`),
+    which :func:`unread_notes` names once for the whole sweep."""
+    from .._cli import train_program
+
+    program = f"{train_program(job['args'][1])}: "  # dropped: the sweep names the run instead
+    return [line.removeprefix(program) for line in err.splitlines()
+            if line.startswith(f"{program}warning: ") and line not in unread]  # fmt: skip
+
+
+_PARSING = threading.Lock()
+"""Held while a run's settings are read in a thread of the local pool: tyro, and CPython 3.11's ``ast.parse``
+under it, are not safe from two threads at once (``SystemError: AST constructor recursion depth mismatch``)."""
 
 
 def command(job: dict) -> list[str]:
@@ -565,7 +576,8 @@ def _run_job(job: dict, cwd: str | None = None, stop_file: str | None = None) ->
 def _finished_elsewhere(job: dict) -> tuple[int | None, str]:
     """A run found finished that this sweep did not run: skipped (None), or ``OTHER_SETTINGS`` with the clash."""
     try:
-        check_recorded([job])
+        with _PARSING:
+            check_recorded([job])
     except ValueError as err:
         return OTHER_SETTINGS, str(err)
     return None, ""
@@ -744,7 +756,10 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
             write_record(record, started, {job["name"]: results[job["name"]]})
             return
         results[job["name"]] = {"status": outcome(rc, job), "exit_code": rc}
-        said = run_warnings(job, err) if rc == 0 else []
+        if rc == 0:
+            with _PARSING:  # a thread of the local pool may be reading a run's settings too
+                unread = unread_lines(job)
+        said = run_warnings(job, err, unread) if rc == 0 else []
         err = err[-ERROR_TAIL:]  # the warnings are read from the whole output, a crash keeps its end
         for line in said:  # a run that ended well prints nothing else; its warnings (a resume elsewhere) show
             tqdm.write(f"run {job['name']}: {line}")
