@@ -95,6 +95,22 @@ def test_summarise_counts_censored_runs_at_their_cap():
     assert summarise(rows)[0]["median_is_lower_bound"]
 
 
+@pytest.mark.parametrize(("updates", "lower_bound"), [
+    ([10, -1], True),  # the median 55 is below the cap, but the mean of a converged run and a censored one
+    ([10, 20, 30, -1], False),  # the middle two converged: exact
+    ([10, 20, -1, -1], True),  # half censored: the upper middle one is
+    ([10, 20, 30, -1, -1], False), ([10, 20, -1, -1, -1], True),
+])  # fmt: skip
+def test_a_median_is_a_lower_bound_once_the_upper_middle_run_is_censored(updates, lower_bound):
+    """Censored runs count at their cap, above every run that converged: with an even number of seeds the median is
+    the mean of the middle two, and it is only a lower bound once the upper of them is censored, though it may lie
+    below the cap (it was once read as exact there, and a verdict taken from it)."""
+    rows = [{"label": "a", "n": 3, "memory_size": 14, "seed": s, "updates": u, "censored": u < 0, "steps": 0,
+             "cap": 100} for s, u in enumerate(updates)]  # fmt: skip
+    (row,) = summarise(rows)
+    assert row["median_is_lower_bound"] is lower_bound, row
+
+
 def test_fit_and_median_curve():
     a, b, r2 = fit_log_linear([1, 2, 3, 4], [2.0, 4.0, 8.0, 16.0])
     assert b == pytest.approx(np.log(2)) and r2 == pytest.approx(1.0)

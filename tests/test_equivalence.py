@@ -214,3 +214,15 @@ def test_every_exact_check_on_the_largest_data_sets(kappa):
         for eps in (0.0, 1e-6):
             for check in eq.exact_case(delta, rng, alpha=0.6, beta=0.4, tau=1.7, kappa=kappa, eps=eps):
                 assert_passed(check)
+
+
+def test_a_deviation_that_is_not_a_number_fails_its_merged_check_wherever_it_comes():
+    """Python's ``max`` keeps a NaN only when it comes first: merged after a good case, a NaN deviation once made
+    the claim pass.  It fails now in either order, as it does alone."""
+    good = eq.Check("claim", "q", 0.0, 0.0, 1e-12, 1)
+    bad = eq.Check("claim", "q", float("nan"), float("nan"), 1e-12, 1)
+    assert not bad.passed
+    for order in ([good, bad], [bad, good]):
+        merged = eq.worst(order)
+        assert not merged.passed and np.isnan(merged.rel_dev) and merged.cases == 2
+    assert eq.largest([1.0, 3.0, 2.0]) == 3.0

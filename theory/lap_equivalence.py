@@ -84,10 +84,10 @@ def monte_carlo_checks(seed: int, quick: bool) -> tuple[list[eq.Check], list[dic
             part_rows = eq.monte_carlo_convergence(setups[part], sizes, eq.MC_FAIL_PROB / len(eq.PARTS))
             rows += [{"setup": label, "part": part, **r} for r in part_rows]
             conv += part_rows
-        ratio = max(r["abs_err"] / r["radius"] for r in conv)
+        ratio = eq.largest(r["abs_err"] / r["radius"] for r in conv)
         checks.append(eq.Check("Monte Carlo: sample mean -> exact",
                                "|mean_M - E| / Bernstein radius (max over M and parts)",
-                               max(r["abs_err"] for r in conv), ratio, 1.0, len(conv),
+                               eq.largest(r["abs_err"] for r in conv), ratio, 1.0, len(conv),
                                f"M up to {sizes[-1]}, all items and the items with delta > 0 and < 0 apart; "
                                f"false-failure prob <= {eq.MC_FAIL_PROB:g} per setup"))  # fmt: skip
         norm_rms, slope = eq.monte_carlo_rate(setups["all"], rate_sizes, reps)

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from .. import losses
-from .common import UNIT_ROUNDOFF, Check
+from .common import UNIT_ROUNDOFF, Check, largest
 
 UNIFORM_MSE, UNIFORM_L1, UNIFORM_PAL, UNIFORM_PER_EQ, LAP_HUBER, PER_POWER = range(6)
 METHOD_NAMES = {
@@ -272,7 +272,8 @@ def _chain_row(run: ChainRun, rewards: np.ndarray, prediction: float, eq7: float
 
 def _fixed_point_check(claim: str, runs: Sequence[ChainRun], preds: Sequence[float], tol: float, note: str) -> Check:
     devs = [abs(r.final - p) for r, p in zip(runs, preds, strict=True)]
-    return Check(claim, "final value of the stochastic pair vs prediction", max(devs), max(devs), tol, len(devs), note)
+    dev = largest(devs)
+    return Check(claim, "final value of the stochastic pair vs prediction", dev, dev, tol, len(devs), note)
 
 
 def _trajectory_check(claim: str, a: ChainRun, b: ChainRun, steps: int) -> Check:

@@ -25,6 +25,7 @@ mass, ``4.4e-14``, inside the same ``1e-12``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -67,16 +68,23 @@ class Check:
         return row
 
 
+def largest(values) -> float:
+    """The largest of ``values``, NaN if any is NaN: Python's ``max`` keeps a NaN only when it comes first, so a
+    deviation that is not a number would pass a check merged after a good one."""
+    values = [float(v) for v in values]
+    return math.nan if any(math.isnan(v) for v in values) else max(values)
+
+
 def worst(checks: Sequence[Check]) -> Check:
-    """Merge checks of one claim: the worst deviations over all cases."""
+    """Merge checks of one claim: the worst deviations over all cases (NaN if any is NaN: then it fails)."""
     if not checks:
         raise ValueError("no checks to merge")
     first = checks[0]
     return Check(
         first.claim,
         first.quantity,
-        max(c.abs_dev for c in checks),
-        max(c.rel_dev for c in checks),
+        largest(c.abs_dev for c in checks),
+        largest(c.rel_dev for c in checks),
         first.tol,
         sum(c.cases for c in checks),
         first.note,
