@@ -52,9 +52,14 @@ class Parser(argparse.ArgumentParser):
     _reading_typed = False  # set while the command line is parsed again for what it typed (class-wide: subparsers)
 
     def parse_known_args(self, args=None, namespace=None):
-        """As argparse's, with ``given_dests`` where the parser was set up with :func:`remember_defaults`: the
-        options the command line typed, whatever their values (parsed again with every default suppressed), which
-        :func:`given` reads."""
+        """As argparse's, but an option typed twice is an error (argparse keeps the last: ``--n 3 --n 4`` would
+        run n = 4 alone), and with ``given_dests`` where the parser was set up with :func:`remember_defaults`:
+        the options the command line typed, whatever their values (parsed again with every default suppressed),
+        which :func:`given` reads."""
+        if not Parser._reading_typed:
+            twice = self._typed_twice(sys.argv[1:] if args is None else list(args))
+            if twice:
+                self.error(twice)
         parsed, extras = super().parse_known_args(args, namespace)
         if not Parser._reading_typed and hasattr(parsed, "given_defaults"):  # set up by remember_defaults
             Parser._reading_typed = True
@@ -65,6 +70,30 @@ class Parser(argparse.ArgumentParser):
                 Parser._reading_typed = False
             parsed.given_dests = sorted(set(vars(bare)) - set(BOOKKEEPING))
         return parsed, extras
+
+
+    REPEATABLE = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction, argparse._ExtendAction,
+                  argparse._HelpAction, argparse._VersionAction)  # fmt: skip
+    """Actions that are meant to be given again (``--against A --against B``)."""
+
+    def _typed_twice(self, args: list[str]) -> str:
+        """"--n is given twice" for this parser's first option typed again (as ``--opt value`` or
+        ``--opt=value``, under another of its names too); "" if none.  The words after a subcommand are its
+        parser's, which checks them itself."""
+        seen: dict[str, str] = {}
+        commands = {name for a in self._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices}
+        for token in args:
+            if token == "--" or token in commands:
+                break
+            action = self._option_string_actions.get(token.split("=", 1)[0]) if token.startswith("-") else None
+            if action is None or isinstance(action, self.REPEATABLE):
+                continue
+            if action.dest in seen:
+                name = token.split("=", 1)[0]
+                again = "" if name == seen[action.dest] else f" (as {seen[action.dest]} and {name})"
+                return f"{seen[action.dest]} is given twice{again}; give it once"
+            seen[action.dest] = token.split("=", 1)[0]
+        return ""
 
 
 @contextmanager

@@ -264,3 +264,32 @@ def test_every_message_writes_a_size_one_way_with_three_significant_figures(size
     from prioritylab._checks import size_text
 
     assert size_text(size) == text
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["cliffwalk", "--n", "3", "--n", "4"], "prioritylab cliffwalk: error: --n is given twice; give it once"),
+    (["bench", "sumtree", "--seed", "1", "--seed=2"], "prioritylab bench sumtree: error: --seed is given twice"),
+    (["train", "td3", "--seed", "1", "--seed=2"], "prioritylab train td3: error: --seed is given twice; give it once"),
+    (["train", "dqn", "--start-steps", "9", "--start_steps", "9"],
+     "prioritylab train dqn: error: --start-steps is given twice (as --start-steps and --start_steps)"),
+    (["train", "td3", "--progress", "--no-progress"], "--progress is given twice (as --progress and --no-progress)"),
+])  # fmt: skip
+def test_an_option_typed_twice_is_refused_not_read_as_its_last_value(argv, message, capsys):
+    """argparse and tyro keep an option's last value: ``--n 3 --n 4`` ran n = 4 alone, and the manifest recorded
+    [4]; ``train --seed 1 --seed 2`` ran seed 2.  Refused in one line, before any work."""
+    from prioritylab.cli import main
+
+    with pytest.raises(SystemExit) as err:
+        code = main(argv)
+        raise SystemExit(code)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and message in lines[0], lines
+
+
+def test_an_option_meant_to_be_given_again_still_is(tmp_path, capsys):
+    """``--against`` and ``--report`` append: given twice, both are read."""
+    from prioritylab.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["verdicts", "--report", str(tmp_path / "a"), "--report", str(tmp_path / "b")])
+    assert f"--report {tmp_path / 'a'} is not a folder" in capsys.readouterr().err

@@ -510,6 +510,8 @@ def test_an_option_the_backend_does_not_read_is_refused(tmp_path, options, messa
     ("text", "message"),
     [("x = 1", "defines no function runs"), ("def runs(b):\n    return [{'agent': 'td3'}]", "must be a dict"),
      ("def runs(b):\n    return [{'agent': 'td3', 'env': 'E', 'sampler': 'per', 'seed': 1}]", "sets seed"),
+     ("def runs(b):\n    return [{'agent': 'td3', 'env': 'E', 'sampler': 'per', 'progress': True}]",
+      "run 0 sets progress; the sweep sets seed, out and progress itself"),
      ("def runs(b):\n    r = {'agent': 'td3', 'env': 'A/E', 'sampler': 'lap'}\n"
       "    return [{**r, 'replay.kappa': 0.01}, {**r, 'env': 'B'}, {**r, 'replay.kappa': 1.0}]",
       "runs 0 and 2 would both write td3_A-E_lap_s<seed> (they differ only in replay.kappa)")],

@@ -162,3 +162,14 @@ def test_fewer_seeds_than_the_default_are_named_under_the_verdicts(tmp_path, cap
     out = capsys.readouterr().out
     assert "--seeds 2: fewer than the defaults" in out and QUICK_CAVEAT not in out
     assert out.index("--seeds 2: fewer") > out.index(" verdict")
+
+
+def test_fig7_refuses_one_seed_whose_bootstrap_interval_has_no_width(tmp_path, capsys):
+    """One seed resampled is the same seed: the interval was the ratio itself, "above 1" by construction, and the
+    verdict read "reproduced".  Refused in one line, before anything is written."""
+    mod = load("pser_fig7")
+    with pytest.raises(SystemExit) as err:
+        mod.main(["--quick", "--seeds", "1", "--out", str(tmp_path / "one")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert err.value.code == 2 and len(lines) == 1 and "--seeds 1: each verdict's 95 % bootstrap interval" in lines[0]
+    assert not (tmp_path / "one").exists()

@@ -188,7 +188,10 @@ def plot(curves: dict, ns: list[int], seeds, q0: str, eta: float):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = script_parser(__doc__.splitlines()[0], epilog=settings_note("pser_fig7.py")).parse_args(argv)
+    parser = script_parser(__doc__.splitlines()[0], epilog=settings_note("pser_fig7.py"))
+    args = parser.parse_args(argv)
+    if args.seeds == 1:  # one seed resampled is one point: an interval of no width, "above 1" by construction
+        parser.error("--seeds 1: each verdict's 95 % bootstrap interval resamples the seeds, which takes 2 at least")
     ns = [5, 6] if args.quick else [13, 14, 15, 16]
     seeds = script_seeds(args)
     tpl = templates()

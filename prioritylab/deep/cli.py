@@ -114,10 +114,34 @@ def as_flag(message: str, cls) -> str:
     return message
 
 
+def flag_typed_twice(argv: list[str]) -> str:
+    """"--seed is given twice; give it once" for the first flag typed again (``--flag value`` or ``--flag=value``,
+    with ``_`` or ``-``, ``--no-x`` for ``--x``); "" if none.  tyro keeps the last, so ``--seed 1 --seed 2`` would
+    run seed 2 alone: every flag of ``train`` takes its values once (a list, several after one flag)."""
+    seen: dict[str, str] = {}
+    for token in argv:
+        if token == "--":
+            break
+        if not token.startswith("--"):
+            continue
+        name = token.split("=", 1)[0]
+        key = name[2:].replace("_", "-").removeprefix("no-")
+        if key in seen:
+            again = "" if name == seen[key] else f" (as {seen[key]} and {name})"
+            return f"{seen[key]} is given twice{again}; give it once"
+        seen[key] = name
+    return ""
+
+
 def parse(cls, argv: list[str], prog: str):
-    """tyro's parse, with its error box turned into one line (``SystemExit(2)`` after printing it)."""
+    """tyro's parse, with its error box turned into one line (``SystemExit(2)`` after printing it); a flag typed
+    twice is refused (:func:`flag_typed_twice`)."""
     import tyro
 
+    twice = flag_typed_twice(argv)
+    if twice:
+        print(f"{prog}: error: {twice}", file=sys.stderr)
+        raise SystemExit(REFUSED)
     captured = io.StringIO()
     try:
         with contextlib.redirect_stderr(captured):

@@ -157,8 +157,10 @@ def load_spec(path: Path, budget: str) -> list[dict]:
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or "agent" not in run or "env" not in run or "sampler" not in run:
             raise ValueError(f"{path}: run {i} must be a dict with agent, env and sampler, got {run!r}")
-        if "seed" in run or "out" in run:
-            raise ValueError(f"{path}: run {i} sets seed or out; the sweep sets them")
+        reserved = [key for key in ("seed", "out", "progress") if key in run]
+        if reserved:
+            raise ValueError(f"{path}: run {i} sets {' and '.join(reserved)}; the sweep sets seed, out and progress "
+                             "itself")  # fmt: skip
         check_values(path, i, run)
     first: dict[str, int] = {}
     for i, run in enumerate(runs):  # a run's folder is named by its agent, env and sampler only
