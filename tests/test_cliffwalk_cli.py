@@ -22,6 +22,11 @@ def test_cli_runs_and_writes_files(tmp_path, capsys):
     assert {"runs.csv", "summary.csv", "summary.png", "manifest.json"} <= {p.name for p in tmp_path.iterdir()}
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["config"]["config"]["alpha"] == 0.7
+    # the cap each size ran with, as runs.csv has it, and no n or cap of the template, which each size sets (the
+    # manifest once said n 16 and cap 20,000,000 beside runs of n 4 and 6 capped at 200 an update's transition)
+    config = manifest["config"]["config"]
+    ran = {row["n"]: int(row["cap"]) for row in csv.DictReader(open(tmp_path / "runs.csv"))}
+    assert config["caps"] == ran == {"4": 6000, "6": 25200} and "n" not in config and "cap" not in config
 
 
 @pytest.mark.parametrize("argv,named", [

@@ -493,8 +493,8 @@ def test_script_quick_run(quick_demo):
 
 def test_verdict_flags_cases_built_to_fail():
     cfg = points.Config(n_max=5, mc_runs=2000, real_seeds=3, quick=True)
-    tables, _, variants = points.compute(cfg)
-    base = {v["claim"]: v["reproduced"] for v in claims.verdict(tables, variants)}
+    tables, log, variants = points.compute(cfg)
+    base = {v["claim"]: v["reproduced"] for v in claims.verdict(tables, variants, log)}
     assert base["E_PER closed form (eq. 28) = exact chain"]
     assert base["Monte Carlo within 95% CI of exact, post-update"]
     assert base["Monte Carlo within 95% CI of exact, re-decay"]
@@ -510,7 +510,7 @@ def test_verdict_flags_cases_built_to_fail():
     lifted = copy.deepcopy(tables)
     for r in lifted["eq8-9"]:
         r["e_pser_bound_eq31"] = 2 * r["e_pser_real_exact"]
-    assert {v["claim"]: v["reproduced"] for v in claims.verdict(lifted, variants)}[eq31]
+    assert {v["claim"]: v["reproduced"] for v in claims.verdict(lifted, variants, log)}[eq31]
 
     bad = copy.deepcopy(tables)
     bad["eq8-9"][3]["e_per_closed"] *= 1.001  # a perturbed closed form
@@ -523,7 +523,7 @@ def test_verdict_flags_cases_built_to_fail():
         for r in bad[kind]:
             r["e_pser_bound"] = 2 * r["e_pser_exact"]
             r["e_pser_redecay_exact"] = r["e_pser_real_exact"] + r["n"]  # breaks the coupling gap too
-    flagged = {v["claim"]: v["reproduced"] for v in claims.verdict(bad, variants)}
+    flagged = {v["claim"]: v["reproduced"] for v in claims.verdict(bad, variants, log)}
     assert not flagged["E_PER closed form (eq. 28) = exact chain"]
     assert not flagged["E_PSER derived closed form = exact chain, post-update"]
     assert not flagged["E_PSER closed form = exact chain, re-decay (gamma >= rho)"]
@@ -532,7 +532,7 @@ def test_verdict_flags_cases_built_to_fail():
     assert flagged["windowed bound (eq. 31 extended to W) >= exact, post-update, W = eq. 8-9"]
     assert flagged["PSER bound (eq. 31) >= exact, post-update, unlimited W"]
     assert not flagged["0 <= E_real - E_redecay <= n - 1 (exact)"]
-    assert "not reproduced" in claims.format_verdict(claims.verdict(bad, variants))
+    assert "not reproduced" in claims.format_verdict(claims.verdict(bad, variants, log))
 
     for claim in ("real PSER faster than real PER (n >= 3)", "no real run censored at the cap",
                   *(f"PSER never slower than PER (exact), {claims.READING_NAMES[r]}" for r in claims.READINGS)):
@@ -541,12 +541,17 @@ def test_verdict_flags_cases_built_to_fail():
     for kind in ("eq8-9", "unlimited"):
         r = next(r for r in slow[kind] if r["n"] >= 3)
         r["e_pser_real"] = r["e_per_real"] + 1.0  # one point where real PSER is not faster
-        r["censored"] = 1
         for key in claims.EXACT_KEY.values():
             r[key] = r["e_per_exact"] * 1.01  # one point where PSER is slower than PER, every reading
-    flagged = {v["claim"]: v["reproduced"] for v in claims.verdict(slow, variants)}
+    cut = copy.deepcopy(log)
+    cut[-1]["steps"] = -1  # one real run censored at the cap
+    found = claims.verdict(slow, variants, cut)
+    flagged = {v["claim"]: v["reproduced"] for v in found}
     assert not flagged["real PSER faster than real PER (n >= 3)"]
     assert not flagged["no real run censored at the cap"]
+    runs = len({tuple(r[k] for k in claims.RUN_KEYS) for r in log})  # each run once, however many rows read it
+    assert next(v for v in found if v["claim"] == "no real run censored at the cap")["measured"] == \
+        f"1 of {runs} censored"  # fmt: skip
     for reading in claims.READINGS:
         assert not flagged[f"PSER never slower than PER (exact), {claims.READING_NAMES[reading]}"]
 
@@ -585,3 +590,13 @@ def test_run_means_against_the_bound_allow_for_their_standard_error():
     far = _mean_bound_claim("claim", rows(2.5), "m", "b")
     assert near["reproduced"] and "2/2" in near["measured"] and "run mean" in near["note"]
     assert not far["reproduced"] and "1/2" in far["measured"]
+
+
+def test_a_point_with_a_censored_run_has_no_mean():
+    """A censored run's updates are unknown beyond the cap: its point's mean was once taken over the runs that
+    converged, biased low, and read as a result; it is NaN now, which no claim reads as reproduced."""
+    from prioritylab.theory.pser_theorem_tables import _mean_se
+
+    mean, se = _mean_se(np.array([10, 12, 14]))
+    assert mean == 12.0 and se == pytest.approx(2 / 3**0.5)
+    assert all(np.isnan(v) for v in _mean_se(np.array([10, 12, -1])))

@@ -5,7 +5,7 @@ import json
 import pytest
 from theory_scripts import load_theory_script
 
-from prioritylab.cliffwalk.experiments import verdict_table
+from prioritylab.cliffwalk.experiments import CAP_PER_TRANSITION, verdict_table
 from prioritylab.verdict import QUICK_CAVEAT
 
 
@@ -41,6 +41,10 @@ def test_quick_mode_writes_files_and_a_verdict(name, quick_demo):
     assert any(f.endswith(".csv") for f in files) and any(f.endswith(".png") for f in files)
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["verdict"] and all(c["verdict"] == WORDS[c["reproduced"]] for c in manifest["verdict"])
+    ns = manifest["config"]["ns"]  # each template records the cap each size ran with, not the template's n and cap
+    for template in manifest["config"]["templates"].values():
+        assert "n" not in template and "cap" not in template
+        assert template["caps"] == {str(n): CAP_PER_TRANSITION * (2 ** (n + 1) - 2) for n in ns}
     out = quick_demo.printed(f"{name}.py")
     assert mod.CLAIM in out and QUICK_CAVEAT in out  # its verdicts are the smoke settings'
     table = out[out.index(" verdict") :]

@@ -51,6 +51,7 @@ from prioritylab.theory.pser_theorem import (  # the claims, their verdicts and 
     MC_KEY,
     READING_NAMES,
     READINGS,
+    RUN_KEYS,
     WINDOWS,
     format_reading_table,
     format_verdict,
@@ -227,7 +228,7 @@ def write_outputs(out: Path, cfg: Config, tables: dict, log: list[dict], verdict
     )
     per_cols = ["n", "runs", "e_per_real", "e_per_real_se", "e_per_exact", "e_per_real_exact", "censored"]
     write_csv(out / "per_hypotheses.csv", tables.get("per_check") or [], per_cols)
-    log_cols = ["n", "scheme", "rho", "window", "eta", "eps", "seed", "steps"]
+    log_cols = [*RUN_KEYS, "steps"]
     unique = {tuple(r[c] for c in log_cols[:-1]): r for r in log}
     write_csv(out / "real_runs.csv", list(unique.values()), log_cols)
     make_figure(tables, out / "pser_theorem1.png")
@@ -311,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     with tqdm(total=len(cfg.ns) * len(cfg.rhos), desc="PSER Theorem 1", unit="point") as bar:
         tables, log, variants = compute(cfg, bar)
-    rows = verdict(tables, variants)
+    rows = verdict(tables, variants, log)
     seconds = time.perf_counter() - t0
     write_outputs(args.out, cfg, tables, log, rows, seconds)
     if args.write_doc is not None:

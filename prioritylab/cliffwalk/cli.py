@@ -88,7 +88,7 @@ def main(args) -> int:
         from .speed import main as speed_main
 
         return speed_main([])
-    from .experiments import DIAGNOSTIC_COLUMNS, default_cap, format_table, run_grid, summarise
+    from .experiments import DIAGNOSTIC_COLUMNS, default_cap, format_table, recorded_template, run_grid, summarise
     from .runner import unread, validate
 
     try:
@@ -121,11 +121,11 @@ def main(args) -> int:
         print(format_table(summary, list(DIAGNOSTIC_COLUMNS)))
     print(f"{len(rows)} runs in {wall:.1f} s")
     if args.out is not None:
-        _write(args.out, rows, summary, cfg, vars(args), wall)
+        _write(args.out, rows, summary, recorded_template(cfg, args.n, cap_for, label), vars(args), wall)
     return 0
 
 
-def _write(out, rows, summary, cfg, argv: dict, wall: float) -> None:
+def _write(out, rows, summary, config: dict, argv: dict, wall: float) -> None:
     from pathlib import Path
 
     import matplotlib
@@ -145,8 +145,8 @@ def _write(out, rows, summary, cfg, argv: dict, wall: float) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("memory size (transitions)")
-    ax.set_ylabel(f"updates until MSE < {cfg.threshold:g}")
+    ax.set_ylabel(f"updates until MSE < {config['threshold']:g}")
     ax.legend()
     save_figure(fig, out / "summary.png")
     args = {k: v for k, v in argv.items() if k not in BOOKKEEPING}
-    write_manifest(out, {"args": args, "config": vars(cfg)}, extra={"wall_seconds": wall, "program": PROGRAM})
+    write_manifest(out, {"args": args, "config": config}, extra={"wall_seconds": wall, "program": PROGRAM})

@@ -39,6 +39,13 @@ def default_cap(n: int) -> int:
     return CAP_PER_TRANSITION * memory_size(n)
 
 
+def recorded_template(cfg, ns, cap_for, label: str = "") -> dict:
+    """What a manifest records of a template run on sizes ``ns``: its settings but ``n`` and ``cap``, which each
+    cell sets, and the cap each size ran with (``caps``, by ``n``), so that the record is what ran."""
+    settings = {k: v for k, v in vars(cfg).items() if k not in ("n", "cap")}
+    return {**settings, "caps": {str(n): int(cap_for(label, n)) for n in ns}}
+
+
 def _one(task):
     label, cfg, seed = task
     res = run(cfg, seed)
@@ -315,7 +322,8 @@ def run_script(
     wall = time.perf_counter() - t0
     summary = summarise(rows)
     checks = verdict(summary, rows)
-    config = {"ns": ns, "seeds": seeds, "templates": {k: vars(v) for k, v in templates.items()}}
+    config = {"ns": ns, "seeds": seeds,
+              "templates": {k: recorded_template(v, ns, lambda label, n: default_cap(n)) for k, v in templates.items()}}
     config.update(cap_per_transition=CAP_PER_TRANSITION, quick=args.quick, jobs=jobs, wall_seconds=wall)
     extra = tables(summary, curves) if tables is not None else None
     write_outputs(out, name, rows, summary, config, checks, figures(summary, curves), extra)

@@ -369,7 +369,7 @@ def _testbed_matches_model(rows, name: str) -> dict:
     )
 
 
-def _real_claims(tables: dict, variants: dict) -> list[dict]:
+def _real_claims(tables: dict, variants: dict, log: list[dict]) -> list[dict]:
     rows = tables["eq8-9"]
     out = per_claims(tables)
     for name, key in (("W = eq. 8-9", "eq8-9"), ("unlimited W", "unlimited")):
@@ -400,16 +400,25 @@ def _real_claims(tables: dict, variants: dict) -> list[dict]:
     )
     ok = all(r["e_pser_real"] < r["e_per_real"] for r in rows if r["n"] >= 3)
     out.append(_claim("real PSER faster than real PER (n >= 3)", "all points" if ok else "not everywhere", ok))
-    censored = sum(r["censored"] for r in rows) + sum(r["censored"] for r in tables.get("per_check") or [])
-    out.append(_claim("no real run censored at the cap", f"{censored} censored", censored == 0))
+    runs = {tuple(r[k] for k in RUN_KEYS): r["steps"] for r in log}  # each real run once, every table's
+    censored = sum(steps < 0 for steps in runs.values())
+    out.append(_claim("no real run censored at the cap", f"{censored} of {len(runs)} censored", censored == 0))
     return out
 
 
-def verdict(tables: dict, variants: dict | None = None) -> list[dict]:
-    """Every claim with what was measured and whether it is reproduced (see docs/theory/pser-theorem.md)."""
+RUN_KEYS = ("n", "scheme", "rho", "window", "eta", "eps", "seed")
+"""What tells the real runs of the log apart (:meth:`~prioritylab.theory.pser_theorem_tables.PointCache.run`): a
+point's runs are shared by the tables and rows that read them, and counted once."""
+
+
+def verdict(tables: dict, variants: dict | None = None, log: list[dict] | None = None) -> list[dict]:
+    """Every claim with what was measured and whether it is reproduced (see docs/theory/pser-theorem.md); ``log``,
+    the real runs (:func:`~prioritylab.theory.pser_theorem_tables.compute`), for the claims on them."""
     out = _model_claims(tables)
     if tables["eq8-9"] and "e_pser_real" in tables["eq8-9"][0]:
-        out += _real_claims(tables, variants or {})
+        if log is None:
+            raise ValueError("the tables hold real runs: give their log, which the censoring claim counts")
+        out += _real_claims(tables, variants or {}, log)
     return out
 
 

@@ -76,10 +76,13 @@ def real_steps(
 
 
 def _mean_se(steps: np.ndarray) -> tuple[float, float]:
-    ok = steps[steps >= 0].astype(np.float64)
-    mean = float(ok.mean()) if ok.size else float("nan")
+    """Mean and standard error of the updates to convergence; NaN if a run was censored (-1), whose updates are
+    unknown beyond the cap: a mean over the runs that converged would be biased low, and read as a result."""
+    if steps.size == 0 or (steps < 0).any():
+        return float("nan"), float("nan")
+    ok = steps.astype(np.float64)
     se = float(ok.std(ddof=1) / math.sqrt(ok.size)) if ok.size > 1 else float("nan")
-    return mean, se
+    return float(ok.mean()), se
 
 
 class PointCache:
