@@ -177,8 +177,9 @@ def test_bad_settings_fail_before_any_work_with_one_line(args, message, tmp_path
 ])  # fmt: skip
 def test_settings_that_would_fail_late_are_refused_before_any_work(args, message, tmp_path, capsys):
     try:
-        code = cli_main(["train", args[0], "--env", "Pendulum-v1", "--steps", "600", "--start-steps", "200",
-                         "--eval-every", "200", *args[1:], "--out", str(tmp_path), "--no-progress"])  # fmt: skip
+        base = {"--env": "Pendulum-v1", "--steps": "600", "--start-steps": "200", "--eval-every": "200"}
+        given = [word for flag, value in base.items() if flag not in args for word in (flag, value)]  # typed once
+        code = cli_main(["train", args[0], *given, *args[1:], "--out", str(tmp_path), "--no-progress"])
     except SystemExit as exit:  # tyro's own refusals exit
         code = exit.code
     err = capsys.readouterr().err.strip()

@@ -60,7 +60,8 @@ def test_a_bad_setting_is_named_by_the_option_typed(argv, message, tmp_path, cap
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(experiments, "run_grid", lambda *a, **k: pytest.fail("the runs started"))
-    assert main(["cliffwalk", "--n", "4", "--seeds", "1", "--no-progress", *argv]) == 2
+    size = [] if "--n" in argv else ["--n", "4"]  # an option is typed once
+    assert main(["cliffwalk", *size, "--seeds", "1", "--no-progress", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"prioritylab cliffwalk: error: {message}"), err
     assert list(tmp_path.iterdir()) == []
