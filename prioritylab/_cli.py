@@ -85,7 +85,7 @@ class Parser(argparse.ArgumentParser):
         for token in args:
             if token == "--" or token in commands:
                 break
-            action = self._option_string_actions.get(token.split("=", 1)[0]) if token.startswith("-") else None
+            action = self._action_of(token.split("=", 1)[0]) if token.startswith("-") else None
             if action is None or isinstance(action, self.REPEATABLE):
                 continue
             if action.dest in seen:
@@ -94,6 +94,16 @@ class Parser(argparse.ArgumentParser):
                 return f"{seen[action.dest]} is given twice{again}; give it once"
             seen[action.dest] = token.split("=", 1)[0]
         return ""
+
+    def _action_of(self, name: str):
+        """The action an option's name stands for, as argparse reads it: the name itself, or a long option it
+        abbreviates uniquely (``--see`` for ``--seeds``); None if neither."""
+        if name in self._option_string_actions:
+            return self._option_string_actions[name]
+        if not (self.allow_abbrev and name.startswith("--")):
+            return None
+        found = {id(a): a for option, a in self._option_string_actions.items() if option.startswith(name)}
+        return next(iter(found.values())) if len(found) == 1 else None
 
 
 @contextmanager

@@ -273,6 +273,8 @@ def test_every_message_writes_a_size_one_way_with_three_significant_figures(size
     (["train", "dqn", "--start-steps", "9", "--start_steps", "9"],
      "prioritylab train dqn: error: --start-steps is given twice (as --start-steps and --start_steps)"),
     (["train", "td3", "--progress", "--no-progress"], "--progress is given twice (as --progress and --no-progress)"),
+    (["cliffwalk", "--seeds", "3", "--seed", "5"], "--seeds is given twice (as --seeds and --seed); give it once"),
+    (["bench", "sumtree", "--seconds", "1", "--sec=2"], "--seconds is given twice (as --seconds and --sec)"),
 ])  # fmt: skip
 def test_an_option_typed_twice_is_refused_not_read_as_its_last_value(argv, message, capsys):
     """argparse and tyro keep an option's last value: ``--n 3 --n 4`` ran n = 4 alone, and the manifest recorded

@@ -122,7 +122,7 @@ def flag_typed_twice(argv: list[str]) -> str:
     for token in argv:
         if token == "--":
             break
-        if not token.startswith("--"):
+        if not token.startswith("--") or token == "--help":
             continue
         name = token.split("=", 1)[0]
         key = name[2:].replace("_", "-").removeprefix("no-")
