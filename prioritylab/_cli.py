@@ -14,7 +14,6 @@ import re
 import signal
 import sys
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 PARENT_PID = "PRIORITYLAB_PARENT_PID"  # set by a parent (``prioritylab sweep``) whose death must end this process
@@ -49,51 +48,40 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(REFUSED, f"{self.prog}: error: {message}\n")
 
-    _reading_typed = False  # set while the command line is parsed again for what it typed (class-wide: subparsers)
-
     def parse_known_args(self, args=None, namespace=None):
         """As argparse's, but an option typed twice is an error (argparse keeps the last: ``--n 3 --n 4`` would
-        run n = 4 alone), and with ``given_dests`` where the parser was set up with :func:`remember_defaults`:
-        the options the command line typed, whatever their values (parsed again with every default suppressed),
-        which :func:`given` reads."""
-        if not Parser._reading_typed:
-            twice = self._typed_twice(sys.argv[1:] if args is None else list(args))
-            if twice:
-                self.error(twice)
+        run n = 4 alone), and, where the parser was set up with :func:`remember_defaults`, with ``given_dests``:
+        the options the command line typed, whatever their values, which :func:`given` reads."""
+        typed, twice = self._typed(sys.argv[1:] if args is None else list(args))
+        if twice:
+            self.error(twice)
         parsed, extras = super().parse_known_args(args, namespace)
-        if not Parser._reading_typed and hasattr(parsed, "given_defaults"):  # set up by remember_defaults
-            Parser._reading_typed = True
-            try:
-                with _defaults_suppressed(self):
-                    bare, _ = super().parse_known_args(args, None)
-            finally:
-                Parser._reading_typed = False
-            parsed.given_dests = sorted(set(vars(bare)) - set(BOOKKEEPING))
+        if "given_defaults" in self._defaults:  # its own words only: a subcommand's parser reads its own
+            parsed.given_dests = sorted(typed)
         return parsed, extras
-
 
     REPEATABLE = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction, argparse._ExtendAction,
                   argparse._HelpAction, argparse._VersionAction)  # fmt: skip
     """Actions that are meant to be given again (``--against A --against B``)."""
 
-    def _typed_twice(self, args: list[str]) -> str:
-        """"--n is given twice" for this parser's first option typed again (as ``--opt value`` or
-        ``--opt=value``, under another of its names too); "" if none.  The words after a subcommand are its
-        parser's, which checks them itself."""
+    def _typed(self, args: list[str]) -> tuple[set[str], str]:
+        """The options (``dest``) among this parser's words, and "--n is given twice; give it once" for the first
+        typed again (as ``--opt value`` or ``--opt=value``, under another of its names too), "" if none.  The
+        words end at a subcommand's name, whose parser reads the rest, or at ``--``."""
         seen: dict[str, str] = {}
         commands = {name for a in self._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices}
         for token in args:
             if token == "--" or token in commands:
                 break
-            action = self._action_of(token.split("=", 1)[0]) if token.startswith("-") else None
-            if action is None or isinstance(action, self.REPEATABLE):
+            name = token.split("=", 1)[0]
+            action = self._action_of(name) if token.startswith("-") else None
+            if action is None:
                 continue
-            if action.dest in seen:
-                name = token.split("=", 1)[0]
+            if action.dest in seen and not isinstance(action, self.REPEATABLE):
                 again = "" if name == seen[action.dest] else f" (as {seen[action.dest]} and {name})"
-                return f"{seen[action.dest]} is given twice{again}; give it once"
-            seen[action.dest] = token.split("=", 1)[0]
-        return ""
+                return set(seen), f"{seen[action.dest]} is given twice{again}; give it once"
+            seen.setdefault(action.dest, name)
+        return set(seen), ""
 
     def _action_of(self, name: str):
         """The action an option's name stands for, as argparse reads it: the name itself, or a long option it
@@ -104,32 +92,6 @@ class Parser(argparse.ArgumentParser):
             return None
         found = {id(a): a for option, a in self._option_string_actions.items() if option.startswith(name)}
         return next(iter(found.values())) if len(found) == 1 else None
-
-
-@contextmanager
-def _defaults_suppressed(parser: argparse.ArgumentParser):
-    """Every default of ``parser`` and of its subcommands' parsers suppressed, and restored on leaving."""
-    saved, seen, todo = [], set(), [parser]
-    while todo:
-        p = todo.pop()
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        saved.append((p, p._defaults))
-        p._defaults = {}
-        for action in p._actions:
-            saved.append((action, action.default))
-            action.default = argparse.SUPPRESS
-            if isinstance(action, argparse._SubParsersAction):
-                todo.extend(action.choices.values())
-    try:
-        yield
-    finally:
-        for owner, value in reversed(saved):
-            if isinstance(owner, argparse.ArgumentParser):
-                owner._defaults = value
-            else:
-                owner.default = value
 
 
 class Distinct(argparse.Action):
