@@ -758,10 +758,10 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
             write_record(record, started, {job["name"]: results[job["name"]]})
             return
         results[job["name"]] = {"status": outcome(rc, job), "exit_code": rc}
+        said = []
         if rc == 0:
             with _PARSING:  # a thread of the local pool may be reading a run's settings too
-                unread = unread_lines(job)
-        said = run_warnings(job, err, unread) if rc == 0 else []
+                said = run_warnings(job, err, unread_lines(job))
         err = err[-ERROR_TAIL:]  # the warnings are read from the whole output, a crash keeps its end
         for line in said:  # a run that ended well prints nothing else; its warnings (a resume elsewhere) show
             tqdm.write(f"run {job['name']}: {line}")
