@@ -25,6 +25,13 @@ REFUSED = 2
 argparse's; ``prioritylab sweep`` reads it from the runs it starts."""
 
 
+def typed_twice(first: str, again: str) -> str:
+    """The refusal of an option typed twice, first as ``first`` and again as ``again`` (the same name, or another
+    of the option's names)."""
+    names = "" if again == first else f" (as {first} and {again})"
+    return f"{first} is given twice{names}; give it once"
+
+
 def train_program(agent: str) -> str:
     """The name that ``prioritylab train <agent>``'s errors and warnings start with."""
     return f"prioritylab train {agent}"
@@ -78,8 +85,7 @@ class Parser(argparse.ArgumentParser):
             if action is None:
                 continue
             if action.dest in seen and not isinstance(action, self.REPEATABLE):
-                again = "" if name == seen[action.dest] else f" (as {seen[action.dest]} and {name})"
-                return set(seen), f"{seen[action.dest]} is given twice{again}; give it once"
+                return set(seen), typed_twice(seen[action.dest], name)
             seen.setdefault(action.dest, name)
         return set(seen), ""
 

@@ -22,7 +22,7 @@ import types
 import typing
 from decimal import Decimal, InvalidOperation
 
-from .._cli import REFUSED, train_program
+from .._cli import REFUSED, train_program, typed_twice
 from ..results import FINISHED
 
 AGENTS = {"td3": "prioritylab.deep.td3", "sac": "prioritylab.deep.sac", "dqn": "prioritylab.deep.dqn",
@@ -127,8 +127,7 @@ def flag_typed_twice(argv: list[str]) -> str:
         name = token.split("=", 1)[0]
         key = name[2:].replace("_", "-").removeprefix("no-")
         if key in seen:
-            again = "" if name == seen[key] else f" (as {seen[key]} and {name})"
-            return f"{seen[key]} is given twice{again}; give it once"
+            return typed_twice(seen[key], name)
         seen[key] = name
     return ""
 

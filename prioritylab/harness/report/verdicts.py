@@ -46,6 +46,7 @@ import csv
 import math
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -265,11 +266,9 @@ def left_out(report: Path) -> str:
         raise ValueError(f"{report} holds no manifest.json: is it a prioritylab report?") from None
     except (OSError, ValueError) as err:
         raise ValueError(f"{path} cannot be read ({err})") from None
-    counts: dict[str, int] = {}
-    for run in record.get("not_used", []) if isinstance(record, dict) else []:
-        state = str(run.get("status", "")) if isinstance(run, dict) else ""
-        if not state.startswith(NOT_A_LEFT_OUT_RUN):
-            counts[state] = counts.get(state, 0) + 1
+    runs = record.get("not_used", []) if isinstance(record, dict) else []
+    states = (str(run.get("status", "")) if isinstance(run, dict) else "" for run in runs)
+    counts = Counter(state for state in states if not state.startswith(NOT_A_LEFT_OUT_RUN))
     total = sum(counts.values())
     if not total:
         return ""
