@@ -547,6 +547,27 @@ def test_a_report_row_from_partial_runs_gets_no_verdict(tmp_path, capsys):
     assert V.read_registry(registry)  # the same row under a column of another name: not read
 
 
+def test_a_report_made_with_partial_runs_needs_its_partial_runs_column(tmp_path):
+    """A report whose manifest records ``include_partial`` writes ``partial_runs`` in every CSV; one without it (a
+    file edited or replaced by hand) cannot say which rows rest on partial runs, so it is refused, by ``--report``
+    and by the registry, rather than read as computed from finished runs."""
+    import json
+
+    report = _report_copy(tmp_path)
+    record = json.loads((report / "manifest.json").read_text())
+    assert record["config"]["include_partial"] is False and V.report_verdicts(report)
+    record["config"]["include_partial"] = True
+    (report / "manifest.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"differences.csv has no partial_runs column, though its report's "
+                                         r"manifest.json records include_partial: true"):
+        V.report_verdicts(report)
+    registry, _ = _copy_study(tmp_path / "copy")
+    manifest = registry.parent / "lap_halfcheetah" / "manifest.json"
+    manifest.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match=r"lap_halfcheetah\S+differences.csv has no partial_runs column"):
+        V.read_registry(registry)
+
+
 def test_a_report_that_left_runs_out_is_named_and_refused_by_the_registry(tmp_path, capsys):
     """A run the report found and left out (corrupt, partial...) is named with the verdicts of ``--report``, which
     rest on the other runs; the registry refuses such a report.  The reference runs of an ``--against`` report,

@@ -254,19 +254,24 @@ NOT_A_LEFT_OUT_RUN = ("reference", "empty")
 the reference runs of an ``--against`` report, which it uses in ``versus.md`` only, and empty folders (no run)."""
 
 
-def left_out(report: Path) -> str:
-    """The runs a report folder's ``manifest.json`` lists as found but not used (corrupt, partial, unreadable...),
-    as "3 runs (corrupt: 1; partial, left out: 2)"; "" if none (:data:`NOT_A_LEFT_OUT_RUN` are not counted)."""
+def _manifest(report: Path) -> dict:
+    """A report folder's ``manifest.json``; ``ValueError`` naming the folder where it is missing or unreadable."""
     import json
 
-    path = report / "manifest.json"
+    path = Path(report) / "manifest.json"
     try:
         record = json.loads(path.read_text())
     except FileNotFoundError:
         raise ValueError(f"{report} holds no manifest.json: is it a prioritylab report?") from None
     except (OSError, ValueError) as err:
         raise ValueError(f"{path} cannot be read ({err})") from None
-    runs = record.get("not_used", []) if isinstance(record, dict) else []
+    return record if isinstance(record, dict) else {}
+
+
+def left_out(report: Path) -> str:
+    """The runs a report folder's ``manifest.json`` lists as found but not used (corrupt, partial, unreadable...),
+    as "3 runs (corrupt: 1; partial, left out: 2)"; "" if none (:data:`NOT_A_LEFT_OUT_RUN` are not counted)."""
+    runs = _manifest(report).get("not_used", [])
     states = (str(run.get("status", "")) if isinstance(run, dict) else "" for run in runs)
     counts = Counter(state for state in states if not state.startswith(NOT_A_LEFT_OUT_RUN))
     total = sum(counts.values())
@@ -294,11 +299,19 @@ def _undefined(row: dict, table: str) -> str:
 
 def _report_rows(path: Path) -> list[dict]:
     """A report's CSV file, every row whole (:func:`prioritylab.results.whole_rows`: a cut file is an error, not
-    fewer comparisons); ``ValueError`` naming the file."""
+    fewer comparisons); ``ValueError`` naming the file. Where the report's manifest records ``include_partial``
+    (under ``config``), the file must have the ``partial_runs`` column that such a report writes: without it, no
+    row could say which of its runs were partial, and each would be read as computed from finished runs."""
+    from .stats import PARTIAL_RUNS
+
     try:
-        return whole_rows(path)
+        rows = whole_rows(path)
     except NotWhole as err:
         raise ValueError(f"{path}: {err}") from None
+    if rows and PARTIAL_RUNS not in rows[0] and _manifest(path.parent).get("config", {}).get("include_partial"):
+        raise ValueError(f"{path} has no {PARTIAL_RUNS} column, though its report's manifest.json records "
+                         "include_partial: true; make the report again")  # fmt: skip
+    return rows
 
 
 def page_rows(page: Path) -> list[list[str]]:
