@@ -166,6 +166,24 @@ def test_a_setting_some_runs_do_not_read_is_noted_once_before_the_sweep(tmp_path
                    "(read by lap, pal)"]  # fmt: skip
 
 
+def test_each_runs_entry_in_the_record_names_the_settings_its_sampler_does_not_read(tmp_path, monkeypatch):
+    """The note printed once before the sweep is kept in ``sweep.json`` too, in the entry of each run it names,
+    whatever the run's outcome (finished, skipped as finished, crashed); a run whose sampler reads every setting it
+    is given has no such entry."""
+    monkeypatch.setattr(sweep, "status", lambda job: "finished" if job["name"] == "lap" else "new")
+    monkeypatch.setattr(sweep, "command", lambda job: [sys.executable, "-c", f"raise SystemExit({job['rc']})"])
+    jobs = [{"name": s, "folder": tmp_path / s, "rc": rc,
+             "args": ["train", "td3", "--env", "Pendulum-v1", "--sampler", s, "--replay.kappa", "2"]}
+            for s, rc in (("uniform", 0), ("per", 1), ("lap", 0))]  # fmt: skip
+    sweep.run_sweep(jobs, 1, "local", None, tmp_path / "sweep.json")
+    record = json.loads((tmp_path / "sweep.json").read_text())["runs"]
+    assert record["uniform"] == {"status": "finished", "exit_code": 0,
+                                 "unread_settings": ["replay.kappa 2.0 (read by lap, pal)"]}  # fmt: skip
+    assert record["per"]["status"] == "crashed" and record["per"]["unread_settings"] == [
+        "replay.kappa 2.0 (read by lap, pal)"]
+    assert record["lap"] == {"status": "finished (skipped)"}
+
+
 def test_a_run_stopped_at_its_stop_after_is_not_counted_finished(tmp_path, capsys):
     """A run that exits 0 at the step the specification asked it to stop at has a checkpoint, not a result."""
     spec = tmp_path / "spec.py"

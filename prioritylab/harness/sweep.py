@@ -22,7 +22,9 @@ interrupted one (a checkpoint, no ``finished.json``) resumes from its
 checkpoint; one interrupted before its first checkpoint has nothing to resume
 and starts again from scratch (``--restart``, which deletes nothing if another
 process has run it meanwhile).  A run that crashes is recorded with its exit code and the end of
-its error output in ``sweep.json``, and the sweep goes on; sweeps into one
+its error output in ``sweep.json``, and the sweep goes on; each run's entry there
+also names the settings it was given that its sampler does not read
+(``unread_settings``), which the sweep prints once before it starts; sweeps into one
 ``--out`` (one after another, or at once) share that file, each run's entry
 being the one written last.  ``--jobs`` runs
 that many at once in a local process pool; ``--backend ray`` submits the same
@@ -403,6 +405,20 @@ def unread_notes(jobs: list[dict]) -> list[str]:
             f"{', '.join(readers) or 'no sampler'})" for (name, value, readers), samplers in seen.items()]
 
 
+def unread_settings(job: dict) -> list[str]:
+    """The settings the job's run is given that its sampler does not read, as "replay.kappa 2.0 (read by lap,
+    pal)", for its entry in ``sweep.json`` (the sweep prints them once, :func:`unread_notes`); none for arguments
+    this code cannot read."""
+    from ..deep.cli import unread_for
+
+    try:
+        _, unused = unread_for((job.get("args") or [])[1:])
+    except ValueError:
+        return []
+    return [f"replay.{name} {value!r} (read by {', '.join(readers) or 'no sampler'})"
+            for name, value, readers in unused]  # fmt: skip
+
+
 def unread_lines(job: dict) -> set[str]:
     """The lines in which the job's ``train`` names the settings its sampler does not read, as it prints them
     (:func:`~prioritylab.deep.cli.unread_warnings`); read under :data:`_PARSING`."""
@@ -746,18 +762,24 @@ def run_sweep(jobs: list[dict], n_jobs: int, backend: str, address: str | None,
     the same folder may write ``record`` after this one)."""
     todo = [j for j in jobs if status(j) != "finished"]
     stopped_by = None
-    results = {j["name"]: {"status": "finished (skipped)"} for j in jobs if status(j) == "finished"}
+    unread = {j["name"]: unread_settings(j) for j in jobs}  # read here, before any thread of the pool reads settings
+
+    def entry(job, **fields) -> dict:
+        """A run's entry in ``record``: its outcome, and the settings it was given that its sampler does not read."""
+        return {**fields, **({"unread_settings": unread[job["name"]]} if unread[job["name"]] else {})}
+
+    results = {j["name"]: entry(j, status="finished (skipped)") for j in jobs if status(j) == "finished"}
     bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), unit="run", desc="sweep", dynamic_ncols=True)
     started = time.time()
     write_record(record, started, dict(results))
 
     def done(job, rc, err):
         if rc is None:  # another sweep finished it meanwhile
-            results[job["name"]] = {"status": "finished (skipped)"}
+            results[job["name"]] = entry(job, status="finished (skipped)")
             bar.update(1)
             write_record(record, started, {job["name"]: results[job["name"]]})
             return
-        results[job["name"]] = {"status": outcome(rc, job), "exit_code": rc}
+        results[job["name"]] = entry(job, status=outcome(rc, job), exit_code=rc)
         said = []
         if rc == 0:
             with _PARSING:  # a thread of the local pool may be reading a run's settings too
