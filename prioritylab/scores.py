@@ -85,6 +85,20 @@ the project's 10k-step cap), 200 episodes each, env seeds 0-199, actions from ``
 errors 0.02-0.23.  Measured by ``scripts/minatar_random.py``."""
 
 
+MINATAR_RANDOM_SETTINGS: dict[str, object] = {"sticky": 0.1, "ramping": True, "max_episode_steps": 10_000}
+"""The environment settings :data:`MINATAR_RANDOM` was measured at (``prioritylab train dqn``'s ``--sticky``,
+``--ramping`` and ``--max-episode-steps``): random play scores otherwise under others (Freeway at a 1,000-step
+cap: about 0.16 against 0.355), so a run at other settings is not normalised by it."""
+
+
+def minatar_random_differs(config: dict) -> str:
+    """The settings of a run's flat ``config`` at which :data:`MINATAR_RANDOM` was not measured, as
+    "max_episode_steps 1000 (measured at 10000)"; "" if none (a setting the config lacks ran at its default, the
+    measured value)."""
+    return "; ".join(f"{key} {config[key]!r} (measured at {value!r})" for key, value in MINATAR_RANDOM_SETTINGS.items()
+                     if key in config and config[key] != value)  # fmt: skip
+
+
 def minatar_random(env_id: str) -> float | None:
     """Random play's mean return on ``env_id`` (:data:`MINATAR_RANDOM`): only for the ``-v1`` ids it was measured
     on, as random play over ``-v0``'s 6 actions scores otherwise (``scripts/minatar_random.py --version v0``, the

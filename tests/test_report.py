@@ -12,6 +12,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -37,11 +38,14 @@ def fake_run(root, sampler, seed, returns, finished=True, extra=None, env="Hoppe
     if wall is not None:
         (folder / "timing.csv").write_text(f"step,wall_time,steps_per_s,updates_per_s\n1000,{wall},1,1\n")
     with open(folder / "evaluations.csv", "w", newline="") as fh:
-        fields = ["step", "return_mean", "ess_mean", "td_mean", "td_std", "q_mean", "q_std"]
+        fields = ["step", "return_mean", "loss", "ess_mean", "td_mean", "td_std", "q_mean", "q_std"]
         w = csv.DictWriter(fh, fieldnames=[*fields, *(k for k in extra or {} if k not in fields)])
         w.writeheader()
+        # the loss (read by no table) differs by sampler, as real runs' rows do: equal returns of two samplers are
+        # not one run's files under two manifests
+        loss = zlib.crc32(sampler.encode()) / 2**32
         for i, r in enumerate(returns):
-            w.writerow({"step": 100 * (i + 1), "return_mean": r, "ess_mean": 1.0, "td_mean": 0.5 + seed,
+            w.writerow({"step": 100 * (i + 1), "return_mean": r, "loss": loss, "ess_mean": 1.0, "td_mean": 0.5 + seed,
                         "td_std": 0.1, "q_mean": 10.0, "q_std": 2.0, **(extra or {})})
     if finished:
         (folder / "finished.json").write_text(json.dumps({"step": 100 * len(returns)}))
@@ -450,7 +454,7 @@ def test_a_run_that_finishes_while_the_report_reads_it_is_partial_not_corrupt(tm
         if Path(path).name == "evaluations.csv" and not (folder / "finished.json").exists():
             text = fh.read()
             with real_open(path, "a") as out:
-                out.write("600,1.0,1.0,0.5,0.1,10.0,2.0\n")
+                out.write("600,1.0,0.5,1.0,0.5,0.1,10.0,2.0\n")
             (folder / "finished.json").write_text(json.dumps({"step": 600}))
             fh.close()
             return io.StringIO(text)
@@ -773,6 +777,34 @@ def test_status_names_the_code_each_run_was_recorded_with_and_the_groups_recorde
             "AVX2") in machines_part  # fmt: skip
 
 
+def test_groups_recorded_with_other_package_versions_are_named_in_status(tmp_path):
+    """Seeds recorded with another torch or gymnasium (a run resumed under a new numpy counted from its resume) are
+    pooled as before, and status.md names each group and package whose versions differ; a manifest without its
+    packages is not read as a difference."""
+    runs = tmp_path / "runs"
+    base = {"torch": "2.13.0+cpu", "gymnasium": "1.4.0", "numpy": "2.4.6"}
+    versions = {("uniform", 0): base, ("uniform", 1): base, ("per", 0): base,
+                ("per", 1): {**base, "torch": "1.13.1+cpu", "gymnasium": "0.29.1"}, ("per", 2): None}  # fmt: skip
+    for (sampler, seed), packages in versions.items():
+        fake_run(runs, sampler, seed, [10.0 + seed] * 10, config={"steps": 1000})
+        if packages is not None:
+            manifest = runs / f"td3_Hopper-v5_{sampler}_s{seed}" / "manifest.json"
+            manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "packages": packages}))
+    manifest = runs / "td3_Hopper-v5_uniform_s1" / "manifest.json"
+    resumed = [{"at_step": 500, "packages": {**base, "numpy": "2.5.0"}}]
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "resumed": resumed}))
+    R.report(runs, tmp_path / "out")
+    text = (tmp_path / "out" / "status.md").read_text()
+    part = text.split("recorded with more than one version of a package")[1]
+    assert "- td3 Hopper-v5 per: gymnasium 0.29.1, 1.4.0; torch 1.13.1+cpu, 2.13.0+cpu" in part
+    assert "- td3 Hopper-v5 uniform: numpy 2.4.6, 2.5.0" in part
+    fresh = tmp_path / "same"
+    for seed in range(2):
+        fake_run(fresh, "per", seed, [1.0] * 10)
+    R.report(fresh, tmp_path / "out_same")
+    assert "version of a package" not in (tmp_path / "out_same" / "status.md").read_text()
+
+
 def test_probability_of_improvement_over_uniform(tmp_path):
     runs = tmp_path / "runs"
     for seed in range(5):  # per beats uniform in every pair of runs; lap ties uniform exactly
@@ -941,6 +973,30 @@ def test_minatar_games_are_normalised_between_random_play_and_uniform(tmp_path):
     assert ("task MinAtar/SpaceInvaders-v0 left out (no random-play score for it in prioritylab.scores.MINATAR_RANDOM "
             "(measured on the -v1 games))") in text  # fmt: skip
     assert text.count("Freeway") == 1 and "Breakout" not in text
+
+
+def test_a_minatar_game_run_at_other_settings_than_random_play_was_measured_at_is_not_normalised(tmp_path):
+    """Random play scores otherwise at another episode cap, sticky-action probability or ramping: Breakout's runs
+    at a 1,000-step cap are left out of the normalised tables, named with the setting; Asterix at the measured
+    settings (a manifest without them ran at their defaults) is kept."""
+    from prioritylab.scores import MINATAR_RANDOM, MINATAR_RANDOM_SETTINGS, minatar_random_differs
+
+    assert minatar_random_differs(MINATAR_RANDOM_SETTINGS) == "" and minatar_random_differs({}) == ""
+    assert minatar_random_differs({"sticky": 0.25, "ramping": False}) == ("sticky 0.25 (measured at 0.1); ramping "
+                                                                          "False (measured at True)")  # fmt: skip
+    runs = tmp_path / "runs"
+    for game in ("Breakout", "Asterix"):
+        rnd = MINATAR_RANDOM[game]
+        for seed in range(2):
+            for sampler, score in (("uniform", 4.0), ("per", 2.0)):
+                config = {"sticky": 0.1, "ramping": True, "max_episode_steps": 1000} if game == "Breakout" else None
+                fake_run(runs, sampler, seed, [rnd + score] * 10, env=f"MinAtar/{game}-v1", agent="dqn",
+                         config=config)  # fmt: skip
+    agg = {r["sampler"]: r for r in R.report(runs, tmp_path / "out")["aggregates"]}
+    assert agg["per"]["tasks"] == 1 and agg["per"]["mean"] == pytest.approx(0.5, abs=1e-12)
+    text = (tmp_path / "out" / "aggregates.md").read_text()
+    assert ("task MinAtar/Breakout-v1 left out (runs at max_episode_steps 1000 (measured at 10000): random play's "
+            "score in prioritylab.scores.MINATAR_RANDOM was measured at other settings)") in text  # fmt: skip
 
 
 def test_each_task_alone_keeps_its_own_seeds_when_another_task_has_fewer(tmp_path, monkeypatch):
@@ -1625,6 +1681,28 @@ def test_a_report_beside_its_runs_still_names_what_it_leaves_out(tmp_path):
     assert {Path(x["folder"]).name: x["status"] for x in status}["td3_Hopper-v5_per_s2"] == "corrupt"
 
 
+def test_a_reports_own_manifest_above_the_runs_hides_none_of_them(tmp_path, capsys):
+    """``report S --out T`` with S a study folder of docs/results (a report's manifest.json beside runs/): the
+    report's manifest names no run, so the folders under it are still searched and a broken one named; once, it
+    made every folder under S count as inside a run, and a run without its manifest was dropped without a word,
+    by the report and by collect."""
+    from prioritylab.harness import collect as C
+
+    study = tmp_path / "study"
+    for seed in range(3):
+        fake_run(study / "runs", "per", seed, [1.0 + seed] * 10)
+    R.report(study / "runs", study)  # the report's own manifest.json, beside runs/
+    assert "agent" not in json.loads((study / "manifest.json").read_text())["config"]
+    (study / "runs" / "td3_Hopper-v5_per_s2" / "manifest.json").unlink()
+    (study / "runs" / "stray").mkdir()
+    found, status = report_runs.find_runs(study)
+    assert [run["seed"] for run in found] == [0, 1]
+    assert {Path(x["folder"]).name: x["status"] for x in status} == {
+        "td3_Hopper-v5_per_s2": "no manifest, left out", "stray": "empty, left out"}
+    with pytest.raises(ValueError, match=r"td3_Hopper-v5_per_s2 cannot be read whole: no manifest"):
+        C.collect([study], tmp_path / "into")
+
+
 def test_every_comparison_the_runs_cannot_give_is_named(tmp_path):
     """Three seeds of uniform and lap, one of per and pal: the tables compare lap with uniform only, and name the
     five comparisons of the papers (CLAIMS) they cannot make, with the reason."""
@@ -1854,6 +1932,25 @@ def test_a_run_copied_under_another_seed_and_runs_of_other_lengths_are_not_compa
     text = (tmp_path / "out" / "table.md").read_text()
     assert "the same evaluations under several seeds (one run's files copied under another seed?): seed 1" in text
     assert "seed 9" in text and "finished runs end at different steps (1000, 1200)" in text
+
+
+def test_a_run_copied_under_another_samplers_manifest_is_not_compared(tmp_path):
+    """PER's seed 0 files under uniform's seed-0 manifest (the folder and manifest still uniform's): a run of one
+    sampler would be counted as the other's, and shift their difference with no word; both groups are named in
+    table.md and left out of the comparisons."""
+    runs = tmp_path / "runs"
+    for seed in range(3):
+        fake_run(runs, "uniform", seed, [1.0 + seed] * 12)
+        fake_run(runs, "per", seed, [3.0 + seed] * 12)
+        fake_run(runs, "lap", seed, [5.0 + seed] * 12)
+    shutil.copyfile(runs / "td3_Hopper-v5_per_s0" / "evaluations.csv", runs / "td3_Hopper-v5_uniform_s0" /
+                    "evaluations.csv")  # fmt: skip
+    result = R.report(runs, tmp_path / "out")
+    assert {(r["sampler"], r["baseline"]) for r in result["differences"]} == set()  # lap's baselines are left out
+    text = (tmp_path / "out" / "table.md").read_text()
+    assert (f"seed 0 ({runs / 'td3_Hopper-v5_uniform_s0'}) has the same evaluations as per seed 0 "
+            f"({runs / 'td3_Hopper-v5_per_s0'}) (one run's files copied under another run's manifest?)") in text
+    assert f"has the same evaluations as uniform seed 0 ({runs / 'td3_Hopper-v5_uniform_s0'})" in text
 
 
 def test_a_copy_whose_manifest_gives_its_seed_as_text_is_still_a_copy(tmp_path):

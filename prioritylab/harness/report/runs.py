@@ -122,6 +122,7 @@ def read_run(folder: Path) -> dict:
         "seed": config.get("seed"), "steps": config.get("steps"), "rows": rows,
         "finished": was_finished, "finished_wall": summary.get("wall_time"), "config": recorded(recorded_manifest),
         "code": by_segment(recorded_manifest, code_label), "machine": by_segment(recorded_manifest, machine_label),
+        "packages": by_segment(recorded_manifest, package_label),
     }  # fmt: skip
 
 
@@ -149,6 +150,15 @@ def by_segment(manifest: dict, label) -> list[tuple[int, str]]:
 def segments_text(parts: list[tuple[int, str]]) -> str:
     """:func:`by_segment`'s labels as one cell: the first, then "resumed at step N: label" for each change."""
     return "; ".join([parts[0][1], *(f"resumed at step {step}: {text}" for step, text in parts[1:])])
+
+
+def package_label(manifest: dict) -> tuple:
+    """The package versions a run was recorded with, as sorted ``(package, version)`` pairs; ``()`` where the
+    manifest records none (not read as a difference)."""
+    packages = manifest.get("packages")
+    if not isinstance(packages, dict):
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in packages.items()))
 
 
 def code_label(manifest: dict) -> str:
@@ -198,11 +208,7 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
     folders = folders_under(root, unlisted)
     for folder in sorted(f for f in folders if (f / MANIFEST).exists()):
         if not (folder / EVALS).exists():
-            try:
-                is_run = "agent" in json.loads((folder / MANIFEST).read_text()).get("config", {})
-            except (OSError, ValueError, AttributeError):
-                is_run = True
-            if is_run:
+            if _run_manifest(folder):
                 status.append({"folder": str(folder), "status": "no evaluations, left out",
                                "detail": "manifest.json without evaluations.csv (stopped before its first "
                                          "evaluation)"})  # fmt: skip
@@ -222,7 +228,7 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
     for folder in [root, *sorted(f for f in folders if f != root)] if folders else []:
         if excluded(folder):
             continue
-        inside_run = any((parent / MANIFEST).exists() for parent in (folder, *folder.parents)
+        inside_run = any(_run_manifest(parent) for parent in (folder, *folder.parents)
                          if parent == root or root in parent.parents)  # fmt: skip
         if inside_run:
             continue
@@ -235,6 +241,20 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
                            "detail": "no manifest.json and no evaluations.csv"
                                      + (f" (holds {', '.join(files)})" if files else "")})  # fmt: skip
     return runs, status
+
+
+def _run_manifest(folder: Path) -> bool:
+    """``folder`` holds a run's ``manifest.json``: beside an ``evaluations.csv``, or one whose settings name an
+    agent, or one that cannot be read (so that it is named as corrupt, not passed over).  A report's own manifest
+    (``prioritylab report --out``, no agent) is none: the folders under it are searched as any others."""
+    if not (folder / MANIFEST).exists():
+        return False
+    if (folder / EVALS).exists():
+        return True
+    try:
+        return "agent" in json.loads((folder / MANIFEST).read_text()).get("config", {})
+    except (OSError, ValueError, AttributeError):
+        return True
 
 
 def never_updated(run: dict) -> bool:
@@ -281,6 +301,8 @@ def incomparable(groups: dict) -> dict:
             notes[key] = f"{notes[key]}; {text}" if key in notes else text
         for text in _copies_and_lengths(runs):
             notes[key] = f"{notes[key]}; {text}" if key in notes else text
+    for key, text in _copies_across(groups).items():
+        notes[key] = f"{notes[key]}; {text}" if key in notes else text
     for (agent, env), samplers in by_task.items():
         if len(samplers) < 2:
             continue
@@ -310,6 +332,26 @@ def _copies_and_lengths(runs: list[dict]) -> list[str]:
     ends = sorted({float(r["rows"][-1]["step"]) for r in runs if r["finished"]})
     if len(ends) > 1 and len({r["config"].get("steps") for r in runs}) == 1:  # else "seeds differ in steps" says it
         out.append("finished runs end at different steps (" + ", ".join(f"{e:g}" for e in ends) + ")")
+    return out
+
+
+def _copies_across(groups: dict) -> dict:
+    """Per group, the runs of its task's other samplers whose evaluation rows are the same as one of its runs':
+    one run's files copied under another run's manifest, which would count a run of one sampler as a run of the
+    other (:func:`_copies_and_lengths` finds such copies within a group)."""
+    where = defaultdict(list)
+    for key, runs in groups.items():
+        for r in runs:
+            where[(key[:2], tuple(tuple(sorted(row.items())) for row in r["rows"]))].append((key, r))
+    out = {}
+    for found in where.values():
+        if len({key for key, _ in found}) < 2:
+            continue
+        for key, run in found:
+            others = ", ".join(f"{other[2]} seed {r['seed']} ({r['folder']})" for other, r in found if other != key)
+            text = (f"seed {run['seed']} ({run['folder']}) has the same evaluations as {others} (one run's files "
+                    "copied under another run's manifest?)")  # fmt: skip
+            out[key] = f"{out[key]}; {text}" if key in out else text
     return out
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...provenance import held_whole, unread_by
 from ...results import TIMING
-from ...scores import SCORES, atari_game, minatar_game, minatar_random
+from ...scores import SCORES, atari_game, minatar_game, minatar_random, minatar_random_differs
 from ...scores import human_normalised as normalise_human
 from .runs import LAST, NotWhole, _twice, area, column, differing, final_score, seed_order, whole_rows
 
@@ -507,7 +507,8 @@ def minatar_normalised(groups: dict, left_out: list[str] | None = None) -> dict:
     """``(agent, env, sampler) -> (scores - random) / (uniform - random)`` for MinAtar groups: 0 is random play
     (:data:`prioritylab.scores.MINATAR_RANDOM`), 1 the mean final score of the same agent with ``uniform``
     replay on that game.  Games with fewer than 2 uniform runs (one run's score is no mean to set a scale by,
-    where every table needs 2 runs a side), or whose uniform mean is not above random play, are left out,
+    where every table needs 2 runs a side), whose uniform mean is not above random play, or with runs at other
+    environment settings than random play's score was measured at (``minatar_random_differs``) are left out,
     each named once in ``left_out`` with its reason."""
     out = {}
     skipped = {}
@@ -519,6 +520,12 @@ def minatar_normalised(groups: dict, left_out: list[str] | None = None) -> dict:
         if random is None:
             skipped[(agent, env)] = ("no random-play score for it in prioritylab.scores.MINATAR_RANDOM (measured "
                                      "on the -v1 games)")  # fmt: skip
+            continue
+        other = next((why for key, of in groups.items() if key[:2] == (agent, env) for r in of
+                      if (why := minatar_random_differs(r["config"]))), "")  # fmt: skip
+        if other:
+            skipped[(agent, env)] = (f"runs at {other}: random play's score in prioritylab.scores.MINATAR_RANDOM "
+                                     "was measured at other settings")  # fmt: skip
             continue
         base = groups.get((agent, env, "uniform"))
         if not base:

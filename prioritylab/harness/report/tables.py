@@ -288,8 +288,9 @@ def unused_note(status: list[dict]) -> str:
 def status_markdown(status: list[dict], runs: Sequence[dict] = ()) -> str:
     """``status.md``: every folder found, with what became of it, the code it was recorded with and the machine
     it ran on; then each group of ``runs`` (agent, env, sampler) whose runs were recorded at more than one
-    commit, and each whose runs ran on more than one machine (a resumed run's commits and machines counted, each
-    from the step it was resumed at: ``runs.by_segment``)."""
+    commit, each whose runs ran on more than one machine, and each whose runs were recorded with more than one
+    version of a package (a resumed run's commits, machines and packages counted, each from the step it was resumed
+    at: ``runs.by_segment``)."""
     lines = ["| run folder | status | detail | code (commit) | machine |", "|---|---|---|---|---|"]
     lines += [f"| {x['folder']} | {x['status']} | {x['detail']} | {x.get('code', '—')} | {x.get('machine', '—')} |"
               for x in status]  # fmt: skip
@@ -307,6 +308,21 @@ def status_markdown(status: list[dict], runs: Sequence[dict] = ()) -> str:
         if mixed:
             lines += ["", f"Groups whose runs {what} ({why}):", ""]
             lines += [f"- {' '.join(group)}: {sep.join(v)}" for group, v in mixed.items()]
+    versions = defaultdict(lambda: defaultdict(set))  # group -> package -> the versions its runs were recorded with
+    for r in runs:
+        for _, pairs in r.get("packages", ()):
+            for package, version in pairs:
+                versions[(r["agent"], r["env"], r["sampler"])][package].add(version)
+    mixed = {}
+    for group, by in sorted(versions.items()):
+        if differ := {package: sorted(v) for package, v in sorted(by.items()) if len(v) > 1}:
+            mixed[group] = differ
+    if mixed:
+        lines += ["", "Groups whose runs were recorded with more than one version of a package (a library's release "
+                      "may change the numbers a run computes, or its environment's dynamics; the report pools them "
+                      "all the same):", ""]  # fmt: skip
+        lines += [f"- {' '.join(group)}: " + "; ".join(f"{p} {', '.join(v)}" for p, v in by.items())
+                  for group, by in mixed.items()]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
