@@ -91,12 +91,26 @@ MINATAR_RANDOM_SETTINGS: dict[str, object] = {"sticky": 0.1, "ramping": True, "m
 cap: about 0.16 against 0.355), so a run at other settings is not normalised by it."""
 
 
+ATARI_SCORE_SETTINGS: dict[str, object] = {"max_episode_frames": 108_000}
+"""The episode cap at which :data:`SCORES`' random and human scores stand (``prioritylab train dqn``'s
+``--max-episode-frames`` default, 30 minutes of play): a shorter episode scores far from them (random play on Pong
+loses about 2 points in 400 frames, not 20.7), so a run at another cap is not human-normalised."""
+
+
+def settings_differ(config: dict, measured: dict) -> str:
+    """The settings of a run's ``config`` (flat, or a settings object) that differ from ``measured``, the settings a
+    reference score was measured at, as "max_episode_steps 1000 (measured at 10000)"; "" if none (a setting the
+    config lacks ran at its default, the measured value)."""
+    get = config.get if isinstance(config, dict) else lambda key, default: getattr(config, key, default)
+    missing = object()
+    return "; ".join(f"{key} {got!r} (measured at {value!r})" for key, value in measured.items()
+                     if (got := get(key, missing)) is not missing and got != value)  # fmt: skip
+
+
 def minatar_random_differs(config: dict) -> str:
-    """The settings of a run's flat ``config`` at which :data:`MINATAR_RANDOM` was not measured, as
-    "max_episode_steps 1000 (measured at 10000)"; "" if none (a setting the config lacks ran at its default, the
-    measured value)."""
-    return "; ".join(f"{key} {config[key]!r} (measured at {value!r})" for key, value in MINATAR_RANDOM_SETTINGS.items()
-                     if key in config and config[key] != value)  # fmt: skip
+    """The settings of a run's flat ``config`` at which :data:`MINATAR_RANDOM` was not measured
+    (:func:`settings_differ` with :data:`MINATAR_RANDOM_SETTINGS`)."""
+    return settings_differ(config, MINATAR_RANDOM_SETTINGS)
 
 
 def minatar_random(env_id: str) -> float | None:

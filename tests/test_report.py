@@ -514,6 +514,28 @@ def test_atari_scores_are_human_normalised_and_aggregated_by_rliable(tmp_path):
     assert "| ddqn | per | 2 | 0.500 | — (= mean) |" in (tmp_path / "out" / "human_normalised.md").read_text()
 
 
+def test_atari_runs_at_a_shorter_episode_cap_are_not_human_normalised(tmp_path):
+    """The human and random scores stand at 108,000-frame episodes: Breakout's runs at a 400-frame cap are left out
+    of the human-normalised and rliable tables, each group named with its setting; Pong's (at the cap, or with no
+    cap recorded) are kept."""
+    from prioritylab.scores import SCORES
+
+    runs = tmp_path / "runs"
+    for game, cap in (("Pong", None), ("Breakout", 400)):
+        for seed in range(3):
+            for sampler in ("uniform", "per"):
+                score = SCORES[game][0] + 0.5 * (SCORES[game][1] - SCORES[game][0])
+                fake_run(runs, sampler, seed, [score] * 10, env=f"ALE/{game}-v5", agent="ddqn",
+                         config=None if cap is None else {"max_episode_frames": cap})  # fmt: skip
+    result = R.report(runs, tmp_path / "out")
+    assert {r["sampler"]: r["games"] for r in result["human_normalised"]} == {"per": 1, "uniform": 1}
+    assert {r["sampler"]: r["tasks"] for r in result["aggregates"]} == {"per": 1, "uniform": 1}
+    why = ("ddqn ALE/Breakout-v5 per: runs at max_episode_frames 400 (measured at 108000): the human and random "
+           "scores stand at other settings, so it is not human-normalised")  # fmt: skip
+    assert why in (tmp_path / "out" / "human_normalised.md").read_text()
+    assert why in (tmp_path / "out" / "aggregates.md").read_text()
+
+
 def test_the_iqm_is_the_interquartile_mean_of_the_runs_not_their_mean_or_median(tmp_path):
     finals = [0.0, 1.0, 2.0, 3.0, 4.0, 9.0, 10.0, 40.0]  # skewed: IQM 4.5 (the middle four of 8 runs), mean 8.625
     for seed, value in enumerate(finals):

@@ -25,20 +25,26 @@ which holds the sticky-action RNG, and the env's ``np_random``, which draws the 
 
 from __future__ import annotations
 
+import math
+
 import gymnasium as gym
 import numpy as np
 
+from ..scores import ATARI_SCORE_SETTINGS, human_normalised, settings_differ
 from ..scores import atari_game as game_of
-from ..scores import human_normalised
 from .run import SettingsError, env_rng_state, set_env_rng_state
 
 FRAME_SKIP = 4  # emulator frames per agent step
 FRAME_STACK = 4
 SCREEN = 84
 
-def score_columns(env_id: str, returns: np.ndarray) -> dict:
-    """The evaluation's human-normalised mean score, next to its raw mean."""
-    return {"human_normalised": human_normalised(game_of(env_id), float(np.mean(returns)))}
+def score_columns(cfg, returns: np.ndarray) -> dict:
+    """The evaluation's human-normalised mean score, next to its raw mean; NaN for a run at another episode cap than
+    the reference scores stand at (:data:`prioritylab.scores.ATARI_SCORE_SETTINGS`), whose scores are not on
+    their scale."""
+    if settings_differ(cfg, ATARI_SCORE_SETTINGS):
+        return {"human_normalised": math.nan}
+    return {"human_normalised": human_normalised(game_of(cfg.env), float(np.mean(returns)))}
 
 
 def unknown_game(env_id: str) -> str:

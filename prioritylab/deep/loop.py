@@ -117,8 +117,8 @@ class Spec:
     env_state: Callable[[gym.Env], Any] = env_rng_state
     """The environment state saved at an episode end and restored on resume (default: its ``np_random``)."""
     set_env_state: Callable[[gym.Env, Any], None] = set_env_rng_state
-    score_columns: Callable[[str, np.ndarray], dict] | None = None
-    """Optional extra evaluation columns from ``(env_id, returns)`` (Atari's human-normalised score)."""
+    score_columns: Callable[[Any, np.ndarray], dict] | None = None
+    """Optional extra evaluation columns from ``(settings, returns)`` (Atari's human-normalised score)."""
 
 
 def register_env_packages(env_id: str) -> None:
@@ -421,7 +421,7 @@ def check_threads(checkpoint: dict, path: Path) -> None:
 def evaluation_row(spec: Spec, cfg: RunSettings, agent, step: int, episodes: int, returns: np.ndarray,
                    updates: int, stats: dict, diagnostics: dict) -> dict:  # fmt: skip
     """One row of ``evaluations.csv``: composed here only, so :func:`evaluation_columns` names its columns."""
-    extra = spec.score_columns(cfg.env, returns) if spec.score_columns is not None else {}
+    extra = spec.score_columns(cfg, returns) if spec.score_columns is not None else {}
     return {"step": step, "episodes": episodes, "return_mean": float(returns.mean()),
             "return_std": float(returns.std()), **extra, "updates": updates,
             **{k: float(stats.get(k, math.nan)) for k in agent.stat_keys}, **diagnostics}  # fmt: skip

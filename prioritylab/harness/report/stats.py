@@ -14,7 +14,15 @@ import numpy as np
 
 from ...provenance import held_whole, unread_by
 from ...results import TIMING
-from ...scores import SCORES, atari_game, minatar_game, minatar_random, minatar_random_differs
+from ...scores import (
+    ATARI_SCORE_SETTINGS,
+    SCORES,
+    atari_game,
+    minatar_game,
+    minatar_random,
+    minatar_random_differs,
+    settings_differ,
+)
 from ...scores import human_normalised as normalise_human
 from .runs import LAST, NotWhole, _twice, area, column, differing, final_score, seed_order, whole_rows
 
@@ -311,6 +319,10 @@ def human_normalised(groups: dict, left_out: list[str] | None = None, partial: b
             if left_out is not None and f"{env}: no human and random scores" not in left_out:
                 left_out.append(f"{env}: no human and random scores")
             continue
+        if other := atari_settings_differ(runs):
+            if left_out is not None and (line := f"{agent} {env} {sampler}: {other}") not in left_out:
+                left_out.append(line)
+            continue
         per_key[(agent, sampler)][game] = normalise_human(game, np.mean([final_score(r) for r in runs]))
         partial_on[(agent, sampler)][game] = unfinished(runs)
     if left_out is not None:
@@ -545,6 +557,14 @@ def minatar_normalised(groups: dict, left_out: list[str] | None = None) -> dict:
     return out
 
 
+def atari_settings_differ(runs: list[dict]) -> str:
+    """Why an Atari group's scores are not on the scale of the reference scores (``scores.ATARI_SCORE_SETTINGS``):
+    "runs at max_episode_frames 400 (measured at 108000): ..."; "" where every run ran at their settings."""
+    other = next((why for r in runs if (why := settings_differ(r["config"], ATARI_SCORE_SETTINGS))), "")
+    return (f"runs at {other}: the human and random scores stand at other settings, so it is not human-normalised"
+            if other else "")  # fmt: skip
+
+
 def cell_task(env: str) -> str:
     """The task :func:`score_cells` files an environment's runs under: an Atari game with human and random scores by
     its game's name (never an environment id), any other environment by its id."""
@@ -571,6 +591,10 @@ def score_cells(groups: dict, left_out: list[str] | None = None, normalise_minat
         task = cell_task(env)
         scores = np.array([final_score(r) for r in runs])
         if task != env:  # an Atari game with human and random scores
+            if other := atari_settings_differ(runs):
+                if left_out is not None and (line := f"{agent} {env} {sampler}: {other}") not in left_out:
+                    left_out.append(line)
+                continue
             domain, scores = "Atari (human-normalised)", normalise_human(task, scores)
         elif minatar_game(env) is not None and not normalise_minatar:
             domain = MINATAR_DOMAIN
