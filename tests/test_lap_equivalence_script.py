@@ -46,6 +46,7 @@ def test_quick_run_writes_files_and_every_verdict(quick_demo):
     assert {r["verdict"] for r in rows.values()} == {"reproduced"}  # seeded: every claim reproduces
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["claims"] == len(expected) and manifest["not_reproduced"] == 0
+    assert manifest["caveat"] == DEMO_NOTE  # the line printed under the verdicts, kept beside them
     assert [v["claim"] for v in manifest["verdict"]] == list(rows)
     out = quick_demo.printed("lap_equivalence.py")
     assert f"{len(expected)}/{len(expected)} claims reproduced" in out and DEMO_NOTE in out  # make demo runs --quick

@@ -47,6 +47,7 @@ def test_quick_mode_writes_files_and_a_verdict(name, quick_demo):
         assert template["caps"] == {str(n): CAP_PER_TRANSITION * (2 ** (n + 1) - 2) for n in ns}
     out = quick_demo.printed(f"{name}.py")
     assert mod.CLAIM in out and QUICK_CAVEAT in out  # its verdicts are the smoke settings'
+    assert manifest["caveat"] == QUICK_CAVEAT  # kept beside the verdicts it qualifies
     table = out[out.index(" verdict") :]
     for c in manifest["verdict"]:
         assert c["claim"] in table

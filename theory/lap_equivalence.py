@@ -260,12 +260,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  chain: uniform Huber(1) would settle at {huber_ref:.6f}; mean {np.mean(chain.rewards):.6f}, "
           f"median {np.median(chain.rewards):.6f}")
     n_bad = sum(not c.passed for c in checks)
-    write_manifest(out, vars(args), {"program": "lap_equivalence.py", "seconds": round(time.time() - start, 1),
-                                     "claims": len(checks),
-                                     "not_reproduced": n_bad, "verdict": [c.row() for c in checks]})
-    print(f"\n{len(checks) - n_bad}/{len(checks)} claims reproduced; results in {out} ({time.time() - start:.0f} s)")
     below = [f"--cases {n_cases}"] if args.cases is not None and n_cases < DEFAULT_CASES else []
-    if (line := caveat(args.quick, below, "lap_equivalence.py")) is not None:
+    line = caveat(args.quick, below, "lap_equivalence.py")
+    write_manifest(out, vars(args), {"program": "lap_equivalence.py", "seconds": round(time.time() - start, 1),
+                                     "claims": len(checks), "not_reproduced": n_bad,
+                                     "verdict": [c.row() for c in checks], "caveat": line})  # fmt: skip
+    print(f"\n{len(checks) - n_bad}/{len(checks)} claims reproduced; results in {out} ({time.time() - start:.0f} s)")
+    if line is not None:
         print(line)
     return 0
 

@@ -206,7 +206,10 @@ def write_doc(path: Path, block: str) -> None:
     path.write_text(f"{head}{DOC_BEGIN}\n{block}{DOC_END}{tail}")
 
 
-def write_outputs(out: Path, cfg: Config, tables: dict, log: list[dict], verdict_rows: list[dict], seconds: float):
+def write_outputs(out: Path, cfg: Config, tables: dict, log: list[dict], verdict_rows: list[dict], seconds: float,
+                  caveat: str | None = None):
+    """The tables, the figure, ``summary.md`` and last ``manifest.json``, which keeps ``caveat``, the line printed
+    under the verdicts (None for a run at the defaults)."""
     for kind in WINDOWS:
         write_csv(out / CSV_NAMES[kind], [{c: r[c] for c in COLUMNS} for r in tables[kind]], COLUMNS)
     extra_cols = [
@@ -241,6 +244,7 @@ def write_outputs(out: Path, cfg: Config, tables: dict, log: list[dict], verdict
         extra={
             "program": "pser_theorem1.py",
             "verdict": with_verdict(verdict_rows),
+            "caveat": caveat,
             "seconds": round(seconds, 1),
             "readings": readings,
             "readings_table": format_reading_table(readings),
@@ -314,17 +318,18 @@ def main(argv: list[str] | None = None) -> int:
         tables, log, variants = compute(cfg, bar)
     rows = verdict(tables, variants, log)
     seconds = time.perf_counter() - t0
-    write_outputs(args.out, cfg, tables, log, rows, seconds)
+    full = Config()
+    below = [f"--{k.replace('_', '-')} {getattr(cfg, k)}" for k in ("n_max", "mc_runs", "real_seeds", "per_seeds")
+             if getattr(cfg, k) < getattr(full, k)]  # fmt: skip
+    line = caveat(args.quick, below, "pser_theorem1.py")
+    write_outputs(args.out, cfg, tables, log, rows, seconds, caveat=line)
     if args.write_doc is not None:
         write_doc(args.write_doc, summary_markdown(tables, rows, cfg))
     print("PSER Theorem 1, per reading of the priority update (exact, eps -> 0):")
     print(format_reading_table(reading_table(tables)))
     print()
     print(format_verdict(rows))
-    full = Config()
-    below = [f"--{k.replace('_', '-')} {getattr(cfg, k)}" for k in ("n_max", "mc_runs", "real_seeds", "per_seeds")
-             if getattr(cfg, k) < getattr(full, k)]  # fmt: skip
-    if (line := caveat(args.quick, below, "pser_theorem1.py")) is not None:
+    if line is not None:
         print(line)
     print(f"\nresults in {args.out} ({seconds:.1f} s)")
     return 0

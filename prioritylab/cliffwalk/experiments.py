@@ -248,12 +248,15 @@ def write_outputs(
     checks: list[dict],
     figures: Mapping[str, object],
     tables: Mapping[str, list[dict]] | None = None,
+    caveat: str | None = None,
 ):
     """Write a grid's files into ``out_dir``.
 
     ``<name>_runs.csv`` and ``<name>_summary.csv``, then every extra CSV of
     ``tables`` and every figure of ``figures`` (both keyed by file name inside
-    ``out_dir``), and last ``manifest.json`` with ``config`` and the verdict rows.
+    ``out_dir``), and last ``manifest.json`` with ``config``, the verdict rows
+    and ``caveat``, the line printed under them (:func:`prioritylab.verdict.caveat`;
+    None where the run was the default one).
     """
     from pathlib import Path
 
@@ -266,7 +269,7 @@ def write_outputs(
         write_csv(out / file_name, table)
     for file_name, fig in figures.items():
         save_figure(fig, out / file_name)
-    write_manifest(out, config, extra={"verdict": with_verdict(checks), "program": f"{name}.py"})
+    write_manifest(out, config, extra={"verdict": with_verdict(checks), "caveat": caveat, "program": f"{name}.py"})
 
 
 DEFAULT_SEEDS = 10
@@ -326,14 +329,15 @@ def run_script(
               "templates": {k: recorded_template(v, ns, lambda label, n: default_cap(n)) for k, v in templates.items()}}
     config.update(cap_per_transition=CAP_PER_TRANSITION, quick=args.quick, jobs=jobs, wall_seconds=wall)
     extra = tables(summary, curves) if tables is not None else None
-    write_outputs(out, name, rows, summary, config, checks, figures(summary, curves), extra)
+    below = [f"--seeds {len(seeds)}"] if args.seeds is not None and len(seeds) < DEFAULT_SEEDS else []
+    line = caveat(args.quick, below, f"{name}.py")
+    write_outputs(out, name, rows, summary, config, checks, figures(summary, curves), extra, caveat=line)
     print(claim)
     shown = [r for r in summary if r["n"] == ns[-1]] if last_n_only else summary
     print(format_table(shown, list(columns)))
     print()
     print(verdict_table(checks))
-    below = [f"--seeds {len(seeds)}"] if args.seeds is not None and len(seeds) < DEFAULT_SEEDS else []
-    if (line := caveat(args.quick, below, f"{name}.py")) is not None:
+    if line is not None:
         print(line)
     print("\nreplay diagnostics (medians over seeds; docs/diagnostics.md):")
     print(format_table(shown, list(DIAGNOSTIC_COLUMNS)))
