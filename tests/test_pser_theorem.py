@@ -461,6 +461,7 @@ def test_script_quick_run(quick_demo):
     for name in ("expected_steps_unlimited_window.csv", "real_runs.csv", "pser_theorem1.png", "manifest.json"):
         assert (tmp_path / name).stat().st_size > 0
     manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["caveat"].startswith("--quick: smoke settings")  # kept beside the verdicts it qualifies
     verdict = {v["claim"]: v["reproduced"] for v in manifest["verdict"]}
     words = {True: "reproduced", False: "not reproduced"}
     assert all(v["verdict"] == words[v["reproduced"]] for v in manifest["verdict"])
@@ -590,6 +591,19 @@ def test_run_means_against_the_bound_allow_for_their_standard_error():
     far = _mean_bound_claim("claim", rows(2.5), "m", "b")
     assert near["reproduced"] and "2/2" in near["measured"] and "run mean" in near["note"]
     assert not far["reproduced"] and "1/2" in far["measured"]
+
+
+def test_each_rows_censored_counts_are_its_own_algorithms(monkeypatch):
+    """A row reads real PER's runs and real PSER's: each count of censored runs is of one algorithm's (PER's were
+    once added into PSER's one column, so a row could not say whose runs had hit the cap)."""
+    def steps(n, scheme, *args):
+        return np.array([5, -1, 7, -1]) if scheme == "pser" else np.array([5, 6, -1, 7])
+
+    monkeypatch.setattr(points, "real_steps", steps)
+    tables, _, _ = points.compute(points.Config(n_max=4, mc_runs=100, real_seeds=4, quick=True))
+    for kind in ("eq8-9", "unlimited"):
+        assert tables[kind] and all((r["per_censored"], r["pser_censored"]) == (1, 2) for r in tables[kind])
+        assert all("censored" not in r for r in tables[kind])
 
 
 def test_a_point_with_a_censored_run_has_no_mean():

@@ -177,8 +177,8 @@ def _row(cache: PointCache, base: dict, n: int, rho: float, w: int | None) -> di
         alpha=cfg.alpha,
         eps=cfg.eps,
         eps2=cfg.eps_variant,
+        pser_censored=real[2],  # beside the base's per_censored: each count of its own algorithm's runs
     )
-    row["censored"] += real[2]
     for key, eps in (("e_pser_real_eps_mc", cfg.eps), ("e_pser_real_eps2_mc", cfg.eps_variant)):
         mc = cache.real_eps_mc(n, rho, w, eps)
         row[key], row[key + "_ci"] = mc.mean, mc.ci
@@ -205,7 +205,7 @@ def compute(cfg: Config, progress=None) -> tuple[dict, list[dict], dict]:
             e_per_mc_ci=per.ci,
             e_per_real=per_real[0],
             e_per_real_se=per_real[1],
-            censored=per_real[2],
+            per_censored=per_real[2],
         )
         for rho in cfg.rhos:
             for kind in WINDOWS:
