@@ -1178,7 +1178,15 @@ def test_curves_mark_random_play_and_a_nearby_human_score():
     fig4, ax4 = plt.subplots()  # MinAtar: random play's score (0.435 on Asterix), the y range grown to hold it
     assert plots._reference_scores(ax4, "MinAtar/Asterix-v1", 1.0, 20.0) == (0.435, 20.0)
     assert [line.get_ydata()[0] for line in ax4.get_lines()] == [0.435]
-    for f in (fig, fig2, fig3, fig4):
+    # runs at other settings than the score was measured at: not their scale, so no line
+    fig5, ax5 = plt.subplots()
+    capped = [{"config": {"max_episode_steps": 10_000}}, {"config": {"max_episode_steps": 1000}}]
+    assert plots._reference_scores(ax5, "MinAtar/Asterix-v1", 1.0, 20.0, capped) == (1.0, 20.0)
+    fig6, ax6 = plt.subplots()
+    short = [{"config": {"max_episode_frames": 400}}]
+    assert plots._reference_scores(ax6, "ALE/Pong-v5", -3.0, -1.0, short) == (-3.0, -1.0)
+    assert not ax5.get_lines() and not ax6.get_lines()
+    for f in (fig, fig2, fig3, fig4, fig5, fig6):
         plt.close(f)
 
 

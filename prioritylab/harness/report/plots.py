@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ...results import save_figure
-from ...scores import SCORES, atari_game, minatar_random
+from ...scores import (
+    ATARI_SCORE_SETTINGS,
+    MINATAR_RANDOM_SETTINGS,
+    SCORES,
+    atari_game,
+    minatar_game,
+    minatar_random,
+    settings_differ,
+)
 from .runs import aligned, last_values
 from .stats import TABLE3_KEYS, batchable, batched_bootstrap, domain_and_task, mean_ci, on_own_streams
 
@@ -92,10 +101,14 @@ def plot_table3(groups: dict, out: Path) -> list[Path]:
     return written
 
 
-def _reference_scores(ax, env: str, lo: float, hi: float) -> tuple[float, float]:
+def _reference_scores(ax, env: str, lo: float, hi: float, runs: Sequence[dict] = ()) -> tuple[float, float]:
     """A dotted line at random play's score: on an Atari game the random agent's and, when it is within twice the
     curves' range of them, the human's (PSER appendix table); on a MinAtar game random play's
-    (:data:`prioritylab.scores.MINATAR_RANDOM`).  The y range grows to hold them."""
+    (:data:`prioritylab.scores.MINATAR_RANDOM`).  None where one of ``runs`` ran at other settings than the score
+    was measured at (``scores.settings_differ``): it is not their scale.  The y range grows to hold them."""
+    measured = MINATAR_RANDOM_SETTINGS if minatar_game(env) is not None else ATARI_SCORE_SETTINGS
+    if any(settings_differ(r["config"], measured) for r in runs):
+        return lo, hi
     random = minatar_random(env)
     if random is not None:
         ax.axhline(random, color="0.45", ls=":", lw=1.2, label=f"random play ({random:g})")
@@ -142,7 +155,7 @@ def plot_curves(groups: dict, out: Path) -> list[Path]:
             if len(runs) > 1:
                 ax.fill_between(steps, mean - half, mean + half, color=color, alpha=0.12, lw=0)
             lo, hi = min(lo, float(values.min())), max(hi, float(values.max()))
-        lo, hi = _reference_scores(ax, env, lo, hi)
+        lo, hi = _reference_scores(ax, env, lo, hi, [r for runs in samplers.values() for r in runs])
         pad = 0.08 * (hi - lo if hi > lo else 1.0)
         ax.set_ylim(lo - pad, hi + pad)  # the seeds' range: a wide band (few seeds) runs off the plot
         ax.set_xlabel("environment steps")
