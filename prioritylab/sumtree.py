@@ -652,6 +652,8 @@ class SumTree:
             tmax = tree_alloc(self._max.shape[0])
             tmax[self.leaf0 : self.leaf0 + self.capacity] = leaves
         tree_rebuild(tree, tmin, tmax, self.leaf0)
+        if not np.isfinite(tree[: self.leaf0]).all():  # the tree's own sums, in its order (NumPy's sum adds in another)
+            raise ValueError("state['leaves'] sum to more than the float range holds")
         self.set_arrays(tree, tmin, tmax)
 
     def __repr__(self) -> str:

@@ -227,6 +227,30 @@ def test_bad_rows_are_rejected_before_anything_changes(arg, value, match):
     assert pickle.dumps(buf.state_dict()) == before
 
 
+def test_gather_refuses_a_slot_that_holds_no_transition_that_can_be_drawn():
+    """A slot never written, or one whose n-step return is not complete, would be read from slots holding no part
+    of it (a next observation of zeros, a discount of gamma^n): refused, naming the slot; ``strict=False`` (NERS's
+    features of slots drawn earlier) reads them as before."""
+    from prioritylab.replay.buffer import ReplayBuffer
+    from prioritylab.samplers import make_sampler
+
+    buf = ReplayBuffer(16, (2,), (), sampler=make_sampler("per", 16, seed=0), action_dtype=np.int64, n_step=3,
+                       gamma=0.9)  # fmt: skip
+    for t in range(3):
+        buf.add(np.full((1, 2), t, np.float32), np.array([t]), np.array([1.0], np.float32),
+                np.full((1, 2), t + 1, np.float32), np.array([False]), np.array([False]))  # fmt: skip
+    assert not buf.sampler.sampleable(np.arange(16)).any()  # no 3-step return complete yet
+    for slot in (0, 9):
+        with pytest.raises(ValueError, match=rf"indices: slot {slot} holds no transition that can be drawn"):
+            buf.gather([slot])
+    assert buf.gather([0, 9], strict=False)["obs"].shape == (2, 2)
+    buf.add(np.full((1, 2), 3, np.float32), np.array([3]), np.array([1.0], np.float32),
+            np.full((1, 2), 4, np.float32), np.array([False]), np.array([False]))  # fmt: skip
+    data = buf.gather([0])  # its 3-step return is written now
+    assert data["reward"][0] == pytest.approx(1 + 0.9 + 0.81) and data["discount"][0] == pytest.approx(0.729)
+    np.testing.assert_array_equal(data["next_obs"][0], [3, 3])
+
+
 def test_bad_slots_envs_and_devices_are_refused_before_anything_changes():
     """``gather`` reads only slots of the buffer (a slot past it would be read from outside its arrays),
     ``end_episodes`` takes integer environments, and ``sample`` refuses an unknown device before it draws (a

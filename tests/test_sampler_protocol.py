@@ -237,3 +237,28 @@ def test_a_sampler_with_extra_update_inputs_takes_them_through_the_one_update_pa
     assert pickle.dumps(s.state_dict()) == before
     with pytest.raises(TypeError, match="unexpected keyword argument 'score'"):
         make_sampler("per", 8, seed=0).update([0], [1.0], score=[1.0])
+
+
+@pytest.mark.parametrize(("probs", "beta", "min_prob", "match"), [
+    ([0.1, 0.3], float("nan"), None, r"beta must be in \[0.0, 1.0\], got nan"),
+    ([0.1, 0.3], 2.0, None, r"beta must be in \[0.0, 1.0\], got 2.0"),
+    ([0.1, 0.3], -1.0, None, r"beta must be in \[0.0, 1.0\], got -1.0"),
+    ([0.0, 0.3], 0.5, None, r"probs\[0\] = 0.0 is not a probability in \(0, 1\]"),
+    ([-0.1, 0.3], 0.5, None, r"probs\[0\] = -0.1 is not a probability"),
+    ([0.1, float("nan")], 0.5, None, r"probs\[1\] = nan"),
+    ([0.1, 0.3], 0.5, 0.2, r"min_prob 0.2 is above a drawn probability, 0.1"),
+    ([0.1, 0.3], 0.5, float("nan"), r"min_prob must be in \[0.0, 1.0\], got nan"),
+])  # fmt: skip
+def test_the_public_is_weights_refuses_what_would_give_nan_or_weights_above_one(probs, beta, min_prob, match):
+    """Each case once gave NaN weights or a weight above 1 without a word (the samplers check their own inputs
+    before they compute weights)."""
+    with pytest.raises(ValueError, match=match):
+        is_weights(probs, 2, beta, min_prob)
+
+
+def test_the_public_is_weights_gives_pers_weights_on_good_input():
+    probs = np.array([0.1, 0.4])
+    np.testing.assert_allclose(is_weights(probs, 2, 0.5, None), [1.0, 0.5], rtol=1e-12)
+    np.testing.assert_allclose(is_weights(probs, 2, 0.5, 0.025), [0.5, 0.25], rtol=1e-12)
+    assert np.all(is_weights(probs, 2, 0.5, 0.0) == 0.0)  # an item never drawn: an infinite normaliser (documented)
+    np.testing.assert_array_equal(is_weights(probs, 2, 0.0, None), [1.0, 1.0])

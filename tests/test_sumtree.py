@@ -210,6 +210,22 @@ def test_state_dict_round_trip_and_continuation():
     assert state_bytes(a) == state_bytes(b)
 
 
+def test_a_state_whose_tree_sums_overflow_is_refused_unchanged():
+    """Leaves whose NumPy sum is finite but whose sums in the tree's own order overflow (two halves of the float
+    range in one node): loaded, the total was inf and every draw failed, where ``update`` refuses the same leaves."""
+    half = np.finfo(float).max / 2
+    leaves = np.array([half, 0, 0, 0, half, 0.99 * 2.0**970])
+    assert np.isfinite(leaves.sum())
+    tree = SumTree(6, track_min=False)
+    tree.update(np.arange(6), np.ones(6))
+    before = state_bytes(tree)
+    with pytest.raises(ValueError, match=r"state\['leaves'\] sum to more than the float range holds"):
+        tree.load_state_dict({"capacity": 6, "leaves": leaves, "track_min": False, "track_max": False})
+    assert state_bytes(tree) == before and tree.total == 6.0
+    with pytest.raises(ValueError, match="overflow"):
+        SumTree(6, track_min=False).update(np.arange(6), leaves)
+
+
 @pytest.mark.parametrize(
     ("indices", "values", "match"),
     [

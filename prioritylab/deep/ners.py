@@ -122,7 +122,7 @@ class BufferFeatures:
 
     def __call__(self, indices: np.ndarray) -> dict[str, np.ndarray]:
         n = indices.shape[0]
-        data = self.buffer.gather(indices)
+        data = self.buffer.gather(indices, strict=False)  # slots drawn since the last update may be overwritten
         steps = self.buffer.storage["ep_step"][indices]
         out = {
             "action": data["action"].reshape(n, -1),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import losses
-from ..samplers import is_weights, make_sampler
+from ..samplers import make_sampler
+from ..samplers.priority import _is_weights
 from .common import EXACT_TOL, Check, compare, worst
 
 
@@ -62,7 +63,7 @@ def cliffwalk_stepwise(n: int, method: str, steps: int = 200, batch_size: int = 
             coef_s, coef_u = p * g, losses.pal(delta, a, kappa)[1] / size
         else:
             g = losses.mse(delta)[1]
-            w = is_weights(p, size, beta, p.min())
+            w = _is_weights(p, size, beta, p.min())
             coef_s, coef_u = p * w * g, losses.per_equivalent(delta, a, beta, 2.0, eps)[1] / size
         ts, ms = _pair_table(pair, coef_s, n_pairs)
         tu, mu = _pair_table(pair, coef_u, n_pairs)

@@ -31,7 +31,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..samplers import is_weights, make_sampler
+from ..samplers import make_sampler
+from ..samplers.priority import _is_weights
 from ..verdict import verdict_word
 
 UNIT_ROUNDOFF = 2.0**-53
@@ -181,7 +182,7 @@ def per_distribution(delta: np.ndarray, alpha: float, beta: float, eps: float) -
     sampler = filled_sampler("per", delta, alpha=alpha, beta=beta, eps=eps, normalise="global")
     p = sampler.probabilities()
     with np.errstate(divide="ignore", invalid="ignore"):
-        w = is_weights(p, delta.shape[0], beta, p.min())  # np.float64: 0 -> inf weight, no exception
+        w = _is_weights(p, delta.shape[0], beta, p.min())  # np.float64: 0 -> inf weight, no exception
     return p, np.where(p > 0.0, w, 0.0)
 
 

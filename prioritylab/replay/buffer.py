@@ -423,10 +423,21 @@ class ReplayBuffer:
         self.sampler.set_sampleable(np.asarray(complete, dtype=np.int64), True)
 
     # -- sampling --------------------------------------------------------------
-    def gather(self, indices) -> dict[str, np.ndarray]:
+    def gather(self, indices, strict: bool = True) -> dict[str, np.ndarray]:
         """Observation stacks, actions, n-step returns, discounts and next-observation stacks of ``indices``
-        (integer slots in ``[0, capacity)``; ``ValueError`` naming the first that is not)."""
-        return self._gather(check_indices("indices", indices, self.capacity))
+        (integer slots in ``[0, capacity)``; ``ValueError`` naming the first that is not).  ``strict``: each slot
+        must hold a transition that can be drawn now (``ValueError`` naming the first that does not: a slot never
+        written, or one whose n-step return or next observation is not written yet, would be read from slots that
+        hold no part of it); ``strict=False`` reads slots drawn earlier, which may since have been overwritten
+        (NERS's features of the slots drawn during an episode)."""
+        idx = check_indices("indices", indices, self.capacity)
+        if strict and idx.size:
+            live = self.sampler.sampleable(idx)
+            if not live.all():
+                raise ValueError(f"indices: slot {int(idx[~live][0])} holds no transition that can be drawn (never "
+                                 "written, its n-step return or next observation not written yet, or a frame it "
+                                 "reads overwritten)")  # fmt: skip
+        return self._gather(idx)
 
     def _gather(self, idx: np.ndarray) -> dict[str, np.ndarray]:
         """:meth:`gather` of slots the sampler drew (contiguous int64, in range: not checked again)."""

@@ -11,7 +11,7 @@ import copy
 
 import numpy as np
 
-from .._checks import check_bool, check_finite_array, check_indices, check_range, check_total
+from .._checks import check_bool, check_finite_array, check_indices, check_positive_int, check_range, check_total
 from ..priorities import ABS, mass_of, masses_of, raw_priority
 from ..sumtree import SAFE_TOTAL, SumTree, tree_alloc, tree_rebuild, tree_sample
 from .base import SampleBatch, Sampler
@@ -298,8 +298,29 @@ class PrioritySampler(Sampler):
         return values
 
 
-def is_weights(probs: np.ndarray, n: int, beta: float, min_prob: float | None) -> np.ndarray:
-    """PER importance-sampling weights ``(N P(i))^-beta`` normalised to max 1 (PER Section 3.4).
+def is_weights(probs, n: int, beta: float, min_prob: float | None) -> np.ndarray:
+    """PER importance-sampling weights ``(N P(i))^-beta`` normalised to max 1 (PER Section 3.4), of probabilities
+    ``probs`` in (0, 1] of ``n`` stored items, with ``beta`` in [0, 1] and ``min_prob`` (``None``, or in
+    [0, min(probs)]: the smallest probability of any stored item cannot exceed one drawn); ``ValueError`` naming the
+    first bad value (NaN, a probability of 0, a beta above 1 or a ``min_prob`` above a drawn probability would give
+    NaN weights or weights above 1).  The samplers check their own inputs and call :func:`_is_weights`."""
+    check_positive_int("n", n)
+    beta = check_range("beta", beta, 0.0, 1.0)
+    arr = check_finite_array("probs", probs)
+    bad = np.flatnonzero(~((arr > 0.0) & (arr <= 1.0)))
+    if bad.size:
+        raise ValueError(f"probs[{int(bad[0])}] = {float(arr[bad[0]])!r} is not a probability in (0, 1]")
+    if min_prob is not None:
+        least = float(arr.min()) if arr.size else 1.0
+        min_prob = check_range("min_prob", min_prob, 0.0, 1.0)
+        if min_prob > least * (1.0 + 1e-12):  # one probability computed in another order: its last bits may differ
+            raise ValueError(f"min_prob {min_prob!r} is above a drawn probability, {least!r}: the smallest over the "
+                             "stored items cannot be")  # fmt: skip
+    return _is_weights(arr, n, beta, min_prob)
+
+
+def _is_weights(probs: np.ndarray, n: int, beta: float, min_prob: float | None) -> np.ndarray:
+    """:func:`is_weights` unchecked: PER importance-sampling weights ``(N P(i))^-beta`` normalised to max 1.
 
     ``min_prob`` given: divide by the largest weight over all stored items,
     ``(N min_j P(j))^-beta`` ("global"); ``None``: by the batch's largest.

@@ -52,7 +52,9 @@ DUPLICATES = ("once", "each")
 ``"once"``, one application of eq. 10 and of the decay, at the slot's last copy (the paper's "previous
 priority" is the one the slot held before this update, so a transition drawn twice in one minibatch drops to
 ``eta * p_old``, not ``eta^2 * p_old``, and under ADD its decay is not added twice); ``"each"``, once per copy,
-compounding (this project's only behaviour before the option existed)."""
+compounding (this project's only behaviour before the option existed).  Either way the running max priority
+(a new transition's priority, and ADD's cap) takes every copy's priority, the copies ``"once"`` does not apply
+among them, as PER's last-copy-wins update does: it is the largest priority the learner reported."""
 DUPLICATE = "once"  # the default, eq. 10's reading (the deep agents' ``ReplaySettings`` take it from here)
 
 

@@ -33,7 +33,7 @@ from numba import njit
 from .._checks import check_indices, check_positive_int, check_range
 from .base import SampleBatch
 from .per import check_normalise
-from .priority import PrioritySampler, is_weights
+from .priority import PrioritySampler, _is_weights
 from .state import StateError, state_array, state_int
 
 WITHIN = ("exact", "uniform")
@@ -250,7 +250,7 @@ class RankSampler(PrioritySampler):
         b = self.beta if beta is None else float(beta)
         r, probs, min_prob = self._draw_ranks(k)
         idx = self._heap[r]
-        weights = is_weights(probs, self._size, b, min_prob if self.normalise == "global" else None)
+        weights = _is_weights(probs, self._size, b, min_prob if self.normalise == "global" else None)
         return SampleBatch(idx, probs, weights, self._generation[idx], b)
 
     def state_dict(self) -> dict:
