@@ -27,5 +27,7 @@ class LinearSchedule:
         object.__setattr__(self, "steps", check_positive_int("steps", self.steps))
 
     def __call__(self, t: int) -> float:
+        if isinstance(t, (bool, np.bool_)) or not t == t:  # True reads as step 1, and a NaN step gives a NaN value
+            raise ValueError(f"t must be a step number, got {t!r}")
         frac = min(max(t, 0) / self.steps, 1.0)
         return self.start + frac * (self.end - self.start)

@@ -40,7 +40,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._checks import as_float_array, as_index_array, check_indices, check_positive_int, check_total
+from ._checks import as_float_array, as_index_array, check_bool, check_indices, check_positive_int, check_total
 
 FANOUT = 4
 """Children per internal node, a compile-time constant of every kernel.
@@ -587,7 +587,8 @@ class SumTree:
         check_total(self._tree[0])
         out = np.empty(batch_size, dtype=np.int64)
         mass = np.empty(batch_size)
-        tree_sample(self._tree, self.leaf0, self.depth, rng.random(batch_size), bool(stratified), out, mass)
+        stratified = check_bool("stratified", stratified)  # "no" would read as True
+        tree_sample(self._tree, self.leaf0, self.depth, rng.random(batch_size), stratified, out, mass)
         return out, mass
 
     # -- state ---------------------------------------------------------------

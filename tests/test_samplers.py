@@ -786,6 +786,36 @@ def test_inconsistent_states_are_rejected(name, spoil, match):
     assert_load_rejected(name, spoil, match)
 
 
+@pytest.mark.parametrize("name", ["per", "pser", "lap", "uniform"])
+def test_a_state_with_a_td_error_on_an_empty_slot_is_rejected(name):
+    """``td_errors`` would give a slot never written a TD error: refused, and the sampler unchanged."""
+    s = make_sampler(name, 16, seed=0)
+    s.add(np.arange(4))
+    state = s.state_dict()
+    state["td"] = state["td"].copy()
+    state["td"][10] = 3.0
+    fresh = make_sampler(name, 16, seed=0)
+    before = pickle.dumps(fresh.state_dict())
+    with pytest.raises(ValueError, match=r"state\['td'\] holds a TD error for an empty slot"):
+        fresh.load_state_dict(state)
+    assert pickle.dumps(fresh.state_dict()) == before
+
+
+def test_the_tree_and_the_schedule_refuse_a_flag_or_a_step_that_is_not_one():
+    """``stratified="no"`` read as True, and a NaN or boolean step gave a NaN or step-1 value."""
+    from prioritylab import LinearSchedule, SumTree
+
+    tree = SumTree(8)
+    tree.update(np.arange(8), np.ones(8))
+    with pytest.raises(ValueError, match="stratified must be True or False, got 'no'"):
+        tree.sample(4, np.random.default_rng(0), stratified="no")
+    beta = LinearSchedule(0.4, 1.0, 100)
+    for t in (float("nan"), True):
+        with pytest.raises(ValueError, match="t must be a step number"):
+            beta(t)
+    assert beta(50) == pytest.approx(0.7) and beta(np.int64(100)) == 1.0
+
+
 def test_inconsistent_rank_order_is_rejected():
     s = filled("per-rank")
     bad = filled("per-rank", seed=9).state_dict()

@@ -474,6 +474,8 @@ class SlotBookkeeping:
         td = state_array(state, "td", np.float64, cap)
         if np.isinf(td).any():
             raise StateError("state['td'] must hold finite TD errors or NaN")
+        if not np.isnan(td[~written]).all():  # td_errors() would give it as the TD error of a slot never written
+            raise StateError("state['td'] holds a TD error for an empty slot (NaN there)")
         last = state_int(state, "last", -1, self.capacity - 1)
         if (last >= 0) != bool(written.any()) or (last >= 0 and generation[last] != stamps.max()):
             raise StateError(f"state['last'] = {last} is not the last slot written")
