@@ -20,7 +20,7 @@ import numpy as np
 from prioritylab._cli import Parser
 from prioritylab.harness.report.runs import column, read_run
 from prioritylab.harness.sweep import load_module
-from prioritylab.scores import minatar_random
+from prioritylab.scores import minatar_random, minatar_random_differs
 
 SPEC = load_module(Path(__file__).resolve().parents[1] / "deep" / "minatar_budget.py")
 
@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
             if random is None:
                 raise ValueError(f"{folder}: {run['env']} is not a MinAtar game with a random-play score (measured "
                                  "on the -v1 games)")  # fmt: skip
+            if other := minatar_random_differs(run["config"]):
+                raise ValueError(f"{folder}: it ran at {other}: random play's score was measured at other settings "
+                                 "(prioritylab.scores.MINATAR_RANDOM_SETTINGS)")  # fmt: skip
             steps, returns = column(run["rows"], "step"), column(run["rows"], "return_mean")
             first, last = learned_by(steps, returns, random)
             rows.append((folder.name, random, run, steps, first, last))

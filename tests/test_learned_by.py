@@ -96,3 +96,19 @@ def test_the_help_says_what_a_run_folder_is(capsys):
         load_script("learned_by").main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert stop.value.code == 0 and "RUN_FOLDER a MinAtar run's folder as prioritylab train writes it" in text
+
+
+def test_a_run_at_other_settings_than_random_play_was_measured_at_is_a_one_line_error(tmp_path, capsys):
+    """Random Freeway scores about 0.16 at a 1,000-step cap, not the 0.355 the bound would be built on."""
+    import shutil
+
+    script = load_script("learned_by")
+    probe = Path(__file__).resolve().parents[1] / "docs" / "results" / "minatar_budget" / "runs"
+    folder = tmp_path / "dqn_MinAtar-Freeway-v1_uniform_s0"
+    shutil.copytree(probe / folder.name, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["config"]["max_episode_steps"] = 1000
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert script.main([str(folder)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "it ran at max_episode_steps 1000 (measured at 10000)" in lines[0]

@@ -534,6 +534,10 @@ def test_atari_runs_at_a_shorter_episode_cap_are_not_human_normalised(tmp_path):
            "scores stand at other settings, so it is not human-normalised")  # fmt: skip
     assert why in (tmp_path / "out" / "human_normalised.md").read_text()
     assert why in (tmp_path / "out" / "aggregates.md").read_text()
+    # P(X > Y) is the same on any scale a game's samplers share: both games stay in it
+    by_task = (tmp_path / "out" / "improvement_by_task.md").read_text()
+    assert "Breakout" in by_task and "Pong" in by_task
+    assert {r["tasks"] for r in result["improvement"]} == {2}
 
 
 def test_the_iqm_is_the_interquartile_mean_of_the_runs_not_their_mean_or_median(tmp_path):
@@ -1731,6 +1735,16 @@ def test_a_reports_own_manifest_above_the_runs_hides_none_of_them(tmp_path, caps
         "td3_Hopper-v5_per_s2": "no manifest, left out", "stray": "empty, left out"}
     with pytest.raises(ValueError, match=r"td3_Hopper-v5_per_s2 cannot be read whole: no manifest"):
         C.collect([study], tmp_path / "into")
+    # a report folder under the study (one of docs/results' nested reports) is neither a run nor an empty folder,
+    # and a report may be written inside the study folder, whose manifest is no run's
+    (study / "runs" / "stray").rmdir()
+    fake_run(tmp_path / "again", "per", 2, [3.0] * 10)
+    shutil.copyfile(tmp_path / "again" / "td3_Hopper-v5_per_s2" / "manifest.json",
+                    study / "runs" / "td3_Hopper-v5_per_s2" / "manifest.json")  # fmt: skip
+    R.report(study / "runs", study / "sub")
+    _, status = report_runs.find_runs(study)
+    assert status == []
+    assert cli_main(["report", str(study), "--out", str(study / "again")]) == 0
 
 
 def test_every_comparison_the_runs_cannot_give_is_named(tmp_path):

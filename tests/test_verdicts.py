@@ -566,6 +566,9 @@ def test_a_report_made_with_partial_runs_needs_its_partial_runs_column(tmp_path)
     manifest.write_text(json.dumps(record))
     with pytest.raises(ValueError, match=r"lap_halfcheetah\S+differences.csv has no partial_runs column"):
         V.read_registry(registry)
+    record["config"] = None  # a manifest without its settings: read as a report of finished runs, no traceback
+    (report / "manifest.json").write_text(json.dumps(record))
+    assert V.report_verdicts(report)
 
 
 def test_a_report_that_left_runs_out_is_named_and_refused_by_the_registry(tmp_path, capsys):

@@ -124,7 +124,7 @@ from tqdm import tqdm
 from ..._cli import check_output_dir, empty_refused, fail, missing_dirs, remove_empty_dirs
 from ...results import MANIFEST, atomic_write, write_csv, write_manifest
 from . import plots, stats, tables
-from .runs import against_flags, collect, grouped, incomparable
+from .runs import against_flags, collect, grouped, incomparable, run_manifest
 
 REPORT_PARTS = 7  # reading, tables, intervals, differences, improvement, figures, profiles: the bar's steps
 
@@ -400,7 +400,7 @@ def _main(args) -> int:
         if folder.resolve() == out.resolve():  # (a folder inside it is not searched: find_runs)
             fail("prioritylab report", f"--out {out} is {folder}, which it reads runs from: its tables "
                                        "would lie among the runs; give a folder of their own (one inside it will do)")
-        if (folder / MANIFEST).is_file() and folder.resolve() in out.resolve().parents:
+        if run_manifest(folder) and folder.resolve() in out.resolve().parents:  # a report's manifest is no run's
             fail("prioritylab report", f"--out {out} lies inside the run folder {folder}")
     against = None
     if args.against is not None:

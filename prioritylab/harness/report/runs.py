@@ -208,7 +208,7 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
     folders = folders_under(root, unlisted)
     for folder in sorted(f for f in folders if (f / MANIFEST).exists()):
         if not (folder / EVALS).exists():
-            if _run_manifest(folder):
+            if run_manifest(folder):
                 status.append({"folder": str(folder), "status": "no evaluations, left out",
                                "detail": "manifest.json without evaluations.csv (stopped before its first "
                                          "evaluation)"})  # fmt: skip
@@ -228,13 +228,15 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
     for folder in [root, *sorted(f for f in folders if f != root)] if folders else []:
         if excluded(folder):
             continue
-        inside_run = any(_run_manifest(parent) for parent in (folder, *folder.parents)
+        inside_run = any(run_manifest(parent) for parent in (folder, *folder.parents)
                          if parent == root or root in parent.parents)  # fmt: skip
         if inside_run:
             continue
         if (folder / EVALS).exists():
             status.append({"folder": str(folder), "status": "no manifest, left out",
                            "detail": "evaluations.csv without manifest.json (whose settings these are is unknown)"})
+        elif (folder / MANIFEST).exists():  # a report's or a theory script's results: not a run, nor an empty folder
+            continue
         elif not any(p.is_dir() for p in folder.iterdir()):
             files = sorted(p.name for p in folder.iterdir())
             status.append({"folder": str(folder), "status": "empty, left out",
@@ -243,7 +245,7 @@ def find_runs(root: Path, exclude: Path | None = None) -> tuple[list[dict], list
     return runs, status
 
 
-def _run_manifest(folder: Path) -> bool:
+def run_manifest(folder: Path) -> bool:
     """``folder`` holds a run's ``manifest.json``: beside an ``evaluations.csv``, or one whose settings name an
     agent, or one that cannot be read (so that it is named as corrupt, not passed over).  A report's own manifest
     (``prioritylab report --out``, no agent) is none: the folders under it are searched as any others."""

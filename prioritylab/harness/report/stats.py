@@ -591,7 +591,7 @@ def score_cells(groups: dict, left_out: list[str] | None = None, normalise_minat
         task = cell_task(env)
         scores = np.array([final_score(r) for r in runs])
         if task != env:  # an Atari game with human and random scores
-            if other := atari_settings_differ(runs):
+            if normalise_minatar and (other := atari_settings_differ(runs)):  # raw P(X > Y): any scale will do
                 if left_out is not None and (line := f"{agent} {env} {sampler}: {other}") not in left_out:
                     left_out.append(line)
                 continue

@@ -308,7 +308,8 @@ def _report_rows(path: Path) -> list[dict]:
         rows = whole_rows(path)
     except NotWhole as err:
         raise ValueError(f"{path}: {err}") from None
-    if rows and PARTIAL_RUNS not in rows[0] and _manifest(path.parent).get("config", {}).get("include_partial"):
+    config = _manifest(path.parent).get("config") if rows and PARTIAL_RUNS not in rows[0] else None
+    if isinstance(config, dict) and config.get("include_partial"):
         raise ValueError(f"{path} has no {PARTIAL_RUNS} column, though its report's manifest.json records "
                          "include_partial: true; make the report again")  # fmt: skip
     return rows
