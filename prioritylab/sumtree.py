@@ -587,7 +587,8 @@ class SumTree:
         check_total(self._tree[0])
         out = np.empty(batch_size, dtype=np.int64)
         mass = np.empty(batch_size)
-        stratified = check_bool("stratified", stratified)  # "no" would read as True
+        if type(stratified) is not bool:  # the usual case costs one type test on this timed path
+            stratified = check_bool("stratified", stratified)  # "no" would read as True
         tree_sample(self._tree, self.leaf0, self.depth, rng.random(batch_size), stratified, out, mass)
         return out, mass
 
