@@ -325,7 +325,7 @@ def _copies_and_lengths(runs: list[dict]) -> list[str]:
     out = []
     same = defaultdict(list)
     for r in runs:
-        same[tuple(tuple(sorted(row.items())) for row in r["rows"])].append(r)
+        same[_evaluations_key(r)].append(r)
     # one run in two folders under one seed is named by "the same seed in several run folders" already
     copies = [group for group in same.values() if len({r["seed"] for r in group}) > 1]  # seeds as incomparable()
     if copies:
@@ -337,6 +337,11 @@ def _copies_and_lengths(runs: list[dict]) -> list[str]:
     return out
 
 
+def _evaluations_key(run: dict) -> tuple:
+    """A run's evaluation rows, every column, as one hashable value: equal for one run's files in two folders."""
+    return tuple(tuple(sorted(row.items())) for row in run["rows"])
+
+
 def _copies_across(groups: dict) -> dict:
     """Per group, the runs of its task's other samplers whose evaluation rows are the same as one of its runs':
     one run's files copied under another run's manifest, which would count a run of one sampler as a run of the
@@ -344,7 +349,7 @@ def _copies_across(groups: dict) -> dict:
     where = defaultdict(list)
     for key, runs in groups.items():
         for r in runs:
-            where[(key[:2], tuple(tuple(sorted(row.items())) for row in r["rows"]))].append((key, r))
+            where[(key[:2], _evaluations_key(r))].append((key, r))
     out = {}
     for found in where.values():
         if len({key for key, _ in found}) < 2:
