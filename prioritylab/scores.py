@@ -87,8 +87,8 @@ errors 0.02-0.23.  Measured by ``scripts/minatar_random.py``."""
 
 MINATAR_RANDOM_SETTINGS: dict[str, object] = {"sticky": 0.1, "ramping": True, "max_episode_steps": 10_000}
 """The environment settings :data:`MINATAR_RANDOM` was measured at (``prioritylab train dqn``'s ``--sticky``,
-``--ramping`` and ``--max-episode-steps``): random play scores otherwise under others (Freeway at a 1,000-step
-cap: about 0.16 against 0.355), so a run at other settings is not normalised by it."""
+``--ramping`` and ``--max-episode-steps``): random play scores otherwise at other settings (Freeway at a
+1,000-step cap: about 0.16 against 0.355), so a run at other settings is not normalised by it."""
 
 
 ATARI_SCORE_SETTINGS: dict[str, object] = {"max_episode_frames": 108_000}

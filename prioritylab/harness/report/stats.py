@@ -319,9 +319,7 @@ def human_normalised(groups: dict, left_out: list[str] | None = None, partial: b
             if left_out is not None and f"{env}: no human and random scores" not in left_out:
                 left_out.append(f"{env}: no human and random scores")
             continue
-        if other := atari_settings_differ(runs):
-            if left_out is not None and (line := f"{agent} {env} {sampler}: {other}") not in left_out:
-                left_out.append(line)
+        if atari_left_out(agent, env, sampler, runs, left_out):
             continue
         per_key[(agent, sampler)][game] = normalise_human(game, np.mean([final_score(r) for r in runs]))
         partial_on[(agent, sampler)][game] = unfinished(runs)
@@ -557,12 +555,15 @@ def minatar_normalised(groups: dict, left_out: list[str] | None = None) -> dict:
     return out
 
 
-def atari_settings_differ(runs: list[dict]) -> str:
-    """Why an Atari group's scores are not on the scale of the reference scores (``scores.ATARI_SCORE_SETTINGS``):
-    "runs at max_episode_frames 400 (measured at 108000): ..."; "" where every run ran at their settings."""
+def atari_left_out(agent: str, env: str, sampler: str, runs: list[dict], left_out: list[str] | None) -> bool:
+    """Whether an Atari group's scores are off the scale of the reference scores (a run at other settings than
+    ``scores.ATARI_SCORE_SETTINGS``), each such group named once in ``left_out`` with the setting."""
     other = next((why for r in runs if (why := settings_differ(r["config"], ATARI_SCORE_SETTINGS))), "")
-    return (f"runs at {other}: the human and random scores stand at other settings, so it is not human-normalised"
-            if other else "")  # fmt: skip
+    line = (f"{agent} {env} {sampler}: runs at {other}: the human and random scores stand at other settings, so it "
+            "is not human-normalised")  # fmt: skip
+    if other and left_out is not None and line not in left_out:
+        left_out.append(line)
+    return bool(other)
 
 
 def cell_task(env: str) -> str:
@@ -591,9 +592,7 @@ def score_cells(groups: dict, left_out: list[str] | None = None, normalise_minat
         task = cell_task(env)
         scores = np.array([final_score(r) for r in runs])
         if task != env:  # an Atari game with human and random scores
-            if normalise_minatar and (other := atari_settings_differ(runs)):  # raw P(X > Y): any scale will do
-                if left_out is not None and (line := f"{agent} {env} {sampler}: {other}") not in left_out:
-                    left_out.append(line)
+            if normalise_minatar and atari_left_out(agent, env, sampler, runs, left_out):  # raw P(X > Y): any scale
                 continue
             domain, scores = "Atari (human-normalised)", normalise_human(task, scores)
         elif minatar_game(env) is not None and not normalise_minatar:
