@@ -1123,17 +1123,48 @@ def test_speed_compares_areas_and_sizes_a_twofold_speed_up(tmp_path):
     assert "Y twice as fast: gain" in text and "x and more |" in text
 
 
+def test_twice_as_fast_over_the_observed_window_holds_nothing_of_y(tmp_path):
+    """Uniform still climbs at its end; PER stays low for half the run, then jumps far above it.  Against uniform's
+    curve read at twice the speed and held at its last value, PER's area is ahead, which holding alone produces:
+    over the first half of the run, where every value of uniform read at twice the speed was observed, PER is
+    behind, so PER does not learn twice as fast there, and the rule reads "not reproduced" (on MinAtar Seaquest
+    the held reading was [+0.50, +7.55] and the observed window's [-0.95, -0.20])."""
+    from prioritylab.harness.report import verdicts as V
+
+    runs = tmp_path / "runs"
+    for seed in range(5):
+        fake_run(runs, "uniform", seed, list(0.1 * np.arange(1, 41) + 0.05 * seed), env="MinAtar/Seaquest-v1",
+                 agent="dqn")  # fmt: skip
+        fake_run(runs, "per", seed, [0.1 + 0.01 * seed] * 20 + [30.0 + seed] * 20, env="MinAtar/Seaquest-v1",
+                 agent="dqn")  # fmt: skip
+    (row,) = [r for r in R.report(runs, tmp_path / "out")["speed"] if r["sampler"] == "per"]
+    assert row["vs_twice_lo"] > 0 and row["seen_until"] == 2000
+    seen_x = np.mean([0.1 + 0.01 * seed for seed in range(5)])
+    seen_y = np.mean([np.mean(0.2 * np.arange(1, 21) + 0.05 * seed) for seed in range(5)])
+    assert row["vs_twice_seen"] == pytest.approx(seen_x - seen_y) and row["vs_twice_seen_hi"] < 0
+    # the window up to 4000 / f frames holds one of PER's jumped evaluations from f = 1.90 down, two from 1.81:
+    # behind uniform read f times as fast from 1.85 on (a mean of (2 + 30) / 21 against 0.185 * 11), ahead below
+    assert row["excluded_speed_up"] == pytest.approx(1.85)
+    held, seen = (row["vs_twice_lo"], row["vs_twice_hi"]), (row["vs_twice_seen_lo"], row["vs_twice_seen_hi"])
+    assert V.verdict("twice", *held, None, seen) == V.NOT_REPRODUCED
+    (entry,) = [e for e in V.report_verdicts(tmp_path / "out") if e.table == "speed"]
+    assert entry.verdict == V.NOT_REPRODUCED and (entry.lo, entry.hi) == seen  # the interval that decides
+    assert "(to step 2000) |" in (tmp_path / "out" / "speed.md").read_text()
+
+
 def test_a_speed_up_is_excluded_and_more_only_when_every_larger_factor_is_excluded(tmp_path):
     """The interval of X - (Y read f times as fast) need not tighten as f grows: here uniform's seeds agree until
     their last evaluation, which a faster reading holds for ever more of the curve, so the interval excludes
-    f = 1 to 1.30 and no larger factor.  "Any speed-up excluded" would be false; the row names none."""
+    f = 1 to 1.30 and no larger factor, and `_excluded_from` names no factor from such a reading.  Over the
+    observed window, where nothing is held, PER's flat 7 falls below uniform read at every factor tried, so the
+    row names "any"."""
     runs = tmp_path / "runs"
     ramp = np.minimum(np.arange(1, 41) / 2.0, 10.0)  # 0.5, 1, ..., 10 at evaluation 20, then 10
     for seed, end in enumerate((6.0, 8.0, 10.0, 12.0, 14.0)):
         fake_run(runs, "uniform", seed, [*ramp[:-1], end])
         fake_run(runs, "per", seed, [7.0 + 0.1 * seed] * 40)
     row = next(r for r in R.report(runs, tmp_path / "out")["speed"] if r["sampler"] == "per")
-    assert row["hi"] < 0 and math.isnan(row["excluded_speed_up"])
+    assert row["hi"] < 0 and row["excluded_speed_up"] == 1.0 and row["vs_twice_seen_hi"] < 0
     x = np.array([7.0 + 0.1 * seed for seed in range(5)])
     base = [np.array([*ramp[:-1], end]) for end in (6.0, 8.0, 10.0, 12.0, 14.0)]
     steps = 100.0 * np.arange(1, 41)
@@ -1146,7 +1177,7 @@ def test_a_speed_up_is_excluded_and_more_only_when_every_larger_factor_is_exclud
     assert report_stats._excluded_from((1.0, 1.05, 1.1), (True, True, True)) == 1.0
     assert math.isnan(report_stats._excluded_from((1.0, 1.05, 1.1), (True, True, False)))
     text = (tmp_path / "out" / "speed.md").read_text()
-    assert "| — |" in text.splitlines()[2] and "any (X behind Y)" not in text
+    assert "any (X behind Y) |" in text.splitlines()[2]
 
 
 def test_a_twofold_speed_up_holds_a_curve_still_rising_at_its_end():

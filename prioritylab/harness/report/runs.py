@@ -399,15 +399,21 @@ def final_score(run: dict) -> float:
     return float(column(run["rows"], "return_mean")[-LAST:].mean())
 
 
-def area(run: dict, factor: float = 1.0) -> float:
+def area(run: dict, factor: float = 1.0, until: float | None = None) -> float:
     """Mean return over all the run's evaluations: the area under its learning curve per evaluation, which
     rewards learning early as well as ending high (the speed PER reports: "learning is twice as fast").
 
     ``factor``: the area the run would have had learning ``factor`` times as fast, its curve read at ``factor``
     times each evaluation step and held at its last value beyond its end.  Holding understates a run still
-    improving at its end, so a run whose area falls short of this one falls short of the real speed-up too."""
+    improving at its end, so a run whose area falls short of this one falls short of the real speed-up too; a
+    run whose area exceeds it need not exceed the real one, which the held values cannot show.  ``until``: only
+    the evaluations at steps up to ``until`` (with ``factor * until`` at most the last step, nothing is held);
+    NaN if there is none."""
     steps, returns = column(run["rows"], "step"), column(run["rows"], "return_mean")
-    return float(np.interp(factor * steps, steps, returns).mean())
+    read = steps if until is None else steps[steps <= until]
+    if read.size == 0:
+        return math.nan
+    return float(np.interp(factor * read, steps, returns).mean())
 
 
 def _is_value(recorded_value, text: str) -> bool:

@@ -85,7 +85,8 @@ COLUMNS = {
                    *(f"{m}{end}" for m in ("iqm", "mean", "median") for end in ("", "_lo", "_hi"))),
     "differences": ("agent", "env", "sampler", "baseline", "seeds", "baseline_seeds", *_WELCH),
     "speed": ("agent", "env", "sampler", "baseline", "seeds", "baseline_seeds", *_WELCH, "twice_as_fast",
-              "twice_as_fast_pct", "vs_twice", "vs_twice_lo", "vs_twice_hi", "excluded_speed_up"),
+              "twice_as_fast_pct", "vs_twice", "vs_twice_lo", "vs_twice_hi", "seen_until", "vs_twice_seen",
+              "vs_twice_seen_lo", "vs_twice_seen_hi", "excluded_speed_up"),
     "versus": ("agent", "env", "sampler", "value", "reference", "seeds", "reference_seeds", "partial",
                "reference_partial", "mean", "reference_mean", *_WELCH, "not_comparable"),
     "improvement": ("agent", "domain", "sampler", "baseline", "runs", "baseline_runs", "tasks", "p_improvement",
@@ -221,29 +222,49 @@ def _excluded_from(factors: Sequence[float], excluded: Sequence[bool]) -> float:
     return first
 
 
+def _seen(x_runs: list[dict], y_runs: list[dict], factor: float) -> tuple[float, float, float, float]:
+    """X's areas minus Y's read ``factor`` times as fast, both over the evaluations up to Y's shortest run's last
+    step divided by ``factor``, where every value read of Y was observed: that step, the difference and its Welch
+    interval (NaN where a side has no evaluation there, or neither side varies)."""
+    until = min(float(column(run["rows"], "step")[-1]) for run in y_runs) / factor
+    x = np.array([area(run, 1.0, until) for run in x_runs])
+    y = np.array([area(run, factor, until) for run in y_runs])
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return until, math.nan, math.nan, math.nan
+    return (until, *welch_ci(x, y))
+
+
 def speed(groups: dict, claims: dict | None = None, partial: bool = False) -> list[dict]:
-    """:func:`differences` of :func:`area`, the mean return over all evaluations, and two readings of a speed-up:
+    """:func:`differences` of :func:`area`, the mean return over all evaluations, and readings of a speed-up:
     what Y's area would gain if Y learned :data:`SPEED_UP` times as fast (each Y run's curve read at twice each
-    step), with the Welch interval of X's areas minus those (wholly below 0: X learns less than twice as fast),
-    and the smallest speed-up of Y (1, or one of :data:`FACTORS`) from which that interval lies wholly below 0 for
-    it and every larger factor tried (1: X's areas are below Y's own at every factor; NaN if the largest factor
-    is not excluded).  It makes the comparisons :func:`differences` makes, so that
-    function's ``left_out`` names those it does not.  ``partial``: each row ends with :data:`PARTIAL_RUNS`, the
-    partial runs of X and of Y (the runs read at a speed-up are Y's)."""
+    step, held at its last value beyond its end), the Welch interval of X's areas minus those, the same over the
+    evaluations up to half of Y's last step only (``seen_until``), where nothing of Y is held, and the smallest
+    speed-up of Y (1, or one of :data:`FACTORS`) from which X falls short of it, for it and every larger factor
+    tried: an interval of either reading wholly below 0 (1: X's areas are below Y's own; NaN if the largest
+    factor is not excluded).  Holding understates a Y still improving at its end, so the held reading can show
+    that X learns less than twice as fast and cannot show that it learns faster: only the observed window
+    (``vs_twice_seen``) can (:mod:`~prioritylab.harness.report.verdicts`, the rule ``twice``).  It makes the
+    comparisons :func:`differences` makes, so that function's ``left_out`` names those it does not.
+    ``partial``: each row ends with :data:`PARTIAL_RUNS`, the partial runs of X and of Y (the runs read at a
+    speed-up are Y's)."""
     rows = differences(groups, claims, score=area)
     for r in rows:
         base = groups[(r["agent"], r["env"], r["baseline"])]
-        x = np.array([area(run) for run in groups[(r["agent"], r["env"], r["sampler"])]])
+        runs = groups[(r["agent"], r["env"], r["sampler"])]
+        x = np.array([area(run) for run in runs])
         y = float(np.mean([area(run) for run in base]))
         fast = np.array([area(run, SPEED_UP) for run in base])
         gain = float(fast.mean()) - y
         d, lo, hi = welch_ci(x, fast)
-        excluded = [r["hi"] < 0] + [welch_ci(x, np.array([area(run, f) for run in base]))[2] < 0 for f in FACTORS]
+        until, seen, seen_lo, seen_hi = _seen(runs, base, SPEED_UP)
+        excluded = [r["hi"] < 0] + [welch_ci(x, np.array([area(run, f) for run in base]))[2] < 0
+                                    or _seen(runs, base, float(f))[3] < 0 for f in FACTORS]  # fmt: skip
         r.update({"twice_as_fast": gain, "twice_as_fast_pct": 100 * gain / abs(y) if y != 0 else math.nan,
-                  "vs_twice": d, "vs_twice_lo": lo, "vs_twice_hi": hi,
+                  "vs_twice": d, "vs_twice_lo": lo, "vs_twice_hi": hi, "seen_until": until,
+                  "vs_twice_seen": seen, "vs_twice_seen_lo": seen_lo, "vs_twice_seen_hi": seen_hi,
                   "excluded_speed_up": _excluded_from((1.0, *FACTORS), excluded)})  # fmt: skip
         if partial:
-            r[PARTIAL_RUNS] = unfinished(groups[(r["agent"], r["env"], r["sampler"])]) + unfinished(base)
+            r[PARTIAL_RUNS] = unfinished(runs) + unfinished(base)
     return rows
 
 

@@ -139,27 +139,37 @@ def differences_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
 
 def speed_markdown(rows: list[dict], left_out: Sequence[str] = ()) -> str:
     lines = ["| agent | env | sampler | vs | seeds | area X - Y [95 % CI] | % of Y's area [95 % CI] | "
-             "Y twice as fast: gain | X - (Y twice as fast) [95 % CI] | speed-up of Y excluded |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "Y twice as fast: gain | X - (Y twice as fast) [95 % CI] | the same, observed window [95 % CI] | "
+             "speed-up of Y excluded |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         few = r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS
         seeds = f"{r['seeds']} / {r['baseline_seeds']}" + (" (few seeds)" if few else "")
         cis = _intervals(r)
         twice = (f"{r['vs_twice']:+.3g} [{r['vs_twice_lo']:+.3g}, {r['vs_twice_hi']:+.3g}]"
                  if math.isfinite(r["vs_twice_lo"]) else f"{r['vs_twice']:+.3g} {NO_SPREAD}")
+        seen = ("—" if not math.isfinite(r["vs_twice_seen"]) else
+                f"{r['vs_twice_seen']:+.3g} [{r['vs_twice_seen_lo']:+.3g}, {r['vs_twice_seen_hi']:+.3g}]"
+                if math.isfinite(r["vs_twice_seen_lo"]) else f"{r['vs_twice_seen']:+.3g} {NO_SPREAD}")
+        seen += f" (to step {r['seen_until']:.6g})" if math.isfinite(r["vs_twice_seen"]) else ""
         excluded = ("—" if not math.isfinite(r["excluded_speed_up"]) else "any (X behind Y)"
                     if r["excluded_speed_up"] == 1.0 else f"{r['excluded_speed_up']:.2f}x and more")
         lines.append(f"| {r['agent']} | {r['env']} | {r['sampler']} | {r['baseline']} | {seeds} | "
                      f"{r['difference']:+.3g} {cis[0]} | {_percent(r['pct'])} % {cis[1]} | "
-                     f"{r['twice_as_fast']:+.3g} ({_percent(r['twice_as_fast_pct'])} %) | {twice} | {excluded} |")
+                     f"{r['twice_as_fast']:+.3g} ({_percent(r['twice_as_fast_pct'])} %) | {twice} | {seen} | "
+                     f"{excluded} |")
     lines += ["", "Area: a run's mean return over all its evaluations, which rewards learning early as well as ending "
               "high; X minus Y with the 95 % Welch t-interval over the seeds, for the comparisons the papers make "
               "(CLAIMS). Y twice as fast: each Y run's curve read at twice each evaluation step, held at its last "
               "value beyond its end (which understates a run still improving there); the gain is the size of PER's "
               "\"learning is twice as fast\" in these units, and an interval of X - (Y twice as fast) wholly below 0 "
-              "says X learns less than twice as fast as Y. Speed-up excluded: the smallest factor (1, or 1.05 to 4 "
-              "in steps of 0.05) from which the interval of X - (Y that much faster) lies wholly below 0 at every "
-              "factor tried up to 4; \"any\" when that holds from 1 on."]
+              "says X learns less than twice as fast as Y; one wholly above 0 does not say X learns faster, since "
+              "the held values may understate Y. Observed window: the same difference over the evaluations up to "
+              "half of Y's last step (the step given), where every value of Y read at twice the speed was "
+              "observed: wholly above 0, X learns more than twice as fast there; wholly below 0, less. Speed-up "
+              "excluded: the smallest factor (1, or 1.05 to 4 in steps of 0.05) from which an interval of X - (Y "
+              "that much faster), held or over its observed window, lies wholly below 0 at every factor tried up "
+              "to 4; \"any\" when that holds from 1 on."]
     if any(r["seeds"] < MIN_CI_RUNS or r["baseline_seeds"] < MIN_CI_RUNS for r in rows):
         lines.append(f"(few seeds): fewer than {MIN_CI_RUNS} seeds on a side; the interval is not meaningful.")
     lines += left_out_lines(NOT_COMPARED, left_out)

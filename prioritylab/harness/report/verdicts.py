@@ -101,7 +101,9 @@ RULES = {
     "loss_unsized": "X does worse than Y, no size given: reproduced below 0, not reproduced above 0, else "
                     "inconclusive",
     "twice": "X learns twice as fast as Y (X − Y read at twice the speed, on the areas under the curves): "
-             "reproduced above 0, not reproduced below 0, else inconclusive",
+             "reproduced where the interval over the observed window (up to half of Y's last step, nothing of Y "
+             "held) lies above 0, not reproduced where it or the whole run's (Y held at its last value beyond its "
+             "end) lies below 0, else inconclusive (and where they disagree)",
     "equal": "X matches Y: not reproduced where the interval excludes 0, else consistent with equality, a tight "
              f"test where it lies within ±{EQUALITY_BOUND:.1f} % of Y's score",
 }
@@ -114,9 +116,12 @@ VERDICTS = (NOT_REPRODUCED, REPRODUCED, INCONCLUSIVE, NOT_TIGHT, TIGHT)
 interval that holds a bound gives."""
 
 
-def verdict(rule: str, lo: float, hi: float, size: float | None = None) -> str:
+def verdict(rule: str, lo: float, hi: float, size: float | None = None,
+            seen: tuple[float, float] | None = None) -> str:
     """The verdict of an interval ``[lo, hi]`` of X − Y under ``rule`` (:data:`RULES`); ``size``, for ``gain``, in
-    the interval's units.  An end equal to a bound holds it."""
+    the interval's units.  An end equal to a bound holds it.  ``seen``, for ``twice`` only: the interval over the
+    observed window (``[lo, hi]`` is then the whole run's, with Y held beyond its end); without it (or with NaN
+    ends) nothing shows X faster, and ``twice`` gives at best "inconclusive"."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; the rules are {', '.join(RULES)}")
     if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
@@ -125,7 +130,16 @@ def verdict(rule: str, lo: float, hi: float, size: float | None = None) -> str:
         raise ValueError(f"the rule {rule!r} " + ("takes a size" if rule == "gain" else "takes no size"))
     if rule == "gain":
         return REPRODUCED if lo > 0 else NOT_REPRODUCED if hi < size else INCONCLUSIVE
-    if rule in ("gain_unsized", "twice"):
+    if seen is not None and rule != "twice":
+        raise ValueError(f"the rule {rule!r} takes no observed window")
+    if rule == "twice":
+        observed = seen is not None and all(map(math.isfinite, seen))
+        if observed and seen[0] > seen[1]:
+            raise ValueError(f"[{seen[0]}, {seen[1]}] is not an interval")
+        above = observed and seen[0] > 0
+        below = hi < 0 or (observed and seen[1] < 0)
+        return REPRODUCED if above and not below else NOT_REPRODUCED if below and not above else INCONCLUSIVE
+    if rule == "gain_unsized":
         return REPRODUCED if lo > 0 else NOT_REPRODUCED if hi < 0 else INCONCLUSIVE
     if rule == "loss_unsized":
         return REPRODUCED if hi < 0 else NOT_REPRODUCED if lo > 0 else INCONCLUSIVE
@@ -139,7 +153,32 @@ REGISTRY_COLUMNS = ["page", "claim", "setting", "report", "table", "agent", "env
 TABLES = {"differences": ("differences", "pct_lo", "pct_hi"), "area": ("speed", "pct_lo", "pct_hi"),
           "speed": ("speed", "vs_twice_lo", "vs_twice_hi")}  # fmt: skip
 """What each value of ``table`` reads: the CSV file and the columns of the interval, in % of Y's mean (final
-scores; areas under the curves), or, for ``twice``, the absolute interval of X − (Y read at twice the speed)."""
+scores; areas under the curves), or, for ``twice``, the absolute interval of X − (Y read at twice the speed),
+with :data:`SEEN` beside it."""
+
+SEEN = ("vs_twice_seen_lo", "vs_twice_seen_hi")
+"""The columns of ``speed.csv`` that the rule ``twice`` reads beside the whole run's interval: the interval over the
+observed window (:func:`prioritylab.harness.report.stats.speed`)."""
+
+
+def _deciding(word: str, lo: float, hi: float, seen: tuple[float, float] | None) -> tuple[float, float]:
+    """The interval a ``twice`` verdict rests on, which its row must print: the observed window's where it decides
+    (reproduced, or not reproduced with the whole run's interval holding 0), else the whole run's."""
+    if seen is not None and (word == REPRODUCED or (word == NOT_REPRODUCED and not hi < 0)):
+        return seen
+    return lo, hi
+
+
+def _seen_of(row: dict, where: str) -> tuple[float, float]:
+    """A ``speed.csv`` row's observed-window interval (NaN ends where it is undefined); ``ValueError`` naming the
+    row where the report has no such columns (a report made before them: make it again)."""
+    try:
+        return float(row[SEEN[0]]), float(row[SEEN[1]])
+    except (KeyError, TypeError):
+        raise ValueError(f"{where} has no {SEEN[0]}, {SEEN[1]}: the report predates the observed window that "
+                         "\"twice as fast\" is read over; make it again") from None
+    except ValueError:
+        return math.nan, math.nan
 
 
 @dataclass(frozen=True)
@@ -224,10 +263,12 @@ def read_registry(path: Path) -> list[Entry]:
                              "runs than were made; a verdict is given on a report of every run (its status.md names "
                              "those left out)")  # fmt: skip
         size = SIZES[line["size"]] if line["rule"] == "gain" else None
+        seen = _seen_of(rows[0], f"{where}: {csv_path}'s row {key}") if line["rule"] == "twice" else None
         try:
-            word = verdict(line["rule"], lo, hi, size)
+            word = verdict(line["rule"], lo, hi, size, seen)
         except ValueError as err:
             raise ValueError(f"{where}: {err}") from None
+        lo, hi = _deciding(word, lo, hi, seen)
         entries.append(Entry(number, **line, lo=lo, hi=hi, verdict=word))
     return entries
 
@@ -604,7 +645,9 @@ def report_verdicts(report: Path) -> list[Entry]:
             elif not math.isfinite(lo + hi):
                 word, withheld = "", _undefined(row, table)
             else:
-                word, withheld = verdict(rule, lo, hi, SIZES[size] if size else None), ""
+                seen = _seen_of(row, f"{path}, line {number}") if rule == "twice" else None
+                word, withheld = verdict(rule, lo, hi, SIZES[size] if size else None, seen), ""
+                lo, hi = _deciding(word, lo, hi, seen)
             out.append(Entry(number, "", "", "", str(report), table, row.get("agent", ""), env, pair[0], pair[1],
                              rule, size, lo=lo, hi=hi, verdict=word, withheld=withheld))  # fmt: skip
     return out
