@@ -1190,6 +1190,30 @@ def test_a_twofold_speed_up_holds_a_curve_still_rising_at_its_end():
     assert area(run, 2.0) == pytest.approx(np.minimum(2 * np.arange(1, 21), 20).mean())  # 2, 4, ..., 20, 20, ...
 
 
+def test_a_speed_up_reads_between_evaluations_on_the_straight_line():
+    """At a factor that falls between two evaluations the curve is read on the line joining them, not at the
+    evaluation before: 1.5 times steps 1, 2, 3, 4 reads 5, 20 and then the last value, 30, twice."""
+    from prioritylab.harness.report.runs import area
+
+    run = {"rows": [{"step": str(s), "return_mean": str(10.0 * (s - 1))} for s in (1, 2, 3, 4)]}
+    assert area(run, 1.5) == pytest.approx((5 + 20 + 30 + 30) / 4)
+    assert area(run, 1.5, until=2) == pytest.approx((5 + 20) / 2) and math.isnan(area(run, 1.5, until=0.5))
+
+
+def test_the_observed_window_ends_at_half_of_ys_shortest_run():
+    """With Y's seeds of different lengths the window ends at half of the shortest one's last step, so that no
+    value of any Y run is held inside it."""
+    def run(n, slope):
+        return {"rows": [{"step": str(100 * i), "return_mean": str(slope * i)} for i in range(1, n + 1)]}
+
+    until, diff, lo, hi = report_stats._seen([run(20, 2.0), run(20, 2.1)], [run(10, 1.0), run(20, 1.05)], 2.0)
+    assert until == 500.0
+    # X reads its evaluations at 100-500; Y at twice those steps, 200-1000, observed in both Y runs
+    x = [np.mean([s * i for i in range(1, 6)]) for s in (2.0, 2.1)]
+    y = [np.mean([s * 2 * i for i in range(1, 6)]) for s in (1.0, 1.05)]
+    assert diff == pytest.approx(np.mean(x) - np.mean(y)) and lo < diff < hi
+
+
 def test_a_profiles_score_axis_names_the_domains_normalisation():
     assert plots.score_label("Atari (human-normalised)") == "final score (human-normalised)"
     assert plots.score_label(report_stats.MINATAR_DOMAIN) == "final score (0 = random, 1 = uniform)"

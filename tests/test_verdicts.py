@@ -58,6 +58,8 @@ def test_verdict_follows_the_stated_rule(rule, lo, hi, size, expected):
         ((-1.9, -0.4), (0.2, 1.0), V.INCONCLUSIVE),  # the readings disagree
         ((-1.0, 1.0), (-1.0, 1.0), V.INCONCLUSIVE),
         ((0.1, 3.0), (0.0, 1.0), V.INCONCLUSIVE),  # a lower end equal to 0 holds it
+        ((-1.0, 0.0), (-1.0, 1.0), V.INCONCLUSIVE),  # so does an upper end equal to 0, held ...
+        ((-1.0, 1.0), (-1.0, 0.0), V.INCONCLUSIVE),  # ... or observed
         ((0.1, 3.0), (float("nan"), float("nan")), V.INCONCLUSIVE),  # no observed window
     ],
 )
