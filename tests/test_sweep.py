@@ -644,7 +644,7 @@ COMMITTED = [  # specification, study folder, seeds, the finished runs of the sp
     ("ners_fig3.py", "ners_fig3", 10, 60),
     ("lap_halfcheetah.py", "lap_halfcheetah", 5, 20),
     ("lap_halfcheetah.py", "lap_halfcheetah/followup", 13, 16),
-    ("minatar_study_long.py", "minatar_study_long", 5, 74),
+    ("minatar_study_long.py", "minatar_study_long", 5, 75),
 ]
 
 
