@@ -27,7 +27,7 @@ study on a game the agent has not begun to learn compares noise, so those three 
 ``paper`` grid only; 2 games x 5 samplers x 5 seeds = 50 reduced runs, 12.5 core-hours here.
 
 ``deep/minatar_study_ddqn.py`` is the same grid with Double DQN (LAP Table 7's and App. D.2's sampler settings), an
-optional second queue; its uniform and PER cells on Breakout are in ``docs/results/minatar_study_ddqn/``.
+optional second queue; its uniform and PER cells are in ``docs/results/minatar_study_ddqn/``.
 
 The queue is seed-major (``SEED_MAJOR``): every game x sampler with seed 0, then with seed 1, and so
 on, so that a sweep stopped part-way has the same seeds for every cell.

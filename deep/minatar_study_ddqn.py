@@ -4,7 +4,7 @@ budgets and seed-major queue; the samplers take Double DQN's defaults (LAP/PAL T
 
     prioritylab sweep deep/minatar_study_ddqn.py --budget reduced --seeds 5 --jobs 2 --out runs/minatar_study_ddqn
 
-The cells run so far are uniform replay and PER on Breakout, LAP/PAL Table 2's comparison, 5 seeds each
+The cells run so far are uniform replay and PER on both games, LAP/PAL Table 2's comparison, 5 seeds each
 (``docs/results/minatar_study_ddqn/``, with its commands: ``--only`` picks the cells); a run takes about 12 minutes
 with two at a time on a 2-core AMD EPYC family 26 machine.
 """

@@ -645,7 +645,7 @@ COMMITTED = [  # specification, study folder, seeds, the finished runs of the sp
     ("lap_halfcheetah.py", "lap_halfcheetah", 5, 20),
     ("lap_halfcheetah.py", "lap_halfcheetah/followup", 13, 16),
     ("minatar_study_long.py", "minatar_study_long", 5, 75),
-    ("minatar_study_ddqn.py", "minatar_study_ddqn", 5, 10),
+    ("minatar_study_ddqn.py", "minatar_study_ddqn", 5, 20),
 ]
 
 
